@@ -1,0 +1,53 @@
+// Durable, permission-aware file helpers shared by the plugin, the mock and the addons server.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/fd.h"
+#include "common/status.h"
+
+namespace mizarmp {
+
+// Reads a whole file. NOT_FOUND when it does not exist.
+Result<std::string> ReadFile(const std::string& path);
+
+// Writes `data` to `path` atomically and durably: a temp file in the same directory is written
+// with `mode`, fsync'ed, renamed over `path`, and the directory fsync'ed. Readers see the old
+// content or the new, never a torn file.
+Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode = 0600);
+
+// Removes `path` and fsyncs its directory. A missing file is success.
+Status RemoveFileDurable(const std::string& path);
+
+// mkdir -p; directories that this call creates get `mode`. Existing ones are left as they are.
+Status MakeDirs(const std::string& path, mode_t mode = 0700);
+
+// Names of the entries in `dir` (no "." or ".."). NOT_FOUND if the directory is missing.
+Result<std::vector<std::string>> ListDir(const std::string& dir);
+
+// Exclusive flock(2) on a lock file, released on destruction. Acquire() retries when the file it
+// locked was unlinked meanwhile (so a holder may remove the lock file when it is done with it, and
+// waiters never hold a lock on an orphaned inode).
+class FileLock {
+ public:
+  FileLock() = default;
+  static Result<FileLock> Acquire(const std::string& path, mode_t mode = 0600);
+  // Unlinks the lock file while still holding the lock, then releases it.
+  Status ReleaseAndRemove();
+  bool held() const { return fd_.valid(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  UniqueFd fd_;
+  std::string path_;
+};
+
+// Directory part and base part of a path ("a/b/c" -> "a/b", "c").
+std::string DirName(const std::string& path);
+std::string BaseName(const std::string& path);
+
+}  // namespace mizarmp

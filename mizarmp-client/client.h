@@ -1,0 +1,97 @@
+// The Mizar-MP REST client (libcurl + nlohmann_json).
+//
+// One Client owns one curl easy handle, so calls made through it reuse the connection. A Client
+// is not thread-safe; use one per thread. Errors name the call, the HTTP status and a short
+// excerpt of the body, e.g.
+//   UNAVAILABLE: GET /project/p/ports/x: HTTP 503: {"error":"overloaded"...
+// Codes: connection failures and timeouts after retries -> UNAVAILABLE (DEADLINE_EXCEEDED for
+// the poll deadline); 400 -> INVALID_ARGUMENT; 401 -> UNAUTHENTICATED; 403 -> PERMISSION_DENIED;
+// 404 / {"port":null} -> NOT_FOUND; 409 -> ALREADY_EXISTS; other 4xx -> FAILED_PRECONDITION;
+// 5xx after retries -> UNAVAILABLE; a body that is not the JSON expected -> INTERNAL.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/status.h"
+#include "mizarmp-client/types.h"
+
+namespace mizarmp::client {
+
+struct TlsConfig {
+  std::string ca_file;    // verify the server against this CA bundle (else the system store)
+  std::string cert_file;  // client certificate for mutual TLS
+  std::string key_file;   // its private key
+  bool insecure_skip_verify = false;
+};
+
+struct ClientConfig {
+  std::string base_url;  // "http://127.0.0.1:9090"; "/project/<id>/..." is appended
+  std::string project_id = kDefaultProjectId;
+  Dialect dialect = Dialect::kAuto;
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds request_timeout{5000};  // per HTTP request
+  // Idempotent calls (GET, PUT, DELETE, and POST of a client-chosen id) are retried on connection
+  // errors and 5xx, at most max_attempts in all, with exponential backoff from retry_backoff.
+  int max_attempts = 3;
+  std::chrono::milliseconds retry_backoff{20};
+  TlsConfig tls;
+  std::string token_file;  // optional bearer token, read once by Create(); never logged
+};
+
+struct PollOptions {
+  std::chrono::milliseconds initial{1};  // first re-poll this soon after the first GET
+  std::chrono::milliseconds max{50};     // interval grows by `factor` up to this cap
+  double factor = 2.0;
+  std::chrono::milliseconds deadline{60000};  // overall, from the call
+  // Checked between polls; when it returns true the wait ends with CANCELLED.
+  std::function<bool()> cancelled;
+};
+
+class Client {
+ public:
+  // INVALID_ARGUMENT for a bad URL or unreadable token/TLS files (naming the file).
+  static Result<std::unique_ptr<Client>> Create(ClientConfig config);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // POST /project/{p}/ports {"port":{...}} -> 201. ALREADY_EXISTS if the id is taken (unless a
+  // retry of this same call hit it: then the existing port is fetched and returned).
+  Result<Port> CreatePort(const PortSpec& spec);
+  // Bulk create: v0.1 POST /project/{p}/ports {"ports":[...]}; Alcor POST .../ports/bulk.
+  Result<std::vector<Port>> CreatePorts(const std::vector<PortSpec>& specs);
+  // GET /project/{p}/ports/{id}. NOT_FOUND for 404 or 200 {"port":null}.
+  Result<Port> GetPort(const std::string& port_id);
+  // Polls GetPort until ready. FAILED_PRECONDITION when the port reports failed/ERROR (fast),
+  // NOT_FOUND if it disappears, DEADLINE_EXCEEDED at the deadline, CANCELLED if cancelled.
+  Result<Port> WaitPortReady(const std::string& port_id, const PollOptions& options);
+  // GET /project/{p}/subnets/{id}
+  Result<Subnet> GetSubnet(const std::string& subnet_id);
+  // DELETE /project/{p}/ports/{id}. A port that is already gone (404, {"port":null}) is success.
+  Status DeletePort(const std::string& port_id);
+  // GET /project/{p}/ports?k=v&... e.g. {{"binding:host_id", "node-a"}}.
+  Result<std::vector<Port>> ListPorts(const std::map<std::string, std::string>& filters = {});
+  // PUT /project/{p}/ports/{id} {"port": fields}, e.g. {"admin_state_up": false}.
+  Result<Port> UpdatePort(const std::string& port_id, const nlohmann::json& fields);
+
+  // HTTP requests sent so far (every attempt counts), for benchmarks and tests.
+  uint64_t requests_sent() const { return requests_sent_; }
+  const ClientConfig& config() const { return config_; }
+
+ private:
+  explicit Client(ClientConfig config);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  ClientConfig config_;
+  uint64_t requests_sent_ = 0;
+};
+
+}  // namespace mizarmp::client

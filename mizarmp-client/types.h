@@ -1,0 +1,84 @@
+// Mizar-MP resources as the plugin and the addons server see them, independent of the wire
+// dialect (v0.1 controller or the later Alcor port manager).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/status.h"
+
+namespace mizarmp::client {
+
+// The seed's one-box defaults.
+inline constexpr const char* kDefaultProjectId = "3dda2801-d675-4688-a63f-dcda8d327f50";
+inline constexpr const char* kDefaultVpcId = "9192a4d4-ffff-4ece-b3f0-8d36e3d88038";
+inline constexpr const char* kDefaultSubnetId = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+
+enum class Dialect {
+  kAuto,   // accept either on the wire; pick per call where the two differ (bulk create)
+  kV01,    // ready "UP"; unknown port -> 200 {"port":null}; bulk as POST ports {"ports":[...]}
+  kAlcor,  // ready "ACTIVE"; unknown port -> 404; bulk as POST ports/bulk
+};
+
+struct FixedIp {
+  std::string subnet_id;
+  std::string ip_address;
+};
+
+// What the plugin asks for. Serialised with both "network_ns" and "veth_namespace" (the seed
+// uses one for single and the other for bulk create) so either controller generation finds it.
+struct PortSpec {
+  std::string project_id;
+  std::string id;    // client-chosen (the plugin's name-based UUID)
+  std::string name;  // "k8s_<id>"
+  std::string description;
+  std::string network_id;  // v0.1 carries the subnet id here
+  std::string veth_name;   // the interface name inside the pod (CNI_IFNAME)
+  std::string network_ns;  // the pod's netns path (CNI_NETNS)
+  std::string host_id;     // binding:host_id
+  std::string vnic_type = "normal";
+  bool admin_state_up = true;
+  bool fast_path = true;
+  std::vector<FixedIp> fixed_ips;  // optional: requested addresses
+};
+
+enum class PortState { kPending, kReady, kFailed };
+
+struct Port {
+  std::string id;
+  std::string project_id;
+  std::string name;
+  std::string description;
+  std::string network_id;
+  std::string status;  // as the controller spelled it
+  std::string mac_address;
+  std::string host_id;  // binding:host_id
+  std::string veth_name;
+  std::string network_ns;
+  bool admin_state_up = true;
+  std::vector<FixedIp> fixed_ips;
+
+  // UP / ACTIVE (any case) -> ready; failed / ERROR -> failed; anything else -> pending.
+  PortState state() const;
+};
+
+struct Subnet {
+  std::string id;
+  std::string project_id;
+  std::string network_id;
+  std::string cidr;        // "10.240.0.0/16"
+  std::string gateway_ip;  // may be empty: no default route then
+  int ip_version = 4;
+};
+
+// JSON <-> structs. FromJson accepts both dialects and fails with INTERNAL naming the field
+// for a document that has the wrong shape ("port.fixed_ips[0].ip_address is not a string").
+nlohmann::json PortSpecToJson(const PortSpec& spec);
+Result<Port> PortFromJson(const nlohmann::json& j);
+nlohmann::json PortToJson(const Port& port);
+Result<Subnet> SubnetFromJson(const nlohmann::json& j);
+nlohmann::json SubnetToJson(const Subnet& subnet);
+
+}  // namespace mizarmp::client

@@ -1,0 +1,104 @@
+// mizarmp-mock: a Mizar-MP controller and host-agent simulator over HTTP (cpp-httplib).
+// Used by the tests, the benchmarks and the one-box demo; never in production.
+//
+// REST API (both dialects), under /project/{project}:
+//   POST   /ports            {"port":{...}} -> 201 {"port":{...}};  {"ports":[...]} -> 201 bulk
+//   POST   /ports/bulk       {"ports":[...]} -> 201 {"ports":[...]}   (Alcor)
+//   GET    /ports/{id}       -> 200 {"port":{...}}; unknown: v0.1 200 {"port":null}, Alcor 404
+//   GET    /ports?k=v        -> 200 {"ports":[...]} filtered on any top-level field, e.g. binding:host_id
+//   PUT    /ports/{id}       {"port":{fields}} -> 200 {"port":{...}}; admin_state_up=false takes
+//                            the host end of the agent's veth down, true brings it up again
+//   DELETE /ports/{id}       -> 200 (v0.1: also for unknown ids) / 404 unknown (Alcor)
+//   GET    /subnets/{id}     -> 200 {"subnet":{...}} / 404
+// Control endpoints (not part of Mizar-MP):
+//   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "faults":{...}}
+//   POST /mock/faults        a Faults document (fields below, snake_case); replaces the faults
+//   POST /mock/reset         drops every port (tearing down the agent's veths) and every fault
+//   GET  /healthz            200 "ok"
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace mizarmp::mock {
+
+enum class Dialect { kV01, kAlcor };
+
+struct Faults {
+  int fail_creates = 0;        // the next N creates answer 500 (and create nothing)
+  int fail_deletes = 0;        // the next N deletes answer 500 (and delete nothing)
+  int fail_gets = 0;           // the next N GET port answer 503
+  bool never_ready = false;    // ports created from now on stay pending
+  bool fail_ready = false;     // ports created from now on go to failed/ERROR instead of ready
+  int delay_ms = 0;            // every REST response is delayed this long
+  int close_connections = 0;   // the next N REST requests get their connection closed, no response
+  int truncate_json = 0;       // the next N REST responses carry truncated JSON
+  int reject_creates = 0;      // the next N creates answer 400 (the request is refused)
+};
+
+struct Options {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: pick a free port; see MockServer::port()
+  Dialect dialect = Dialect::kV01;
+  std::string project_id = "3dda2801-d675-4688-a63f-dcda8d327f50";
+  std::string vpc_id = "9192a4d4-ffff-4ece-b3f0-8d36e3d88038";
+  std::string subnet_id = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+  std::string cidr = "10.240.0.0/16";
+  std::string gateway;  // default: first usable address of cidr
+  // Optional IPv6 subnet: when set, every port also gets an address from it.
+  std::string subnet6_id;
+  std::string cidr6;
+  std::chrono::milliseconds ready_delay{0};  // pending -> ready this long after create
+  int gets_before_ready = 0;                 // ...and not before this many GETs of the port
+  // Host agent: when enabled, a port becoming ready first gets a veth pair whose pod end is
+  // moved into the port's network_ns, named veth_name, carrying the port's MAC, and whose host
+  // end is plugged into `bridge`, which holds the gateway address.
+  bool agent = false;
+  std::string bridge = "mzbr0";
+  std::string agent_netns;  // where the bridge and host ends live; empty: the mock's own netns
+  int mtu = 1500;
+  // TLS: serve HTTPS when cert and key are set; require client certs signed by client_ca if set.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  // When set, every REST request must carry "Authorization: Bearer <token in this file>".
+  std::string token_file;
+  Faults faults;  // initial faults
+  bool verbose = false;
+};
+
+struct PortSummary {
+  std::string id;
+  std::string host_id;
+  std::string status;
+  bool admin_state_up = true;
+  std::vector<std::string> ips;
+  std::string mac;
+  std::string host_veth;  // the agent's host-side interface, empty without the agent
+};
+
+class MockServer {
+ public:
+  static Result<std::unique_ptr<MockServer>> Create(Options options);
+  ~MockServer();  // stops and tears everything down (ports, veths, bridge it created)
+
+  Status Start();  // binds and serves on a background thread; returns once listening
+  void Stop();
+  int port() const;
+  std::string base_url() const;  // "http://127.0.0.1:PORT" (https:// with TLS)
+
+  void SetFaults(const Faults& faults);
+  std::vector<PortSummary> Ports() const;
+  uint64_t requests() const;  // REST requests served (control endpoints excluded)
+
+ private:
+  MockServer() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mizarmp::mock

@@ -1,0 +1,1 @@
+mizarmp_add_test(NAME common_test SOURCES unit/common_test.cc LIBS mizarmp_common LABELS unit)

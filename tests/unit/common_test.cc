@@ -1,0 +1,113 @@
+#include <sys/stat.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/fileutil.h"
+#include "common/ipaddr.h"
+#include "common/status.h"
+#include "common/uuid.h"
+#include "tests/support/support.h"
+
+namespace mizarmp {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2 != 0) return InvalidArgumentError("odd: " + std::to_string(x));
+  return x / 2;
+}
+
+Result<int> Quarter(int x) {
+  MZ_ASSIGN_OR_RETURN(int h, Half(x));
+  return Half(h);
+}
+
+TEST(Status, ResultCarriesValueOrError) {
+  EXPECT_EQ(*Quarter(8), 2);
+  auto r = Quarter(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "odd: 3");
+  EXPECT_EQ(r.status().WithContext("quarter").ToString(), "INVALID_ARGUMENT: quarter: odd: 3");
+}
+
+TEST(IpAddress, ParsesAndPrintsCanonically) {
+  EXPECT_EQ(IpAddress::Parse("10.0.0.1")->ToString(), "10.0.0.1");
+  EXPECT_EQ(IpAddress::Parse("2001:DB8:0:0:0:0:0:1")->ToString(), "2001:db8::1");
+  EXPECT_FALSE(IpAddress::Parse("10.0.0").ok());
+  EXPECT_FALSE(IpAddress::Parse("010.0.0.1").ok());
+  EXPECT_FALSE(IpAddress::Parse("").ok());
+  EXPECT_FALSE(IpAddress::Parse("1.2.3.4/24").ok());
+  EXPECT_EQ(IpAddress::Parse("10.0.0.255")->Plus(1).ToString(), "10.0.1.0");
+}
+
+TEST(Cidr, ParsesPrefixesAndRejectsHostBitsWhenAsked) {
+  auto c = Cidr::Parse("10.1.2.3/16");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->network().ToString(), "10.1.0.0");
+  EXPECT_EQ(c->last().ToString(), "10.1.255.255");
+  EXPECT_TRUE(c->has_host_bits());
+  auto bad = Cidr::ParseNetwork("10.1.2.3/16");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("10.1.2.3/16"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("10.1.0.0/16"), std::string::npos);
+  EXPECT_EQ(Cidr::ParseNetwork("fd00::/8")->ToString(), "fd00::/8");
+  EXPECT_EQ(Cidr::Parse("fd00::1", /*allow_bare=*/true)->prefix_len(), 128);
+  EXPECT_FALSE(Cidr::Parse("fd00::1").ok());
+  EXPECT_FALSE(Cidr::Parse("10.0.0.0/33").ok());
+  EXPECT_FALSE(Cidr::Parse("10.0.0.0/").ok());
+  EXPECT_FALSE(Cidr::Parse("10.0.0.0/08").ok());
+  EXPECT_TRUE(Cidr::Parse("10.0.0.0/8")->Contains(*IpAddress::Parse("10.9.9.9")));
+  EXPECT_FALSE(Cidr::Parse("10.0.0.0/8")->Contains(*IpAddress::Parse("11.0.0.0")));
+  EXPECT_FALSE(Cidr::Parse("::/0")->Contains(*IpAddress::Parse("1.2.3.4")));
+}
+
+TEST(Uuid, Version5MatchesRfcExample) {
+  // RFC 4122 errata / Python uuid.uuid5(NAMESPACE_DNS, "python.org").
+  EXPECT_EQ(*UuidV5("6ba7b810-9dad-11d1-80b4-00c04fd430c8", "python.org"),
+            "886313e1-3b8a-5372-9b90-0c9aee199e5d");
+  EXPECT_TRUE(IsUuid(UuidV4()));
+  EXPECT_NE(UuidV4(), UuidV4());
+  EXPECT_FALSE(UuidV5("not-a-uuid", "x").ok());
+}
+
+TEST(FileUtil, AtomicWriteSetsModeAndReplaces) {
+  testing::TempDir dir;
+  const std::string p = dir.path() + "/sub/dir/file.json";
+  ASSERT_TRUE(MakeDirs(DirName(p), 0700).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(DirName(p).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_TRUE(WriteFileAtomic(p, "one").ok());
+  ASSERT_TRUE(WriteFileAtomic(p, "two").ok());
+  EXPECT_EQ(*ReadFile(p), "two");
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto names = ListDir(DirName(p));
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names->size(), 1u);  // no temp files left behind
+  ASSERT_TRUE(RemoveFileDurable(p).ok());
+  EXPECT_TRUE(RemoveFileDurable(p).ok());
+  EXPECT_EQ(ReadFile(p).status().code(), Code::kNotFound);
+}
+
+TEST(FileUtil, LockSerializesAndSurvivesRemoval) {
+  testing::TempDir dir;
+  const std::string lock_path = dir.path() + "/x.lock";
+  auto first = FileLock::Acquire(lock_path);
+  ASSERT_TRUE(first.ok());
+  std::atomic<bool> second_got{false};
+  std::thread t([&] {
+    auto second = FileLock::Acquire(lock_path);
+    second_got = second.ok();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(second_got.load());
+  ASSERT_TRUE(first->ReleaseAndRemove().ok());
+  t.join();
+  EXPECT_TRUE(second_got.load());
+}
+
+}  // namespace
+}  // namespace mizarmp
