@@ -1,0 +1,4 @@
+# mizarmp-client: JSON conversions (unit) and the REST client against the in-process mock
+# (integration; loopback only, agent disabled, so no root needed).
+mizarmp_add_test(NAME client_types_test SOURCES unit/client_types_test.cc
+                 LIBS mizarmp_client LABELS unit)
