@@ -292,6 +292,7 @@ struct Client::Impl {
         std::this_thread::sleep_for(backoff);
       }
       milliseconds timeout = cfg().request_timeout;
+      bool clipped = false;
       if (deadline) {
         auto remaining = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
         if (remaining.count() <= 0) {
@@ -299,7 +300,10 @@ struct Client::Impl {
                                        (last.ok() ? std::string() : " (last: " +
                                                                         last.message() + ")"));
         }
-        timeout = std::min(timeout, remaining);
+        if (remaining < timeout) {
+          timeout = remaining;
+          clipped = true;
+        }
       }
       resp.attempts = attempt;
       resp.body.clear();
@@ -309,10 +313,18 @@ struct Client::Impl {
       if (rc != CURLE_OK) {
         std::string text = CurlErrorText(rc);
         MZ_LOG(kDebug) << resp.call << " -> " << text << " after " << ElapsedMs(started) << " ms";
-        if (rc == CURLE_OPERATION_TIMEDOUT && deadline && Clock::now() >= *deadline) {
+        if (rc == CURLE_OPERATION_TIMEDOUT && clipped) {
           return DeadlineExceededError(resp.call + ": deadline reached: " + text);
         }
-        last = UnavailableError(resp.call + ": " + text);
+        long partial_http = 0;
+        curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &partial_http);
+        if (rc == CURLE_PARTIAL_FILE && expect_json && partial_http >= 200 && partial_http < 300) {
+          // A success whose body was cut short: a garbled answer, not an unreachable server.
+          last = InternalError(resp.call + ": HTTP " + std::to_string(partial_http) +
+                               ": response cut short (" + text + "): " + Excerpt(resp.body));
+        } else {
+          last = UnavailableError(resp.call + ": " + text);
+        }
         if (!RetryableCurlError(rc)) return last;
         continue;
       }
