@@ -1,0 +1,274 @@
+#include "fence/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include "common/fd.h"
+#include "common/fileutil.h"
+#include "common/log.h"
+
+namespace mizarmp::fence {
+namespace {
+
+// Whether something accepts connections on the unix socket at `path`.
+// OK(true): live; OK(false): stale (connection refused); error otherwise.
+Result<bool> SocketIsLive(const std::string& path) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoError("socket(AF_UNIX)", errno);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return InvalidArgumentError("socket path \"" + path + "\" is too long");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int rc;
+  do {
+    rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return true;
+  if (errno == ECONNREFUSED || errno == ENOENT) return false;
+  // EAGAIN: a live listener with a full backlog.
+  if (errno == EAGAIN) return true;
+  return ErrnoError("connect to the existing socket \"" + path + "\"", errno);
+}
+
+Result<std::string> ReadPem(const char* what, const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return InvalidArgumentError(std::string(what) + " \"" + path + "\": " +
+                                text.status().message());
+  }
+  if (text->find("-----BEGIN") == std::string::npos) {
+    return InvalidArgumentError(std::string(what) + " \"" + path + "\": not a PEM file");
+  }
+  return std::move(text).value();
+}
+
+}  // namespace
+
+ServerOptions ServerOptions::FromConfig(const ServerConfig& config) {
+  ServerOptions o;
+  o.endpoint = config.endpoint;
+  o.tls_cert_file = config.tls_cert_file;
+  o.tls_key_file = config.tls_key_file;
+  o.tls_client_ca_file = config.tls_client_ca_file;
+  o.insecure_tcp = config.insecure_tcp;
+  return o;
+}
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {}
+
+Server::~Server() { Shutdown(options_.shutdown_grace); }
+
+void Server::AddService(grpc::Service* service, std::string health_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  assert(!started_ && "Server::AddService after Start");
+  services_.push_back(service);
+  if (!health_name.empty()) service_names_.push_back(std::move(health_name));
+}
+
+Status Server::PrepareUnixSocket(const std::string& path) {
+  const std::string dir = DirName(path);
+  Status made = MakeDirs(dir, 0700);
+  if (!made.ok()) return made.WithContext("socket directory \"" + dir + "\"");
+
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return ErrnoError("lstat \"" + path + "\"", errno);
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return FailedPreconditionError("endpoint \"" + path +
+                                   "\" exists and is not a socket; refusing to replace it");
+  }
+  MZ_ASSIGN_OR_RETURN(bool live, SocketIsLive(path));
+  if (live) {
+    return AlreadyExistsError("endpoint \"" + path +
+                              "\": another server is listening on this socket");
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError("removing the stale socket \"" + path + "\"", errno);
+  }
+  MZ_LOG(kInfo) << "removed stale socket " << path;
+  return Status::Ok();
+}
+
+Status Server::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return FailedPreconditionError("server already started");
+  MZ_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(options_.endpoint));
+
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (ep.kind == Endpoint::Kind::kUnix) {
+    if (!options_.tls_cert_file.empty()) {
+      return InvalidArgumentError("TLS is only supported on tcp:// endpoints");
+    }
+    MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
+    creds = grpc::InsecureServerCredentials();
+  } else if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
+    if (options_.tls_cert_file.empty() || options_.tls_key_file.empty()) {
+      return InvalidArgumentError("TLS needs both a certificate and a key file");
+    }
+    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("tlsCertFile", options_.tls_cert_file));
+    MZ_ASSIGN_OR_RETURN(pair.private_key, ReadPem("tlsKeyFile", options_.tls_key_file));
+    ssl.pem_key_cert_pairs.push_back(std::move(pair));
+    if (!options_.tls_client_ca_file.empty()) {
+      MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                          ReadPem("tlsClientCaFile", options_.tls_client_ca_file));
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    } else {
+      ssl.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+    }
+    creds = grpc::SslServerCredentials(ssl);
+  } else if (options_.insecure_tcp) {
+    MZ_LOG(kWarn) << "serving plaintext gRPC on " << options_.endpoint
+                  << " (insecure-tcp: for tests only)";
+    creds = grpc::InsecureServerCredentials();
+  } else {
+    return InvalidArgumentError("endpoint \"" + options_.endpoint +
+                                "\": tcp:// needs a TLS certificate and key (or insecure-tcp)");
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same TCP port
+  // and silently split the traffic. One server per endpoint.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  int selected_port = 0;
+  const std::string grpc_address = ep.GrpcAddress();
+  builder.AddListeningPort(grpc_address, creds, &selected_port);
+  for (grpc::Service* s : services_) builder.RegisterService(s);
+
+  // The socket file is created by bind() inside BuildAndStart: with umask 077 it is born 0600
+  // (no window in which another user could connect). The umask is process-wide, so keep the
+  // window short; this runs during startup.
+  const mode_t old_umask = ::umask(077);
+  server_ = builder.BuildAndStart();
+  ::umask(old_umask);
+  if (!server_ || selected_port == 0) {
+    if (server_) server_->Shutdown();
+    server_.reset();
+    return UnavailableError("gRPC could not listen on \"" + options_.endpoint +
+                            "\" (address in use or not bindable)");
+  }
+
+  if (ep.kind == Endpoint::Kind::kUnix) {
+    socket_path_ = ep.path;
+    if (::chmod(ep.path.c_str(), 0600) != 0) {
+      Status s = ErrnoError("chmod 0600 \"" + ep.path + "\"", errno);
+      server_->Shutdown();
+      server_.reset();
+      ::unlink(ep.path.c_str());
+      return s;
+    }
+    struct stat st{};
+    if (::lstat(ep.path.c_str(), &st) == 0) {
+      socket_dev_ = st.st_dev;
+      socket_ino_ = st.st_ino;
+    }
+    address_ = grpc_address;
+  } else {
+    bound_port_ = selected_port;
+    Endpoint bound = ep;
+    bound.port = selected_port;
+    address_ = bound.GrpcAddress();
+  }
+  started_ = true;
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    for (const auto& name : service_names_) health->SetServingStatus(name, true);
+  }
+  MZ_LOG(kInfo) << "serving gRPC on " << address_;
+  return Status::Ok();
+}
+
+std::string Server::address() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return address_;
+}
+
+bool Server::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return started_ && !shut_down_;
+}
+
+void Server::SetServing(bool serving) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_ || shut_down_) return;
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(serving);
+    for (const auto& name : service_names_) health->SetServingStatus(name, serving);
+  }
+}
+
+void Server::RemoveOwnSocket() {
+  if (socket_path_.empty()) return;
+  struct stat st{};
+  // Only remove the socket this server created: a successor may already have replaced it.
+  if (::lstat(socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+      st.st_dev == socket_dev_ && st.st_ino == socket_ino_) {
+    if (::unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
+      MZ_LOG(kWarn) << "removing socket " << socket_path_ << ": " << std::strerror(errno);
+    }
+  }
+  socket_path_.clear();
+}
+
+void Server::Shutdown(std::chrono::milliseconds grace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_ || shut_down_) return;
+  shut_down_ = true;
+  MZ_LOG(kInfo) << "shutting down: draining in-flight calls for up to " << grace.count() << " ms";
+  if (auto* health = server_->GetHealthCheckService()) {
+    // Reports NOT_SERVING for everything and ignores later updates.
+    health->Shutdown();
+  }
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+  RemoveOwnSocket();
+  MZ_LOG(kInfo) << "gRPC server stopped";
+}
+
+void Server::Wait() {
+  grpc::Server* server = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    server = server_.get();
+  }
+  if (server != nullptr) server->Wait();
+}
+
+TerminationSignals::TerminationSignals() {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGTERM);
+  sigaddset(&set_, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+TerminationSignals::~TerminationSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+int TerminationSignals::Wait() {
+  int sig = 0;
+  while (sigwait(&set_, &sig) != 0) {
+  }
+  return sig;
+}
+
+}  // namespace mizarmp::fence
