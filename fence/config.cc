@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -175,6 +176,17 @@ const std::vector<Key>& Keys() {
             c.reconcile_interval = std::chrono::milliseconds(ms);
             return Status::Ok();
           }},
+      Key{"probeTimeoutMs", "probe-timeout-ms", Kind::kInt,
+          [](const json& v, const std::string& where, ServerConfig& c) -> Status {
+            if (!v.is_number_integer()) return WrongType(where, "an integer", v);
+            const int64_t ms = v.get<int64_t>();
+            if (ms <= 0 || ms > 60000) {
+              return InvalidArgumentError(where + ": " + std::to_string(ms) +
+                                          " is out of range (1..60000 ms)");
+            }
+            c.probe_timeout = std::chrono::milliseconds(ms);
+            return Status::Ok();
+          }},
       StringKey("logLevel", "log-level",
                 [](const std::string& s, const std::string& where, ServerConfig& c) -> Status {
                   auto level = log::ParseLevel(s);
@@ -200,7 +212,7 @@ bool IsAlnum(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0
 Status CheckReadableFile(const std::string& what, const std::string& path) {
   if (path.empty()) return Status::Ok();
   if (::access(path.c_str(), R_OK) != 0) {
-    return ErrnoError(what + ": cannot read \"" + path + "\"", errno);
+    return InvalidArgumentError(what + ": cannot read \"" + path + "\": " + std::strerror(errno));
   }
   return Status::Ok();
 }
@@ -522,6 +534,7 @@ Mizar-MP network. Flags override the JSON config file; every flag has a camelCas
   --host-id ID                   this node's host id
   --secrets-file FILE            JSON object of the secrets requests must carry
   --reconcile-interval-ms N      default 10000
+  --probe-timeout-ms N           timeout of Probe's Mizar-MP check (default 1000)
   --use-port-list                also gather fence clients from the Mizar-MP port list
   --log-level LEVEL              debug|info|warn|error|off (default info)
   --log-file FILE                default stderr

@@ -22,6 +22,7 @@
 //   hostId              this node's host id
 //   secretsFile         JSON object of the secrets requests must carry; never logged
 //   reconcileIntervalMs default 10000, > 0
+//   probeTimeoutMs      timeout of Probe's Mizar-MP check (default 1000, 1..60000)
 //   logLevel            debug|info|warn|error|off (default info)
 //   logFile             default: stderr
 //   usePortList         also gather fence clients from the Mizar-MP port list (default false)
@@ -92,6 +93,7 @@ struct ServerConfig {
   std::string host_id;
   std::string secrets_file;
   std::chrono::milliseconds reconcile_interval{10000};
+  std::chrono::milliseconds probe_timeout{1000};
   log::Level log_level = log::Level::kInfo;
   std::string log_file;
   bool use_port_list = false;

@@ -27,6 +27,7 @@ IdentityOptions IdentityOptions::FromConfig(const ServerConfig& config) {
   o.mode = config.mode;
   o.mizarmp = config.mizarmp;
   o.subnet_id = config.subnet_id;
+  o.probe_timeout = config.probe_timeout;
   return o;
 }
 

@@ -1,0 +1,40 @@
+# mizarmp-addons: configuration (unit), the Identity service and the server over a real gRPC
+# unix socket with the in-process mock (unit: loopback only, no root), and an independent
+# Python gRPC client generating its stubs from proto/ at test time (python).
+mizarmp_add_test(NAME addons_config_test SOURCES unit/addons_config_test.cc
+                 LIBS mizarmp_fence LABELS unit)
+mizarmp_add_test(NAME addons_identity_test SOURCES unit/addons_identity_test.cc
+                 LIBS mizarmp_fence mizarmp_mock LABELS unit)
+target_compile_definitions(addons_identity_test PRIVATE
+  MIZARMP_VERSION="${PROJECT_VERSION}" MIZARMP_GIT_COMMIT="${MIZARMP_GIT_COMMIT}")
+# The binary is what the subprocess tests run.
+add_dependencies(addons_identity_test mizarmp-addons)
+
+# The Python tests need Debian's python3-grpcio and python3-grpc-tools. The first python3 on
+# PATH may be another interpreter (pyenv, venv) without them, so pick one that has both.
+if(NOT MIZARMP_PYTHON_GRPC)
+  foreach(candidate /usr/bin/python3 python3)
+    find_program(mizarmp_py_candidate NAMES ${candidate} NO_CACHE)
+    if(mizarmp_py_candidate)
+      execute_process(COMMAND ${mizarmp_py_candidate} -c "import grpc, grpc_tools.protoc"
+                      RESULT_VARIABLE mizarmp_py_rc OUTPUT_QUIET ERROR_QUIET)
+      if(mizarmp_py_rc EQUAL 0)
+        set(MIZARMP_PYTHON_GRPC ${mizarmp_py_candidate} CACHE FILEPATH
+            "python3 with grpcio and grpc_tools, for the Python gRPC tests")
+        break()
+      endif()
+    endif()
+    unset(mizarmp_py_candidate)
+  endforeach()
+endif()
+if(MIZARMP_PYTHON_GRPC)
+  add_test(NAME python_identity
+           COMMAND ${MIZARMP_PYTHON_GRPC} -m unittest -v test_identity
+           WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+  set_tests_properties(python_identity PROPERTIES
+    LABELS python TIMEOUT 180
+    ENVIRONMENT "MIZARMP_BIN_DIR=${PROJECT_BINARY_DIR}/bin;MIZARMP_PROTO_DIR=${MIZARMP_PROTO_DIR};PYTHONDONTWRITEBYTECODE=1")
+else()
+  message(WARNING "No python3 with grpcio and grpc_tools (Debian: python3-grpcio "
+                  "python3-grpc-tools): the Python gRPC tests are not registered")
+endif()

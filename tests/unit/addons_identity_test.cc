@@ -1,0 +1,479 @@
+// The Identity service over a real gRPC unix socket (in-process server, generated C++ stub),
+// the server's socket handling and health service, and the mizarmp-addons binary's shutdown.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <set>
+#include <thread>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "common/fd.h"
+#include "common/fileutil.h"
+#include "encryptionkeyrotation.grpc.pb.h"
+#include "fence/identity.h"
+#include "fence/server.h"
+#include "identity.grpc.pb.h"
+#include "mock-server/mock.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::fence {
+namespace {
+
+using mizarmp::testing::TempDir;
+using namespace std::chrono_literals;
+
+// A TCP port on loopback that nothing listens on (bound, then closed).
+int ClosedPort() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 1;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+std::shared_ptr<grpc::Channel> Dial(const std::string& address) {
+  return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+}
+
+std::unique_ptr<identity::Identity::Stub> IdentityStub(const std::string& address) {
+  return identity::Identity::NewStub(Dial(address));
+}
+
+std::unique_ptr<mock::MockServer> StartMock(mock::Options options = {}) {
+  auto m = mock::MockServer::Create(std::move(options));
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return nullptr;
+  Status s = (*m)->Start();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return std::move(m).value();
+}
+
+IdentityOptions OptionsFor(const std::string& url) {
+  IdentityOptions o;
+  o.mizarmp.base_url = url;
+  o.mizarmp.project_id = mock::Options().project_id;
+  o.subnet_id = mock::Options().subnet_id;
+  return o;
+}
+
+// grpc.health.v1.Health/Check for `service` without generated health stubs: the request is
+// {string service = 1}, the response {ServingStatus status = 1} (SERVING = 1, NOT_SERVING = 2).
+Result<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
+  std::string req;
+  if (!service.empty()) {
+    req.push_back(0x0a);
+    req.push_back(static_cast<char>(service.size()));
+    req += service;
+  }
+  grpc::Slice slice(req);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  grpc::Status s = done.get_future().get();
+  if (!s.ok()) return Status(static_cast<Code>(s.error_code()), s.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return InternalError("health: unreadable response");
+  std::string bytes;
+  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  if (bytes.empty()) return 0;  // UNKNOWN
+  if (bytes.size() != 2 || bytes[0] != 0x08) return InternalError("health: unexpected response");
+  return static_cast<int>(bytes[1]);
+}
+
+class IdentityServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    mock_ = StartMock();
+    ASSERT_NE(mock_, nullptr);
+    socket_path_ = dir_.path() + "/run/addons/csi-addons.sock";
+    endpoint_ = "unix://" + socket_path_;
+  }
+
+  // Starts an Identity service (with the fence capabilities registered as the FenceController
+  // registers them) on the unix socket.
+  void StartServer(IdentityOptions options, bool with_fence = true) {
+    identity_ = std::make_unique<IdentityService>(std::move(options));
+    if (with_fence) identity_->AddNetworkFenceCapabilities();
+    ServerOptions so;
+    so.endpoint = endpoint_;
+    so.shutdown_grace = 2s;
+    server_ = std::make_unique<Server>(so);
+    server_->AddService(identity_.get(), identity::Identity::service_full_name());
+    Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    stub_ = IdentityStub(server_->address());
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown(2s);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<mock::MockServer> mock_;
+  std::string socket_path_;
+  std::string endpoint_;
+  std::unique_ptr<IdentityService> identity_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<identity::Identity::Stub> stub_;
+};
+
+TEST_F(IdentityServerTest, GetIdentity) {
+  StartServer(OptionsFor(mock_->base_url()));
+  grpc::ClientContext ctx;
+  identity::GetIdentityResponse resp;
+  grpc::Status s = stub_->GetIdentity(&ctx, identity::GetIdentityRequest(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.name(), "mizarmp.csi-addons.mizar.io");
+  EXPECT_EQ(resp.vendor_version(), MIZARMP_VERSION);
+  EXPECT_EQ(resp.manifest().at("mizarmp-url"), mock_->base_url());
+  EXPECT_EQ(resp.manifest().at("commit"), MIZARMP_GIT_COMMIT);
+  EXPECT_FALSE(resp.manifest().at("commit").empty());
+  EXPECT_EQ(resp.manifest().at("mode"), "controller");
+  EXPECT_EQ(resp.manifest().size(), 3u);
+}
+
+TEST_F(IdentityServerTest, CapabilitiesInControllerMode) {
+  StartServer(OptionsFor(mock_->base_url()));
+  grpc::ClientContext ctx;
+  identity::GetCapabilitiesResponse resp;
+  ASSERT_TRUE(stub_->GetCapabilities(&ctx, {}, &resp).ok());
+  std::set<std::string> got;
+  for (const auto& c : resp.capabilities()) {
+    if (c.has_service()) {
+      got.insert("service:" + identity::Capability::Service::Type_Name(c.service().type()));
+    } else if (c.has_network_fence()) {
+      got.insert("fence:" +
+                 identity::Capability::NetworkFence::Type_Name(c.network_fence().type()));
+    } else {
+      got.insert("other:" + c.ShortDebugString());
+    }
+  }
+  EXPECT_EQ(got, (std::set<std::string>{"service:CONTROLLER_SERVICE", "fence:NETWORK_FENCE",
+                                        "fence:GET_CLIENTS_TO_FENCE"}));
+  EXPECT_EQ(resp.capabilities_size(), 3);  // no duplicates
+}
+
+TEST_F(IdentityServerTest, NodeModeAdvertisesNodeService) {
+  IdentityOptions o = OptionsFor(mock_->base_url());
+  o.mode = Mode::kNode;
+  StartServer(o, /*with_fence=*/false);
+  grpc::ClientContext ctx;
+  identity::GetCapabilitiesResponse resp;
+  ASSERT_TRUE(stub_->GetCapabilities(&ctx, {}, &resp).ok());
+  ASSERT_EQ(resp.capabilities_size(), 1);
+  EXPECT_EQ(resp.capabilities(0).service().type(), identity::Capability::Service::NODE_SERVICE);
+  grpc::ClientContext ctx2;
+  identity::GetIdentityResponse id;
+  ASSERT_TRUE(stub_->GetIdentity(&ctx2, {}, &id).ok());
+  EXPECT_EQ(id.manifest().at("mode"), "node");
+}
+
+TEST_F(IdentityServerTest, ProbeReadyWithMizarMp) {
+  StartServer(OptionsFor(mock_->base_url()));
+  grpc::ClientContext ctx;
+  identity::ProbeResponse resp;
+  grpc::Status s = stub_->Probe(&ctx, {}, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+  ASSERT_TRUE(resp.has_ready());
+  EXPECT_TRUE(resp.ready().value());
+}
+
+TEST_F(IdentityServerTest, ProbeFailsWhenMizarMpUnreachable) {
+  StartServer(OptionsFor("http://127.0.0.1:" + std::to_string(ClosedPort())));
+  grpc::ClientContext ctx;
+  identity::ProbeResponse resp;
+  grpc::Status s = stub_->Probe(&ctx, {}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("Mizar-MP"), std::string::npos) << s.error_message();
+}
+
+TEST_F(IdentityServerTest, ProbeFailsWhenSubnetMissing) {
+  IdentityOptions o = OptionsFor(mock_->base_url());
+  o.subnet_id = "00000000-0000-0000-0000-000000000000";
+  StartServer(o);
+  grpc::ClientContext ctx;
+  identity::ProbeResponse resp;
+  grpc::Status s = stub_->Probe(&ctx, {}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("subnet"), std::string::npos) << s.error_message();
+}
+
+TEST_F(IdentityServerTest, ProbeFollowsReadinessChecks) {
+  StartServer(OptionsFor(mock_->base_url()));
+  std::atomic<int> state{0};  // 0 opening, 1 open, 2 broken
+  identity_->AddReadinessCheck("fence store", [&state] {
+    switch (state.load()) {
+      case 0:
+        return Readiness::Initializing();
+      case 1:
+        return Readiness::Ready();
+      default:
+        return Readiness::Failed(DataLossError("database disk image is malformed"));
+    }
+  });
+  auto probe = [&](identity::ProbeResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->Probe(&ctx, {}, resp);
+  };
+  identity::ProbeResponse r0;
+  ASSERT_TRUE(probe(&r0).ok());
+  ASSERT_TRUE(r0.has_ready());
+  EXPECT_FALSE(r0.ready().value());
+
+  state = 1;
+  identity::ProbeResponse r1;
+  ASSERT_TRUE(probe(&r1).ok());
+  EXPECT_TRUE(r1.ready().value());
+
+  state = 2;
+  identity::ProbeResponse r2;
+  grpc::Status s = probe(&r2);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("fence store"), std::string::npos) << s.error_message();
+}
+
+TEST_F(IdentityServerTest, ProbeStormMakesOneRestCallPerCacheWindow) {
+  IdentityOptions o = OptionsFor(mock_->base_url());
+  o.probe_cache_ttl = std::chrono::hours(1);  // the whole test is inside one window
+  StartServer(o);
+  const uint64_t before = mock_->requests();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto stub = IdentityStub(server_->address());
+      for (int i = 0; i < 25; ++i) {
+        grpc::ClientContext ctx;
+        identity::ProbeResponse resp;
+        if (stub->Probe(&ctx, {}, &resp).ok() && resp.ready().value()) ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 100);
+  EXPECT_EQ(identity_->mizarmp_checks(), 1u);
+  EXPECT_EQ(mock_->requests() - before, 1u);
+}
+
+TEST_F(IdentityServerTest, UnservedServiceIsUnimplemented) {
+  StartServer(OptionsFor(mock_->base_url()));
+  auto stub = encryptionkeyrotation::EncryptionKeyRotationController::NewStub(
+      Dial(server_->address()));
+  grpc::ClientContext ctx;
+  encryptionkeyrotation::EncryptionKeyRotateRequest req;
+  req.set_volume_id("v1");
+  encryptionkeyrotation::EncryptionKeyRotateResponse resp;
+  EXPECT_EQ(stub->EncryptionKeyRotate(&ctx, req, &resp).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_F(IdentityServerTest, SocketIsPrivate) {
+  StartServer(OptionsFor(mock_->base_url()));
+  struct stat st{};
+  ASSERT_EQ(::lstat(socket_path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  struct stat dst{};
+  ASSERT_EQ(::stat(DirName(socket_path_).c_str(), &dst), 0);
+  EXPECT_EQ(dst.st_mode & 07777, 0700u);  // created by the server
+}
+
+TEST_F(IdentityServerTest, HealthServing) {
+  StartServer(OptionsFor(mock_->base_url()));
+  auto channel = Dial(server_->address());
+  auto overall = HealthCheck(channel, "");
+  ASSERT_TRUE(overall.ok()) << overall.status().ToString();
+  EXPECT_EQ(*overall, 1);  // SERVING
+  auto svc = HealthCheck(channel, "identity.Identity");
+  ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+  EXPECT_EQ(*svc, 1);
+  auto unknown = HealthCheck(channel, "no.Such");
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+
+  server_->SetServing(false);
+  auto down = HealthCheck(channel, "");
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(*down, 2);  // NOT_SERVING
+}
+
+TEST_F(IdentityServerTest, StaleSocketIsReplaced) {
+  // A socket file that nothing listens on, as a crashed server leaves behind.
+  ASSERT_TRUE(MakeDirs(DirName(socket_path_), 0700).ok());
+  {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket_path_.c_str(), sizeof(a.sun_path) - 1);
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  }
+  struct stat st{};
+  ASSERT_EQ(::lstat(socket_path_.c_str(), &st), 0);
+
+  StartServer(OptionsFor(mock_->base_url()));
+  grpc::ClientContext ctx;
+  identity::GetIdentityResponse resp;
+  EXPECT_TRUE(stub_->GetIdentity(&ctx, {}, &resp).ok());
+  struct stat st2{};
+  ASSERT_EQ(::lstat(socket_path_.c_str(), &st2), 0);
+  EXPECT_NE(st.st_ino, st2.st_ino);
+  EXPECT_EQ(st2.st_mode & 07777, 0600u);
+}
+
+TEST_F(IdentityServerTest, RefusesNonSocketPath) {
+  ASSERT_TRUE(MakeDirs(DirName(socket_path_), 0700).ok());
+  ASSERT_TRUE(WriteFileAtomic(socket_path_, "precious data").ok());
+  ServerOptions so;
+  so.endpoint = endpoint_;
+  Server server(so);
+  IdentityService id(OptionsFor(mock_->base_url()));
+  server.AddService(&id);
+  Status s = server.Start();
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find(socket_path_), std::string::npos) << s.ToString();
+  auto still = ReadFile(socket_path_);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(*still, "precious data");
+}
+
+TEST_F(IdentityServerTest, SecondServerOnLiveSocketRefuses) {
+  StartServer(OptionsFor(mock_->base_url()));
+  ServerOptions so;
+  so.endpoint = endpoint_;
+  Server second(so);
+  IdentityService id(OptionsFor(mock_->base_url()));
+  second.AddService(&id);
+  Status s = second.Start();
+  EXPECT_EQ(s.code(), Code::kAlreadyExists) << s.ToString();
+  // The first server still owns the socket and answers.
+  grpc::ClientContext ctx;
+  identity::GetIdentityResponse resp;
+  EXPECT_TRUE(stub_->GetIdentity(&ctx, {}, &resp).ok());
+}
+
+TEST_F(IdentityServerTest, ShutdownRemovesSocket) {
+  StartServer(OptionsFor(mock_->base_url()));
+  ASSERT_EQ(::access(socket_path_.c_str(), F_OK), 0);
+  server_->Shutdown(2s);
+  EXPECT_NE(::access(socket_path_.c_str(), F_OK), 0);
+  server_->Shutdown(2s);  // idempotent
+}
+
+TEST(AddonsTcpServer, InsecureTcpOnlyWhenAsked) {
+  IdentityService id(IdentityOptions{});
+  {
+    ServerOptions so;
+    so.endpoint = "tcp://127.0.0.1:0";
+    Server server(so);
+    server.AddService(&id);
+    EXPECT_EQ(server.Start().code(), Code::kInvalidArgument);
+  }
+  ServerOptions so;
+  so.endpoint = "tcp://127.0.0.1:0";
+  so.insecure_tcp = true;
+  Server server(so);
+  server.AddService(&id);
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_GT(server.port(), 0);
+  auto stub = IdentityStub(server.address());
+  grpc::ClientContext ctx;
+  identity::GetIdentityResponse resp;
+  EXPECT_TRUE(stub->GetIdentity(&ctx, {}, &resp).ok());
+  // A second server cannot share the port (no SO_REUSEPORT).
+  ServerOptions so2 = so;
+  so2.endpoint = "tcp://127.0.0.1:" + std::to_string(server.port());
+  Server second(so2);
+  second.AddService(&id);
+  EXPECT_FALSE(second.Start().ok());
+}
+
+// The binary: SIGTERM lets an in-flight call finish, removes the socket, exits 0.
+TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
+  mock::Options mo;
+  mo.faults.delay_ms = 1500;  // every REST answer takes 1.5 s: Probe stays in flight that long
+  auto mock = StartMock(mo);
+  ASSERT_NE(mock, nullptr);
+  TempDir dir;
+  const std::string sock = dir.path() + "/csi-addons.sock";
+  const pid_t pid = mizarmp::testing::SpawnProcess(
+      {mizarmp::testing::BinDir() + "/mizarmp-addons", "--endpoint", "unix://" + sock, "--mpurl",
+       mock->base_url(), "--probe-timeout-ms", "10000", "--log-level", "debug"},
+      {}, "", dir.path() + "/addons.log");
+  ASSERT_GT(pid, 0);
+  struct Reaper {
+    pid_t pid;
+    bool reaped = false;
+    ~Reaper() {
+      if (!reaped) {
+        ::kill(pid, SIGKILL);
+        mizarmp::testing::WaitProcess(pid, 10s);
+      }
+    }
+  } reaper{pid};
+
+  auto channel = Dial("unix:" + sock);
+  ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 20s))
+      << "server did not come up; log: " << ReadFile(dir.path() + "/addons.log").value();
+  auto stub = identity::Identity::NewStub(channel);
+
+  const uint64_t before = mock->requests();
+  auto probe = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    identity::ProbeResponse resp;
+    grpc::Status s = stub->Probe(&ctx, {}, &resp);
+    return std::make_pair(s, resp);
+  });
+  // Wait until the Probe is inside the server (its REST call reached the mock).
+  for (int i = 0; i < 2000 && mock->requests() == before; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_GT(mock->requests(), before);
+
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  auto [status, resp] = probe.get();
+  EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  EXPECT_TRUE(resp.ready().value());
+
+  const int raw = mizarmp::testing::WaitProcess(pid, 30s);
+  ASSERT_NE(raw, -1) << "mizarmp-addons did not exit after SIGTERM";
+  reaper.reaped = true;
+  EXPECT_TRUE(WIFEXITED(raw)) << raw;
+  EXPECT_EQ(WEXITSTATUS(raw), 0);
+  EXPECT_NE(::access(sock.c_str(), F_OK), 0) << "socket left behind";
+}
+
+TEST(AddonsBinary, BadConfigExitsTwo) {
+  auto r = mizarmp::testing::RunProcess(
+      {mizarmp::testing::BinDir() + "/mizarmp-addons", "--mpurl", "http://127.0.0.1:1", "--drivername",
+       "not_valid"},
+      {}, "", 30s);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("drivername"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+}  // namespace
+}  // namespace mizarmp::fence
