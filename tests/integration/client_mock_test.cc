@@ -1,0 +1,781 @@
+// The Mizar-MP REST client against the in-process mock controller over loopback, for both
+// controller generations, including every fault the mock can inject, bearer tokens and TLS.
+// The mock's host agent is disabled, so no root is needed.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mizarmp-client/client.h"
+#include "mock-server/mock.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::client {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+const char* DialectName(mock::Dialect d) { return d == mock::Dialect::kV01 ? "V01" : "Alcor"; }
+
+int64_t MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+#define EXPECT_CODE(status_expr, want_code)                                        \
+  do {                                                                             \
+    const ::mizarmp::Status& mz_st_ = (status_expr);                               \
+    EXPECT_EQ(mz_st_.code(), (want_code)) << "got " << mz_st_.ToString();           \
+  } while (0)
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+}
+
+class ClientMockTest : public ::testing::TestWithParam<mock::Dialect> {
+ protected:
+  mock::Options MockOptions() const {
+    mock::Options o;
+    o.dialect = GetParam();
+    o.agent = false;
+    return o;
+  }
+
+  // Starts a mock; failures are fatal for the test (check with ASSERT_NO_FATAL_FAILURE).
+  void StartMock(mock::Options o) {
+    auto m = mock::MockServer::Create(std::move(o));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    server_ = std::move(m).value();
+    Status st = server_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  ClientConfig Config() const {
+    ClientConfig c;
+    c.base_url = server_->base_url();
+    c.dialect = Dialect::kAuto;
+    c.connect_timeout = milliseconds(1000);
+    c.request_timeout = milliseconds(3000);
+    c.max_attempts = 3;
+    c.retry_backoff = milliseconds(5);
+    return c;
+  }
+
+  std::unique_ptr<Client> MakeClient(const ClientConfig& c) {
+    auto r = Client::Create(c);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return nullptr;
+    return std::move(r).value();
+  }
+
+  void StartDefault() {
+    ASSERT_NO_FATAL_FAILURE(StartMock(MockOptions()));
+    client_ = MakeClient(Config());
+    ASSERT_NE(client_, nullptr);
+  }
+
+  PortSpec Spec(const std::string& id, const std::string& host = "node-a") const {
+    PortSpec s;
+    s.project_id = kDefaultProjectId;
+    s.id = id;
+    s.name = "k8s_" + id;
+    s.description = "cni test, host:" + host;
+    s.network_id = kDefaultSubnetId;
+    s.veth_name = "eth0";
+    s.network_ns = "/var/run/netns/none-" + id;
+    s.host_id = host;
+    return s;
+  }
+
+  bool ServerHasPort(const std::string& id) const {
+    for (const auto& p : server_->Ports()) {
+      if (p.id == id) return true;
+    }
+    return false;
+  }
+
+  static PollOptions Poll(milliseconds deadline) {
+    PollOptions o;
+    o.deadline = deadline;
+    return o;
+  }
+
+  std::unique_ptr<mock::MockServer> server_;
+  std::unique_ptr<Client> client_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Dialects, ClientMockTest,
+                         ::testing::Values(mock::Dialect::kV01, mock::Dialect::kAlcor),
+                         [](const auto& param_info) {
+                           return std::string(DialectName(param_info.param));
+                         });
+
+TEST_P(ClientMockTest, CreateGetListUpdateDelete) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  auto a = client_->CreatePort(Spec("port-a", "node-a"));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->id, "port-a");
+  auto b = client_->CreatePort(Spec("port-b", "node b/2"));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(ServerHasPort("port-a"));
+  EXPECT_TRUE(ServerHasPort("port-b"));
+
+  auto got = client_->GetPort("port-a");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->id, "port-a");
+  EXPECT_EQ(got->host_id, "node-a");
+  EXPECT_EQ(got->network_ns, "/var/run/netns/none-port-a");
+  EXPECT_EQ(got->veth_name, "eth0");
+
+  auto all = client_->ListPorts();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->size(), 2u);
+
+  auto on_a = client_->ListPorts({{"binding:host_id", "node-a"}});
+  ASSERT_TRUE(on_a.ok()) << on_a.status().ToString();
+  ASSERT_EQ(on_a->size(), 1u);
+  EXPECT_EQ((*on_a)[0].id, "port-a");
+
+  // A value that needs URL encoding (space, slash).
+  auto on_b = client_->ListPorts({{"binding:host_id", "node b/2"}});
+  ASSERT_TRUE(on_b.ok()) << on_b.status().ToString();
+  ASSERT_EQ(on_b->size(), 1u);
+  EXPECT_EQ((*on_b)[0].id, "port-b");
+
+  auto none = client_->ListPorts({{"binding:host_id", "node-nobody"}});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+
+  auto updated = client_->UpdatePort("port-a", json{{"admin_state_up", false}});
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  EXPECT_FALSE(updated->admin_state_up);
+  auto reread = client_->GetPort("port-a");
+  ASSERT_TRUE(reread.ok()) << reread.status().ToString();
+  EXPECT_FALSE(reread->admin_state_up);
+  for (const auto& p : server_->Ports()) {
+    if (p.id == "port-a") {
+      EXPECT_FALSE(p.admin_state_up);
+    }
+    if (p.id == "port-b") {
+      EXPECT_TRUE(p.admin_state_up);
+    }
+  }
+
+  Status del = client_->DeletePort("port-a");
+  EXPECT_TRUE(del.ok()) << del.ToString();
+  EXPECT_FALSE(ServerHasPort("port-a"));
+  EXPECT_TRUE(ServerHasPort("port-b"));
+  auto gone = client_->GetPort("port-a");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_CODE(gone.status(), Code::kNotFound);
+  EXPECT_TRUE(Contains(gone.status().message(), "port-a")) << gone.status().message();
+
+  // Deleting what is already gone succeeds (404 on Alcor, 200 on v0.1).
+  Status again = client_->DeletePort("port-a");
+  EXPECT_TRUE(again.ok()) << again.ToString();
+}
+
+TEST_P(ClientMockTest, UnknownPortIsNotFoundAndDuplicateIsAlreadyExists) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  auto missing = client_->GetPort("no-such-port");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_CODE(missing.status(), Code::kNotFound);
+  EXPECT_TRUE(Contains(missing.status().message(), "GET /project/")) << missing.status().message();
+
+  auto upd = client_->UpdatePort("no-such-port", json{{"admin_state_up", false}});
+  ASSERT_FALSE(upd.ok());
+  EXPECT_CODE(upd.status(), Code::kNotFound);
+
+  Status del = client_->DeletePort("no-such-port");
+  EXPECT_TRUE(del.ok()) << del.ToString();
+
+  ASSERT_TRUE(client_->CreatePort(Spec("dup")).ok());
+  const uint64_t before = client_->requests_sent();
+  auto dup = client_->CreatePort(Spec("dup"));
+  ASSERT_FALSE(dup.ok());
+  EXPECT_CODE(dup.status(), Code::kAlreadyExists);
+  EXPECT_TRUE(Contains(dup.status().message(), "HTTP 409")) << dup.status().message();
+  EXPECT_EQ(client_->requests_sent() - before, 1u) << "a first-attempt 409 is not retried";
+}
+
+TEST_P(ClientMockTest, GetSubnet) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  auto s = client_->GetSubnet(kDefaultSubnetId);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->id, kDefaultSubnetId);
+  EXPECT_EQ(s->cidr, "10.240.0.0/16");
+  EXPECT_EQ(s->gateway_ip, "10.240.0.1");
+  EXPECT_EQ(s->ip_version, 4);
+
+  auto missing = client_->GetSubnet("no-such-subnet");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_CODE(missing.status(), Code::kNotFound);
+}
+
+TEST_P(ClientMockTest, ReadyPortCarriesAddressAndMac) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  ASSERT_TRUE(client_->CreatePort(Spec("addr")).ok());
+  auto p = client_->WaitPortReady("addr", Poll(milliseconds(5000)));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->state(), PortState::kReady);
+  EXPECT_FALSE(p->status.empty());
+  EXPECT_FALSE(p->mac_address.empty());
+  ASSERT_FALSE(p->fixed_ips.empty());
+  EXPECT_EQ(p->fixed_ips[0].subnet_id, kDefaultSubnetId);
+  EXPECT_EQ(p->fixed_ips[0].ip_address.rfind("10.240.", 0), 0u) << p->fixed_ips[0].ip_address;
+}
+
+TEST_P(ClientMockTest, BulkCreateRemembersTheForm) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  auto first = client_->CreatePorts({Spec("bulk-1"), Spec("bulk-2"), Spec("bulk-3", "node-c")});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->size(), 3u);
+  EXPECT_EQ((*first)[0].id, "bulk-1");
+  EXPECT_EQ((*first)[2].id, "bulk-3");
+  EXPECT_TRUE(ServerHasPort("bulk-1"));
+  EXPECT_TRUE(ServerHasPort("bulk-2"));
+  EXPECT_TRUE(ServerHasPort("bulk-3"));
+
+  // The second bulk create goes straight to the form that worked.
+  const uint64_t before = client_->requests_sent();
+  auto second = client_->CreatePorts({Spec("bulk-4"), Spec("bulk-5")});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->size(), 2u);
+  EXPECT_EQ(client_->requests_sent() - before, 1u);
+
+  auto on_c = client_->ListPorts({{"binding:host_id", "node-c"}});
+  ASSERT_TRUE(on_c.ok()) << on_c.status().ToString();
+  ASSERT_EQ(on_c->size(), 1u);
+  EXPECT_EQ((*on_c)[0].id, "bulk-3");
+}
+
+TEST_P(ClientMockTest, BulkCreateWithExplicitDialect) {
+  ASSERT_NO_FATAL_FAILURE(StartMock(MockOptions()));
+  ClientConfig c = Config();
+  c.dialect = GetParam() == mock::Dialect::kV01 ? Dialect::kV01 : Dialect::kAlcor;
+  auto client = MakeClient(c);
+  ASSERT_NE(client, nullptr);
+  auto ports = client->CreatePorts({Spec("x-1"), Spec("x-2")});
+  ASSERT_TRUE(ports.ok()) << ports.status().ToString();
+  EXPECT_EQ(ports->size(), 2u);
+  EXPECT_EQ(client->requests_sent(), 1u);
+  EXPECT_TRUE(ServerHasPort("x-1"));
+  EXPECT_TRUE(ServerHasPort("x-2"));
+}
+
+TEST_P(ClientMockTest, PollNoticesReadySoonAfterReadyDelay) {
+  mock::Options o = MockOptions();
+  o.ready_delay = milliseconds(50);
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  const auto start = Clock::now();
+  ASSERT_TRUE(client_->CreatePort(Spec("slow")).ok());
+  auto p = client_->WaitPortReady("slow", Poll(milliseconds(10000)));
+  const int64_t elapsed = MsSince(start);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->state(), PortState::kReady);
+  // Sanity bound only: a 1 s poll interval (the upstream plugin's) would take over a second.
+  EXPECT_LT(elapsed, 900) << "ready after 50 ms but noticed after " << elapsed << " ms";
+}
+
+TEST_P(ClientMockTest, PollCountsGetsBeforeReady) {
+  mock::Options o = MockOptions();
+  o.gets_before_ready = 3;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("counted")).ok());
+  auto first = client_->GetPort("counted");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->state(), PortState::kPending) << first->status;
+  const uint64_t before = client_->requests_sent();
+  auto p = client_->WaitPortReady("counted", Poll(milliseconds(5000)));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->state(), PortState::kReady);
+  EXPECT_GE(client_->requests_sent() - before, 2u);
+}
+
+TEST_P(ClientMockTest, NeverReadyHitsTheDeadline) {
+  mock::Options o = MockOptions();
+  o.faults.never_ready = true;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("stuck")).ok());
+  const auto start = Clock::now();
+  auto p = client_->WaitPortReady("stuck", Poll(milliseconds(300)));
+  const int64_t elapsed = MsSince(start);
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kDeadlineExceeded);
+  const std::string& msg = p.status().message();
+  EXPECT_TRUE(Contains(msg, "stuck")) << msg;
+  EXPECT_TRUE(Contains(msg, "last status")) << msg;
+  EXPECT_TRUE(Contains(msg, " ms")) << msg;
+  EXPECT_GE(elapsed, 250);
+  EXPECT_LT(elapsed, 3000);
+}
+
+TEST_P(ClientMockTest, FailedPortFailsFast) {
+  mock::Options o = MockOptions();
+  o.faults.fail_ready = true;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("broken")).ok());
+  const auto start = Clock::now();
+  auto p = client_->WaitPortReady("broken", Poll(milliseconds(20000)));
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kFailedPrecondition);
+  const std::string& msg = p.status().message();
+  EXPECT_TRUE(Contains(msg, "broken")) << msg;
+  EXPECT_TRUE(Contains(msg, "failed") || Contains(msg, "ERROR")) << msg;
+  EXPECT_LT(MsSince(start), 5000);
+}
+
+TEST_P(ClientMockTest, PollIsCancellable) {
+  mock::Options o = MockOptions();
+  o.faults.never_ready = true;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("waiting")).ok());
+  std::atomic<int> calls{0};
+  PollOptions po = Poll(milliseconds(20000));
+  po.cancelled = [&calls] { return ++calls > 5; };
+  const auto start = Clock::now();
+  auto p = client_->WaitPortReady("waiting", po);
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kCancelled);
+  EXPECT_TRUE(Contains(p.status().message(), "waiting")) << p.status().message();
+  EXPECT_LT(MsSince(start), 5000);
+}
+
+TEST_P(ClientMockTest, PollOfDeletedPortIsNotFound) {
+  mock::Options o = MockOptions();
+  o.faults.never_ready = true;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("vanishing")).ok());
+  ASSERT_TRUE(client_->DeletePort("vanishing").ok());
+  auto p = client_->WaitPortReady("vanishing", Poll(milliseconds(5000)));
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kNotFound);
+}
+
+TEST_P(ClientMockTest, SlowServerDoesNotStretchThePollDeadline) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  mock::Faults f;
+  f.never_ready = true;
+  server_->SetFaults(f);
+  ASSERT_TRUE(client_->CreatePort(Spec("sluggish")).ok());
+  f.delay_ms = 1500;  // longer than the poll deadline, shorter than the request timeout
+  server_->SetFaults(f);
+  const auto start = Clock::now();
+  auto p = client_->WaitPortReady("sluggish", Poll(milliseconds(300)));
+  const int64_t elapsed = MsSince(start);
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kDeadlineExceeded);
+  EXPECT_TRUE(Contains(p.status().message(), "sluggish")) << p.status().message();
+  EXPECT_LT(elapsed, 1200) << "the GET was not clipped to the poll deadline";
+}
+
+TEST_P(ClientMockTest, FailedCreateIsRetried) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  mock::Faults f;
+  f.fail_creates = 1;
+  server_->SetFaults(f);
+  auto p = client_->CreatePort(Spec("retried"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(client_->requests_sent(), 2u);
+  EXPECT_TRUE(ServerHasPort("retried"));
+}
+
+TEST_P(ClientMockTest, PersistentCreateFailureIsUnavailable) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  mock::Faults f;
+  f.fail_creates = 4;  // more than max_attempts (3)
+  server_->SetFaults(f);
+  auto p = client_->CreatePort(Spec("doomed"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kUnavailable);
+  const std::string& msg = p.status().message();
+  EXPECT_TRUE(Contains(msg, "POST /project/" + std::string(kDefaultProjectId) + "/ports")) << msg;
+  EXPECT_TRUE(Contains(msg, "HTTP 500")) << msg;
+  EXPECT_EQ(client_->requests_sent(), 3u);
+  EXPECT_FALSE(ServerHasPort("doomed"));
+}
+
+TEST_P(ClientMockTest, FailedBulkCreateIsRetried) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  // Learn the bulk form first so the fault hits the retry path, not the dialect probe.
+  ASSERT_TRUE(client_->CreatePorts({Spec("warm-1")}).ok());
+  mock::Faults f;
+  f.fail_creates = 1;
+  server_->SetFaults(f);
+  auto ports = client_->CreatePorts({Spec("rb-1"), Spec("rb-2")});
+  ASSERT_TRUE(ports.ok()) << ports.status().ToString();
+  EXPECT_EQ(ports->size(), 2u);
+  EXPECT_TRUE(ServerHasPort("rb-1"));
+  EXPECT_TRUE(ServerHasPort("rb-2"));
+}
+
+TEST_P(ClientMockTest, FailedDeleteIsRetried) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  ASSERT_TRUE(client_->CreatePort(Spec("del-1")).ok());
+  ASSERT_TRUE(client_->CreatePort(Spec("del-2")).ok());
+  mock::Faults f;
+  f.fail_deletes = 1;
+  server_->SetFaults(f);
+  Status st = client_->DeletePort("del-1");
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_FALSE(ServerHasPort("del-1"));
+
+  f.fail_deletes = 10;
+  server_->SetFaults(f);
+  st = client_->DeletePort("del-2");
+  EXPECT_CODE(st, Code::kUnavailable);
+  EXPECT_TRUE(Contains(st.message(), "DELETE /project/")) << st.message();
+  EXPECT_TRUE(Contains(st.message(), "del-2")) << st.message();
+  EXPECT_TRUE(Contains(st.message(), "HTTP 500")) << st.message();
+  EXPECT_TRUE(ServerHasPort("del-2"));
+}
+
+TEST_P(ClientMockTest, FailedGetIsRetried) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  ASSERT_TRUE(client_->CreatePort(Spec("g")).ok());
+  mock::Faults f;
+  f.fail_gets = 2;
+  server_->SetFaults(f);
+  auto p = client_->GetPort("g");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+
+  f.fail_gets = 10;
+  server_->SetFaults(f);
+  const uint64_t before = client_->requests_sent();
+  p = client_->GetPort("g");
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kUnavailable);
+  const std::string& msg = p.status().message();
+  EXPECT_TRUE(Contains(msg, "GET /project/" + std::string(kDefaultProjectId) + "/ports/g")) << msg;
+  EXPECT_TRUE(Contains(msg, "HTTP 503")) << msg;
+  EXPECT_EQ(client_->requests_sent() - before, 3u);
+}
+
+TEST_P(ClientMockTest, SlowResponsesTimeOutNamingTheCall) {
+  ASSERT_NO_FATAL_FAILURE(StartMock(MockOptions()));
+  ClientConfig c = Config();
+  c.request_timeout = milliseconds(100);
+  c.max_attempts = 2;
+  client_ = MakeClient(c);
+  ASSERT_NE(client_, nullptr);
+  mock::Faults f;
+  f.delay_ms = 400;
+  server_->SetFaults(f);
+  const auto start = Clock::now();
+  auto p = client_->GetPort("late");
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kUnavailable);
+  EXPECT_TRUE(Contains(p.status().message(), "GET /project/")) << p.status().message();
+  EXPECT_TRUE(Contains(p.status().message(), "late")) << p.status().message();
+  EXPECT_EQ(client_->requests_sent(), 2u);
+  EXPECT_LT(MsSince(start), 2000);
+}
+
+TEST_P(ClientMockTest, ClosedConnectionsAreRetried) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  ASSERT_TRUE(client_->CreatePort(Spec("c1")).ok());
+  mock::Faults f;
+  f.close_connections = 1;
+  server_->SetFaults(f);
+  auto p = client_->GetPort("c1");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+
+  // A create whose connection is closed is retried as well (the id is client-chosen).
+  f.close_connections = 1;
+  server_->SetFaults(f);
+  auto created = client_->CreatePort(Spec("c2"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_TRUE(ServerHasPort("c2"));
+
+  f.close_connections = 100;
+  server_->SetFaults(f);
+  p = client_->GetPort("c1");
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kUnavailable);
+  EXPECT_TRUE(Contains(p.status().message(), "GET /project/")) << p.status().message();
+}
+
+TEST_P(ClientMockTest, TruncatedJsonIsRetriedThenInternal) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  ASSERT_TRUE(client_->CreatePort(Spec("t1")).ok());
+  mock::Faults f;
+  f.truncate_json = 1;
+  server_->SetFaults(f);
+  auto p = client_->GetPort("t1");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->id, "t1");
+
+  f.truncate_json = 100;
+  server_->SetFaults(f);
+  p = client_->GetPort("t1");
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kInternal);
+  EXPECT_TRUE(Contains(p.status().message(), "GET /project/")) << p.status().message();
+
+  auto list = client_->ListPorts();
+  ASSERT_FALSE(list.ok());
+  EXPECT_CODE(list.status(), Code::kInternal);
+}
+
+TEST_P(ClientMockTest, RetriedCreateThatHitsConflictReturnsThePort) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  // The first POST creates the port but its answer is garbled; the retry then meets 409,
+  // which means the earlier attempt succeeded: the client reads the port back.
+  mock::Faults f;
+  f.truncate_json = 1;
+  server_->SetFaults(f);
+  auto p = client_->CreatePort(Spec("twice"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->id, "twice");
+  EXPECT_TRUE(ServerHasPort("twice"));
+  EXPECT_EQ(client_->requests_sent(), 3u);  // POST (garbled), POST (409), GET
+}
+
+TEST_P(ClientMockTest, RejectedCreateIsNotRetried) {
+  ASSERT_NO_FATAL_FAILURE(StartDefault());
+  mock::Faults f;
+  f.reject_creates = 1;
+  server_->SetFaults(f);
+  auto p = client_->CreatePort(Spec("rejected"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(p.status().message(), "HTTP 400")) << p.status().message();
+  EXPECT_EQ(client_->requests_sent(), 1u);
+  EXPECT_FALSE(ServerHasPort("rejected"));
+}
+
+TEST_P(ClientMockTest, BearerToken) {
+  testing::TempDir dir;
+  const std::string good = dir.path() + "/token";
+  const std::string wrong = dir.path() + "/wrong";
+  const std::string empty = dir.path() + "/empty";
+  WriteText(good, "  s3cret-token-value\n");
+  WriteText(wrong, "not-the-token\n");
+  WriteText(empty, " \n");
+  mock::Options o = MockOptions();
+  o.token_file = good;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+
+  ClientConfig c = Config();
+  c.token_file = good;
+  auto with = MakeClient(c);
+  ASSERT_NE(with, nullptr);
+  auto p = with->CreatePort(Spec("authed"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+
+  c.token_file = wrong;
+  auto bad = MakeClient(c);
+  ASSERT_NE(bad, nullptr);
+  auto denied = bad->GetPort("authed");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_CODE(denied.status(), Code::kUnauthenticated);
+  EXPECT_TRUE(Contains(denied.status().message(), "HTTP 401")) << denied.status().message();
+  EXPECT_FALSE(Contains(denied.status().message(), "not-the-token"));
+  EXPECT_EQ(bad->requests_sent(), 1u);
+
+  c.token_file.clear();
+  auto anon = MakeClient(c);
+  ASSERT_NE(anon, nullptr);
+  EXPECT_CODE(anon->GetPort("authed").status(), Code::kUnauthenticated);
+
+  c.token_file = empty;
+  auto r = Client::Create(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_CODE(r.status(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(r.status().message(), empty)) << r.status().message();
+
+  c.token_file = dir.path() + "/missing";
+  r = Client::Create(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_CODE(r.status(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(r.status().message(), c.token_file)) << r.status().message();
+}
+
+// A throwaway CA, a server certificate for 127.0.0.1 and a client certificate, made with the
+// openssl CLI in a temporary directory.
+struct Pki {
+  testing::TempDir dir;
+  std::string ca, server_cert, server_key, client_cert, client_key;
+  std::string error;
+
+  Pki() {
+    const std::string d = dir.path();
+    ca = d + "/ca.crt";
+    server_cert = d + "/server.crt";
+    server_key = d + "/server.key";
+    client_cert = d + "/client.crt";
+    client_key = d + "/client.key";
+    WriteText(d + "/server.ext",
+              "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+    WriteText(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string script =
+        "set -e; cd '" + d + "'; " +
+        "openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 "
+        "-subj /CN=mizarmp-test-ca; " +
+        "openssl req " + key + " -keyout server.key -out server.csr -subj /CN=127.0.0.1; " +
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+        "-out server.crt -days 2 -extfile server.ext; " +
+        "openssl req " + key + " -keyout client.key -out client.csr -subj /CN=mizarmp-client; " +
+        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+        "-out client.crt -days 2 -extfile client.ext";
+    std::string out;
+    if (testing::Shell("(" + script + ") 2>&1", &out) != 0) error = out;
+  }
+};
+
+TEST_P(ClientMockTest, TlsVerifiesTheServerAgainstTheCa) {
+  Pki pki;
+  ASSERT_TRUE(pki.error.empty()) << pki.error;
+  mock::Options o = MockOptions();
+  o.tls_cert_file = pki.server_cert;
+  o.tls_key_file = pki.server_key;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  ASSERT_EQ(server_->base_url().rfind("https://", 0), 0u) << server_->base_url();
+
+  ClientConfig c = Config();
+  c.tls.ca_file = pki.ca;
+  auto verified = MakeClient(c);
+  ASSERT_NE(verified, nullptr);
+  auto p = verified->CreatePort(Spec("tls-port"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto got = verified->GetPort("tls-port");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+
+  // Without the CA the system store cannot vouch for the throwaway CA.
+  c.tls.ca_file.clear();
+  auto unverified = MakeClient(c);
+  ASSERT_NE(unverified, nullptr);
+  auto denied = unverified->GetPort("tls-port");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_CODE(denied.status(), Code::kUnavailable);
+  EXPECT_TRUE(Contains(denied.status().message(), "GET /project/")) << denied.status().message();
+  EXPECT_TRUE(Contains(denied.status().message(), "TLS")) << denied.status().message();
+  EXPECT_TRUE(Contains(denied.status().message(), "certificate")) << denied.status().message();
+  EXPECT_EQ(unverified->requests_sent(), 1u) << "a certificate problem is not retried";
+
+  c.tls.insecure_skip_verify = true;
+  auto insecure = MakeClient(c);
+  ASSERT_NE(insecure, nullptr);
+  EXPECT_TRUE(insecure->GetPort("tls-port").ok());
+
+  c.tls.insecure_skip_verify = false;
+  c.tls.ca_file = pki.dir.path() + "/no-such-ca.crt";
+  auto bad = Client::Create(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_CODE(bad.status(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(bad.status().message(), c.tls.ca_file)) << bad.status().message();
+}
+
+TEST_P(ClientMockTest, MutualTls) {
+  Pki pki;
+  ASSERT_TRUE(pki.error.empty()) << pki.error;
+  mock::Options o = MockOptions();
+  o.tls_cert_file = pki.server_cert;
+  o.tls_key_file = pki.server_key;
+  o.tls_client_ca_file = pki.ca;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+
+  ClientConfig c = Config();
+  c.tls.ca_file = pki.ca;
+  c.tls.cert_file = pki.client_cert;
+  c.tls.key_file = pki.client_key;
+  auto with_cert = MakeClient(c);
+  ASSERT_NE(with_cert, nullptr);
+  auto p = with_cert->CreatePort(Spec("mtls-port"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(ServerHasPort("mtls-port"));
+
+  c.tls.cert_file.clear();
+  c.tls.key_file.clear();
+  auto without = MakeClient(c);
+  ASSERT_NE(without, nullptr);
+  auto denied = without->GetPort("mtls-port");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_CODE(denied.status(), Code::kUnavailable);
+  EXPECT_TRUE(Contains(denied.status().message(), "GET /project/")) << denied.status().message();
+}
+
+// A loopback port nobody listens on.
+int ClosedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);  // bound but never listening: connections are refused
+  return port;
+}
+
+TEST(ClientUnreachable, ConnectionRefusedIsUnavailableAfterRetries) {
+  const int port = ClosedPort();
+  ASSERT_NE(port, 0);
+  ClientConfig c;
+  c.base_url = "http://127.0.0.1:" + std::to_string(port) + "/";
+  c.connect_timeout = milliseconds(500);
+  c.request_timeout = milliseconds(1000);
+  c.max_attempts = 3;
+  c.retry_backoff = milliseconds(1);
+  auto client = Client::Create(c);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto p = (*client)->GetPort("p");
+  ASSERT_FALSE(p.ok());
+  EXPECT_CODE(p.status(), Code::kUnavailable);
+  EXPECT_TRUE(Contains(p.status().message(), "GET /project/" + std::string(kDefaultProjectId) +
+                                                 "/ports/p"))
+      << p.status().message();
+  EXPECT_EQ((*client)->requests_sent(), 3u);
+
+  Status del = (*client)->DeletePort("p");
+  EXPECT_CODE(del, Code::kUnavailable);
+}
+
+TEST(ClientCreate, RejectsBadConfig) {
+  ClientConfig c;
+  c.base_url = "ftp://example";
+  EXPECT_CODE(Client::Create(c).status(), Code::kInvalidArgument);
+  c.base_url = "127.0.0.1:9090";
+  EXPECT_CODE(Client::Create(c).status(), Code::kInvalidArgument);
+  c.base_url = "http://";
+  EXPECT_CODE(Client::Create(c).status(), Code::kInvalidArgument);
+  c.base_url = "http://127.0.0.1:1";
+  c.max_attempts = 0;
+  EXPECT_CODE(Client::Create(c).status(), Code::kInvalidArgument);
+  c.max_attempts = 1;
+  EXPECT_TRUE(Client::Create(c).ok());
+}
+
+}  // namespace
+}  // namespace mizarmp::client
