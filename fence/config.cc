@@ -1,13 +1,12 @@
 #include "fence/config.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstring>
 #include <functional>
 #include <limits>
-
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "common/fileutil.h"
@@ -33,8 +32,7 @@ struct Key {
 };
 
 Status WrongType(const std::string& where, const char* want, const json& value) {
-  return InvalidArgumentError(where + ": want " + want + ", got " +
-                              std::string(value.type_name()));
+  return InvalidArgumentError(where + ": want " + want + ", got " + std::string(value.type_name()));
 }
 
 // Setters for the common value kinds.
@@ -101,20 +99,22 @@ const std::vector<Key>& Keys() {
                   } else if (s == "node") {
                     c.mode = Mode::kNode;
                   } else {
-                    return InvalidArgumentError(where + ": want \"controller\" or \"node\", got \"" +
-                                                s + "\"");
+                    return InvalidArgumentError(
+                        where + ": want \"controller\" or \"node\", got \"" + s + "\"");
                   }
                   return Status::Ok();
                 }),
       PathKey("drivername", "drivername", &ServerConfig::drivername),
-      StringKey("mpurl", "mpurl", [](const std::string& s, const std::string&, ServerConfig& c) {
-        c.mizarmp.base_url = s;
-        return Status::Ok();
-      }),
-      StringKey("project", "project", [](const std::string& s, const std::string&, ServerConfig& c) {
-        c.mizarmp.project_id = s;
-        return Status::Ok();
-      }),
+      StringKey("mpurl", "mpurl",
+                [](const std::string& s, const std::string&, ServerConfig& c) {
+                  c.mizarmp.base_url = s;
+                  return Status::Ok();
+                }),
+      StringKey("project", "project",
+                [](const std::string& s, const std::string&, ServerConfig& c) {
+                  c.mizarmp.project_id = s;
+                  return Status::Ok();
+                }),
       PathKey("subnet", "subnet", &ServerConfig::subnet_id),
       StringKey("dialect", "dialect",
                 [](const std::string& s, const std::string& where, ServerConfig& c) -> Status {
@@ -190,7 +190,8 @@ const std::vector<Key>& Keys() {
       StringKey("logLevel", "log-level",
                 [](const std::string& s, const std::string& where, ServerConfig& c) -> Status {
                   auto level = log::ParseLevel(s);
-                  if (!level.ok()) return InvalidArgumentError(where + ": " + level.status().message());
+                  if (!level.ok())
+                    return InvalidArgumentError(where + ": " + level.status().message());
                   c.log_level = *level;
                   return Status::Ok();
                 }),

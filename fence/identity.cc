@@ -1,8 +1,8 @@
 #include "fence/identity.h"
 
-#include <algorithm>
-
 #include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
 
 #include "common/log.h"
 
@@ -51,9 +51,8 @@ IdentityService::IdentityService(IdentityOptions options) : options_(std::move(o
     if (created.ok()) {
       mp_client_ = std::move(created).value();
     } else {
-      mp_client_error_ = FailedPreconditionError("Mizar-MP client for " +
-                                                 options_.mizarmp.base_url + ": " +
-                                                 created.status().message());
+      mp_client_error_ = FailedPreconditionError(
+          "Mizar-MP client for " + options_.mizarmp.base_url + ": " + created.status().message());
     }
   }
 }
@@ -121,8 +120,8 @@ Status IdentityService::CheckMizarMp() {
       result = FailedPreconditionError(where + ": subnet " + options_.subnet_id +
                                        " not found: " + subnet.status().message());
     } else {
-      result = FailedPreconditionError(where + " is unreachable or failing: " +
-                                       subnet.status().ToString());
+      result = FailedPreconditionError(where +
+                                       " is unreachable or failing: " + subnet.status().ToString());
     }
   }
   if (!mp_cached_ || mp_cached_->ok() != result.ok()) {

@@ -13,6 +13,8 @@
 //   a time, so a storm of Probe calls costs at most one REST call per TTL.
 #pragma once
 
+#include <grpcpp/support/status.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -21,8 +23,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/support/status.h>
 
 #include "common/status.h"
 #include "fence/config.h"

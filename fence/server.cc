@@ -1,6 +1,11 @@
 #include "fence/server.h"
 
 #include <errno.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -8,12 +13,6 @@
 #include <unistd.h>
 
 #include <cstring>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
 
 #include "common/fd.h"
 #include "common/fileutil.h"
@@ -47,8 +46,8 @@ Result<bool> SocketIsLive(const std::string& path) {
 Result<std::string> ReadPem(const char* what, const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) {
-    return InvalidArgumentError(std::string(what) + " \"" + path + "\": " +
-                                text.status().message());
+    return InvalidArgumentError(std::string(what) + " \"" + path +
+                                "\": " + text.status().message());
   }
   if (text->find("-----BEGIN") == std::string::npos) {
     return InvalidArgumentError(std::string(what) + " \"" + path + "\": not a PEM file");
@@ -84,7 +83,7 @@ Status Server::PrepareUnixSocket(const std::string& path) {
   Status made = MakeDirs(dir, 0700);
   if (!made.ok()) return made.WithContext("socket directory \"" + dir + "\"");
 
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Ok();
     return ErrnoError("lstat \"" + path + "\"", errno);
@@ -177,7 +176,7 @@ Status Server::Start() {
       ::unlink(ep.path.c_str());
       return s;
     }
-    struct stat st{};
+    struct stat st {};
     if (::lstat(ep.path.c_str(), &st) == 0) {
       socket_dev_ = st.st_dev;
       socket_ino_ = st.st_ino;
@@ -219,10 +218,10 @@ void Server::SetServing(bool serving) {
 
 void Server::RemoveOwnSocket() {
   if (socket_path_.empty()) return;
-  struct stat st{};
+  struct stat st {};
   // Only remove the socket this server created: a successor may already have replaced it.
-  if (::lstat(socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
-      st.st_dev == socket_dev_ && st.st_ino == socket_ino_) {
+  if (::lstat(socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == socket_dev_ &&
+      st.st_ino == socket_ino_) {
     if (::unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
       MZ_LOG(kWarn) << "removing socket " << socket_path_ << ": " << std::strerror(errno);
     }

@@ -71,7 +71,8 @@ TEST(AddonsConfig, JsonFileThenFlagsOverride) {
     "reconcileIntervalMs": 2500,
     "logLevel": "debug",
     "usePortList": true
-  })").ok());
+  })")
+                  .ok());
 
   auto r = Parse({"--config", cfg, "--mode=controller", "--subnet", "s2", "--node-address",
                   "node-b=192.168.1.9,192.168.2.0/24"});
@@ -199,9 +200,9 @@ TEST(AddonsConfig, Endpoints) {
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->GrpcAddress(), "[::1]:0");
 
-  for (const char* bad : {"unix://relative.sock", "unix://", "tcp://host", "tcp://:80",
-                          "tcp://h:99999", "tcp://h:x", "http://h:1", "/run/x.sock",
-                          "tcp://[::1]80"}) {
+  for (const char* bad :
+       {"unix://relative.sock", "unix://", "tcp://host", "tcp://:80", "tcp://h:99999", "tcp://h:x",
+        "http://h:1", "/run/x.sock", "tcp://[::1]80"}) {
     auto r = ParseEndpoint(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
@@ -212,8 +213,8 @@ TEST(AddonsConfig, Endpoints) {
 }
 
 TEST(AddonsConfig, DriverNameRules) {
-  for (const char* good : {"mizarmp.csi-addons.mizar.io", "a", "A1", "rbd.csi.ceph.com",
-                           "x-y.z", "0abc9"}) {
+  for (const char* good :
+       {"mizarmp.csi-addons.mizar.io", "a", "A1", "rbd.csi.ceph.com", "x-y.z", "0abc9"}) {
     EXPECT_TRUE(ValidateDriverName(good).ok()) << good;
   }
   const std::string max(63, 'a');
@@ -224,14 +225,14 @@ TEST(AddonsConfig, DriverNameRules) {
     std::string why;
   };
   for (const Bad& b : std::vector<Bad>{{"", "empty"},
-                                      {std::string(64, 'a'), "at most 63"},
-                                      {"-abc", "begin and end"},
-                                      {"abc.", "begin and end"},
-                                      {".abc", "begin and end"},
-                                      {"ab_c", "'_'"},
-                                      {"ab c", "' '"},
-                                      {"ab/c", "'/'"},
-                                      {"äbc", "begin and end"}}) {
+                                       {std::string(64, 'a'), "at most 63"},
+                                       {"-abc", "begin and end"},
+                                       {"abc.", "begin and end"},
+                                       {".abc", "begin and end"},
+                                       {"ab_c", "'_'"},
+                                       {"ab c", "' '"},
+                                       {"ab/c", "'/'"},
+                                       {"äbc", "begin and end"}}) {
     Status s = ValidateDriverName(b.name);
     EXPECT_FALSE(s.ok()) << b.name;
     EXPECT_EQ(s.code(), Code::kInvalidArgument);

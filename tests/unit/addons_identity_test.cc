@@ -1,8 +1,13 @@
 // The Identity service over a real gRPC unix socket (in-process server, generated C++ stub),
 // the server's socket handling and health service, and the mizarmp-addons binary's shutdown.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,13 +21,6 @@
 #include <future>
 #include <set>
 #include <thread>
-
-#include <grpcpp/channel.h>
-#include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/byte_buffer.h>
 
 #include "common/fd.h"
 #include "common/fileutil.h"
@@ -282,8 +280,8 @@ TEST_F(IdentityServerTest, ProbeStormMakesOneRestCallPerCacheWindow) {
 
 TEST_F(IdentityServerTest, UnservedServiceIsUnimplemented) {
   StartServer(OptionsFor(mock_->base_url()));
-  auto stub = encryptionkeyrotation::EncryptionKeyRotationController::NewStub(
-      Dial(server_->address()));
+  auto stub =
+      encryptionkeyrotation::EncryptionKeyRotationController::NewStub(Dial(server_->address()));
   grpc::ClientContext ctx;
   encryptionkeyrotation::EncryptionKeyRotateRequest req;
   req.set_volume_id("v1");
@@ -294,11 +292,11 @@ TEST_F(IdentityServerTest, UnservedServiceIsUnimplemented) {
 
 TEST_F(IdentityServerTest, SocketIsPrivate) {
   StartServer(OptionsFor(mock_->base_url()));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::lstat(socket_path_.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 07777, 0600u);
-  struct stat dst{};
+  struct stat dst {};
   ASSERT_EQ(::stat(DirName(socket_path_).c_str(), &dst), 0);
   EXPECT_EQ(dst.st_mode & 07777, 0700u);  // created by the server
 }
@@ -339,7 +337,7 @@ TEST_F(IdentityServerTest, StaleSocketIsReplaced) {
   grpc::ClientContext ctx;
   identity::GetIdentityResponse resp;
   EXPECT_TRUE(stub_->GetIdentity(&ctx, {}, &resp).ok());
-  struct stat st2{};
+  struct stat st2 {};
   ASSERT_EQ(::lstat(socket_path_.c_str(), &st2), 0);
   EXPECT_TRUE(S_ISSOCK(st2.st_mode));
   EXPECT_EQ(st2.st_mode & 07777, 0600u);
@@ -467,10 +465,9 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
 }
 
 TEST(AddonsBinary, BadConfigExitsTwo) {
-  auto r = mizarmp::testing::RunProcess(
-      {mizarmp::testing::BinDir() + "/mizarmp-addons", "--mpurl", "http://127.0.0.1:1", "--drivername",
-       "not_valid"},
-      {}, "", 30s);
+  auto r = mizarmp::testing::RunProcess({mizarmp::testing::BinDir() + "/mizarmp-addons", "--mpurl",
+                                         "http://127.0.0.1:1", "--drivername", "not_valid"},
+                                        {}, "", 30s);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("drivername"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
