@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "common/fileutil.h"
 #include "common/log.h"
@@ -80,12 +79,18 @@ std::string Escape(const std::string& s, std::string_view keep = {}) {
 // The code for a final HTTP status that is not a success (see client.h).
 Code CodeForHttp(long http) {
   switch (http) {
-    case 400: return Code::kInvalidArgument;
-    case 401: return Code::kUnauthenticated;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 409: return Code::kAlreadyExists;
-    default: break;
+    case 400:
+      return Code::kInvalidArgument;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 409:
+      return Code::kAlreadyExists;
+    default:
+      break;
   }
   if (http >= 500) return Code::kUnavailable;
   return Code::kFailedPrecondition;
@@ -167,10 +172,14 @@ enum class Method { kGet, kPost, kPut, kDelete };
 
 const char* MethodName(Method m) {
   switch (m) {
-    case Method::kGet: return "GET";
-    case Method::kPost: return "POST";
-    case Method::kPut: return "PUT";
-    case Method::kDelete: return "DELETE";
+    case Method::kGet:
+      return "GET";
+    case Method::kPost:
+      return "POST";
+    case Method::kPut:
+      return "PUT";
+    case Method::kDelete:
+      return "DELETE";
   }
   return "?";
 }
@@ -200,7 +209,7 @@ struct Client::Impl {
   Client* owner = nullptr;
   std::unique_ptr<CURL, CurlEasyDeleter> curl;
   std::unique_ptr<curl_slist, CurlSlistDeleter> headers;
-  std::string base;  // base_url without trailing '/'
+  std::string base;                     // base_url without trailing '/'
   std::optional<Dialect> bulk_dialect;  // what bulk create turned out to speak (kAuto)
   char errbuf[CURL_ERROR_SIZE] = {};
 
@@ -283,8 +292,8 @@ struct Client::Impl {
         milliseconds backoff = cfg().retry_backoff * (int64_t{1} << std::min(attempt - 2, 20));
         backoff = std::min(backoff, kMaxBackoff);
         if (deadline && Clock::now() + backoff >= *deadline) {
-          return DeadlineExceededError(resp.call + ": deadline reached while retrying (last: " +
-                                       last.message() + ")");
+          return DeadlineExceededError(
+              resp.call + ": deadline reached while retrying (last: " + last.message() + ")");
         }
         MZ_LOG(kWarn) << resp.call << ": attempt " << (attempt - 1) << " of " << max_attempts
                       << " failed (" << last.message() << "); retrying in " << backoff.count()
@@ -296,9 +305,9 @@ struct Client::Impl {
       if (deadline) {
         auto remaining = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
         if (remaining.count() <= 0) {
-          return DeadlineExceededError(resp.call + ": deadline reached" +
-                                       (last.ok() ? std::string() : " (last: " +
-                                                                        last.message() + ")"));
+          return DeadlineExceededError(
+              resp.call + ": deadline reached" +
+              (last.ok() ? std::string() : " (last: " + last.message() + ")"));
         }
         if (remaining < timeout) {
           timeout = remaining;
@@ -404,7 +413,8 @@ struct Client::Impl {
     json list = json::array();
     for (const PortSpec& s : specs) list.push_back(PortSpecToJson(s));
     const std::string body = json{{"ports", std::move(list)}}.dump();
-    const std::string path = ProjectPath() + (dialect == Dialect::kAlcor ? "/ports/bulk" : "/ports");
+    const std::string path =
+        ProjectPath() + (dialect == Dialect::kAlcor ? "/ports/bulk" : "/ports");
     MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kPost, path, &body, true));
     if (endpoint_missing != nullptr) *endpoint_missing = r.http == 404 || r.http == 405;
     if (r.http == 409 && r.attempts > 1) {
@@ -442,7 +452,8 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
     return InvalidArgumentError("base_url \"" + config.base_url + "\" has no host");
   }
   for (char c : base) {
-    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c))) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
       return InvalidArgumentError("base_url \"" + config.base_url + "\" contains whitespace");
     }
   }
@@ -607,9 +618,8 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
 Result<Subnet> Client::GetSubnet(const std::string& subnet_id) {
   if (subnet_id.empty()) return InvalidArgumentError("GetSubnet: empty subnet id");
   MZ_ASSIGN_OR_RETURN(
-      Response r,
-      impl_->Call(Method::kGet, impl_->ProjectPath() + "/subnets/" + Escape(subnet_id), nullptr,
-                  true));
+      Response r, impl_->Call(Method::kGet, impl_->ProjectPath() + "/subnets/" + Escape(subnet_id),
+                              nullptr, true));
   if (!r.success()) return r.Error();
   if (!r.doc.is_object()) {
     return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
@@ -659,8 +669,7 @@ Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) 
                                 ": fields must be a JSON object, got " + fields.type_name());
   }
   const std::string body = json{{"port", fields}}.dump();
-  MZ_ASSIGN_OR_RETURN(Response r,
-                      impl_->Call(Method::kPut, impl_->PortPath(port_id), &body, true));
+  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kPut, impl_->PortPath(port_id), &body, true));
   return impl_->PortFromResponse(r);
 }
 

@@ -1,9 +1,8 @@
 #include "mizarmp-client/types.h"
 
 #include <cctype>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace mizarmp::client {
 
@@ -122,8 +121,8 @@ Result<Port> PortFromJson(const json& j) {
   auto ips = o.find("fixed_ips");
   if (ips != o.end() && !ips->is_null()) {
     if (!ips->is_array()) {
-      return InternalError("port.fixed_ips is not an array (got " +
-                           std::string(TypeName(*ips)) + ")");
+      return InternalError("port.fixed_ips is not an array (got " + std::string(TypeName(*ips)) +
+                           ")");
     }
     for (size_t i = 0; i < ips->size(); ++i) {
       const json& e = (*ips)[i];
@@ -179,8 +178,8 @@ Result<Subnet> SubnetFromJson(const json& j) {
   auto v = o.find("ip_version");
   if (v != o.end() && !v->is_null()) {
     if (!v->is_number_integer()) {
-      return InternalError("subnet.ip_version is not an integer (got " +
-                           std::string(TypeName(*v)) + ")");
+      return InternalError("subnet.ip_version is not an integer (got " + std::string(TypeName(*v)) +
+                           ")");
     }
     const auto version = v->get<int64_t>();
     if (version != 4 && version != 6) {

@@ -1,6 +1,7 @@
 // The Mizar-MP REST client against the in-process mock controller over loopback, for both
 // controller generations, including every fault the mock can inject, bearer tokens and TLS.
 // The mock's host agent is disabled, so no root is needed.
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,11 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <string>
-
-#include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
@@ -35,10 +33,10 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-#define EXPECT_CODE(status_expr, want_code)                                        \
-  do {                                                                             \
-    const ::mizarmp::Status& mz_st_ = (status_expr);                               \
-    EXPECT_EQ(mz_st_.code(), (want_code)) << "got " << mz_st_.ToString();           \
+#define EXPECT_CODE(status_expr, want_code)                               \
+  do {                                                                    \
+    const ::mizarmp::Status& mz_st_ = (status_expr);                      \
+    EXPECT_EQ(mz_st_.code(), (want_code)) << "got " << mz_st_.ToString(); \
   } while (0)
 
 void WriteText(const std::string& path, const std::string& text) {
@@ -636,8 +634,8 @@ struct Pki {
     WriteText(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
     const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     const std::string script =
-        "set -e; cd '" + d + "'; " +
-        "openssl req -x509 " + key + " -keyout ca.key -out ca.crt -days 2 "
+        "set -e; cd '" + d + "'; " + "openssl req -x509 " + key +
+        " -keyout ca.key -out ca.crt -days 2 "
         "-subj /CN=mizarmp-test-ca; " +
         "openssl req " + key + " -keyout server.key -out server.csr -subj /CN=127.0.0.1; " +
         "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
@@ -753,8 +751,8 @@ TEST(ClientUnreachable, ConnectionRefusedIsUnavailableAfterRetries) {
   auto p = (*client)->GetPort("p");
   ASSERT_FALSE(p.ok());
   EXPECT_CODE(p.status(), Code::kUnavailable);
-  EXPECT_TRUE(Contains(p.status().message(), "GET /project/" + std::string(kDefaultProjectId) +
-                                                 "/ports/p"))
+  EXPECT_TRUE(
+      Contains(p.status().message(), "GET /project/" + std::string(kDefaultProjectId) + "/ports/p"))
       << p.status().message();
   EXPECT_EQ((*client)->requests_sent(), 3u);
 

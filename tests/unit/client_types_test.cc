@@ -159,10 +159,9 @@ TEST(PortFromJson, BadShapesNameTheField) {
                  "port.fixed_ips is not an array");
   ExpectInternal(json{{"port", {{"id", "p"}, {"fixed_ips", {"10.0.0.1"}}}}},
                  "port.fixed_ips[0] is not an object");
-  ExpectInternal(
-      json::parse(R"({"port":{"id":"p","fixed_ips":[{"ip_address":"10.0.0.1"},
+  ExpectInternal(json::parse(R"({"port":{"id":"p","fixed_ips":[{"ip_address":"10.0.0.1"},
                                                     {"ip_address":10}]}})"),
-      "port.fixed_ips[1].ip_address is not a string");
+                 "port.fixed_ips[1].ip_address is not a string");
   ExpectInternal(json{{"port", "p1"}}, "port is not an object");
   ExpectInternal(json::array(), "port is not an object");
   ExpectInternal(json::parse(R"({"port":null})"), "port is null");
@@ -173,13 +172,13 @@ TEST(PortState, MapsBothGenerations) {
     const char* status;
     PortState want;
   } cases[] = {
-      {"UP", PortState::kReady},          {"ACTIVE", PortState::kReady},
-      {"up", PortState::kReady},          {"Active", PortState::kReady},
-      {"failed", PortState::kFailed},     {"ERROR", PortState::kFailed},
-      {"FAILED", PortState::kFailed},     {"error", PortState::kFailed},
-      {"PENDING", PortState::kPending},   {"created", PortState::kPending},
-      {"pending", PortState::kPending},   {"DOWN", PortState::kPending},
-      {"", PortState::kPending},          {"BUILD", PortState::kPending},
+      {"UP", PortState::kReady},        {"ACTIVE", PortState::kReady},
+      {"up", PortState::kReady},        {"Active", PortState::kReady},
+      {"failed", PortState::kFailed},   {"ERROR", PortState::kFailed},
+      {"FAILED", PortState::kFailed},   {"error", PortState::kFailed},
+      {"PENDING", PortState::kPending}, {"created", PortState::kPending},
+      {"pending", PortState::kPending}, {"DOWN", PortState::kPending},
+      {"", PortState::kPending},        {"BUILD", PortState::kPending},
   };
   for (const Case& c : cases) {
     Port p;
