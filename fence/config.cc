@@ -281,6 +281,19 @@ Result<Endpoint> ParseEndpoint(std::string_view text) {
                               ": want unix:///ABSOLUTE/PATH or tcp://HOST:PORT");
 }
 
+std::string RedactUrl(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const size_t host_start = scheme + 3;
+  const size_t host_end = url.find_first_of("/?#", host_start);
+  const std::string_view authority =
+      url.substr(host_start, host_end == std::string_view::npos ? std::string_view::npos
+                                                                : host_end - host_start);
+  const size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, host_start)) + "***" + std::string(url.substr(host_start + at));
+}
+
 Status ValidateDriverName(std::string_view name) {
   const std::string quoted = "drivername \"" + std::string(name) + "\"";
   if (name.empty()) return InvalidArgumentError("drivername: must not be empty");
@@ -350,7 +363,8 @@ Status ValidateConfig(const ServerConfig& c) {
     }
   } else if (!(url.starts_with("http://") || url.starts_with("https://")) ||
              url.find("://") + 3 >= url.size()) {
-    return InvalidArgumentError("mpurl \"" + url + "\": want http://HOST[:PORT] or https://...");
+    return InvalidArgumentError("mpurl \"" + RedactUrl(url) +
+                                "\": want http://HOST[:PORT] or https://...");
   }
   if (c.mizarmp.project_id.empty()) return InvalidArgumentError("project: must not be empty");
   if (c.subnet_id.empty()) return InvalidArgumentError("subnet: must not be empty");

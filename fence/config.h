@@ -69,6 +69,10 @@ struct Endpoint {
 // naming the value otherwise (relative or too long socket paths included).
 Result<Endpoint> ParseEndpoint(std::string_view text);
 
+// `url` with any userinfo ("user:password@") replaced by "***@", for logs and the Identity
+// manifest.
+std::string RedactUrl(std::string_view url);
+
 // The CSI-Addons driver-name rules. INVALID_ARGUMENT saying which rule `name` breaks.
 Status ValidateDriverName(std::string_view name);
 

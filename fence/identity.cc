@@ -51,8 +51,9 @@ IdentityService::IdentityService(IdentityOptions options) : options_(std::move(o
     if (created.ok()) {
       mp_client_ = std::move(created).value();
     } else {
-      mp_client_error_ = FailedPreconditionError(
-          "Mizar-MP client for " + options_.mizarmp.base_url + ": " + created.status().message());
+      mp_client_error_ =
+          FailedPreconditionError("Mizar-MP client for " + RedactUrl(options_.mizarmp.base_url) +
+                                  ": " + created.status().message());
     }
   }
 }
@@ -91,7 +92,7 @@ grpc::Status IdentityService::GetIdentity(grpc::ServerContext*, const identity::
   response->set_name(options_.drivername);
   response->set_vendor_version(options_.vendor_version);
   auto& manifest = *response->mutable_manifest();
-  manifest["mizarmp-url"] = options_.mizarmp.base_url;
+  manifest["mizarmp-url"] = RedactUrl(options_.mizarmp.base_url);
   manifest["commit"] = options_.commit;
   manifest["mode"] = std::string(ModeName(options_.mode));
   return grpc::Status::OK;
@@ -115,7 +116,7 @@ Status IdentityService::CheckMizarMp() {
   auto subnet = mp_client_->GetSubnet(options_.subnet_id);
   Status result;
   if (!subnet.ok()) {
-    const std::string where = "Mizar-MP at " + options_.mizarmp.base_url;
+    const std::string where = "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url);
     if (subnet.status().code() == Code::kNotFound) {
       result = FailedPreconditionError(where + ": subnet " + options_.subnet_id +
                                        " not found: " + subnet.status().message());
@@ -126,7 +127,8 @@ Status IdentityService::CheckMizarMp() {
   }
   if (!mp_cached_ || mp_cached_->ok() != result.ok()) {
     if (result.ok()) {
-      MZ_LOG(kInfo) << "probe: Mizar-MP at " << options_.mizarmp.base_url << " is reachable";
+      MZ_LOG(kInfo) << "probe: Mizar-MP at " << RedactUrl(options_.mizarmp.base_url)
+                    << " is reachable";
     } else {
       MZ_LOG(kWarn) << "probe: " << result.message();
     }

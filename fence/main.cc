@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   }
   MZ_LOG(kInfo) << "mizarmp-addons " << MIZARMP_VERSION << " (" << MIZARMP_GIT_COMMIT
                 << ") mode=" << fence::ModeName(config.mode) << " driver=" << config.drivername
-                << " endpoint=" << config.endpoint << " mpurl=" << config.mizarmp.base_url;
+                << " endpoint=" << config.endpoint
+                << " mpurl=" << fence::RedactUrl(config.mizarmp.base_url);
 
   fence::IdentityService identity(fence::IdentityOptions::FromConfig(config));
   fence::Server server(fence::ServerOptions::FromConfig(config));

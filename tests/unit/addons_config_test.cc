@@ -212,6 +212,14 @@ TEST(AddonsConfig, Endpoints) {
   EXPECT_FALSE(ParseEndpoint("unix:///" + std::string(120, 'a')).ok());
 }
 
+TEST(AddonsConfig, RedactUrl) {
+  EXPECT_EQ(RedactUrl("http://127.0.0.1:9090"), "http://127.0.0.1:9090");
+  EXPECT_EQ(RedactUrl("https://admin:pw@mp.example:8443/api?x=a@b"),
+            "https://***@mp.example:8443/api?x=a@b");
+  EXPECT_EQ(RedactUrl("http://tok@h"), "http://***@h");
+  EXPECT_EQ(RedactUrl("not a url"), "not a url");
+}
+
 TEST(AddonsConfig, DriverNameRules) {
   for (const char* good :
        {"mizarmp.csi-addons.mizar.io", "a", "A1", "rbd.csi.ceph.com", "x-y.z", "0abc9"}) {

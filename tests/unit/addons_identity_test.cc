@@ -74,8 +74,30 @@ IdentityOptions OptionsFor(const std::string& url) {
   return o;
 }
 
-// grpc.health.v1.Health/Check for `service` without generated health stubs: the request is
-// {string service = 1}, the response {ServingStatus status = 1} (SERVING = 1, NOT_SERVING = 2).
+// One raw call: serialized request bytes in, serialized response bytes out (for services whose
+// generated stubs the project does not build: health, reflection).
+Result<std::string> RawUnaryCall(const std::shared_ptr<grpc::Channel>& channel,
+                                 const std::string& method, const std::string& request_bytes) {
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  grpc::Status s = done.get_future().get();
+  if (!s.ok()) return Status(static_cast<Code>(s.error_code()), s.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return InternalError(method + ": unreadable response");
+  std::string bytes;
+  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  return bytes;
+}
+
+// grpc.health.v1.Health/Check for `service`: the request is {string service = 1}, the response
+// {ServingStatus status = 1} (SERVING = 1, NOT_SERVING = 2).
 Result<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
   std::string req;
   if (!service.empty()) {
@@ -83,21 +105,8 @@ Result<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel, const std
     req.push_back(static_cast<char>(service.size()));
     req += service;
   }
-  grpc::Slice slice(req);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
-  grpc::Status s = done.get_future().get();
-  if (!s.ok()) return Status(static_cast<Code>(s.error_code()), s.error_message());
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return InternalError("health: unreadable response");
-  std::string bytes;
-  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  MZ_ASSIGN_OR_RETURN(std::string bytes,
+                      RawUnaryCall(channel, "/grpc.health.v1.Health/Check", req));
   if (bytes.empty()) return 0;  // UNKNOWN
   if (bytes.size() != 2 || bytes[0] != 0x08) return InternalError("health: unexpected response");
   return static_cast<int>(bytes[1]);
@@ -372,6 +381,18 @@ TEST_F(IdentityServerTest, SecondServerOnLiveSocketRefuses) {
   grpc::ClientContext ctx;
   identity::GetIdentityResponse resp;
   EXPECT_TRUE(stub_->GetIdentity(&ctx, {}, &resp).ok());
+}
+
+TEST_F(IdentityServerTest, ReflectionListsServices) {
+  StartServer(OptionsFor(mock_->base_url()));
+  // ServerReflectionRequest{list_services: ""} (field 7, length-delimited, empty), sent on the
+  // bidi stream as a single message; the response lists the service names.
+  auto resp = RawUnaryCall(Dial(server_->address()),
+                           "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                           std::string("\x3a\x00", 2));
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  EXPECT_NE(resp->find("identity.Identity"), std::string::npos);
+  EXPECT_NE(resp->find("grpc.health.v1.Health"), std::string::npos);
 }
 
 TEST_F(IdentityServerTest, ShutdownRemovesSocket) {
