@@ -1,0 +1,83 @@
+// The mizarmp network configuration (stdin JSON). See cni/README.md for every key.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "mizarmp-client/client.h"
+
+namespace mizarmp::cni {
+
+inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
+inline constexpr const char* kDefaultHostIdFile = "/etc/mizarmp/hostid";
+
+struct DnsConfig {
+  std::vector<std::string> nameservers;
+  std::string domain;
+  std::vector<std::string> search;
+  std::vector<std::string> options;
+  bool empty() const {
+    return nameservers.empty() && domain.empty() && search.empty() && options.empty();
+  }
+};
+
+struct NetConf {
+  std::string cni_version;
+  std::string name;
+  std::string type;
+  std::string mpurl;
+  std::string project;     // UUID
+  std::string subnet;      // UUID
+  std::string host_id;     // empty until ResolveHostId()
+  std::string network_id;  // network_id of created ports; default: the subnet id
+  client::Dialect dialect = client::Dialect::kAuto;
+  std::string state_dir = kDefaultStateDir;
+  std::string log_file;
+  std::string log_level = "warn";
+  int mtu = 0;  // 0: not configured
+  DnsConfig dns;
+  client::TlsConfig tls;
+  std::string token_file;
+  std::chrono::milliseconds ready_timeout{60000};
+  std::chrono::milliseconds request_timeout{5000};
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds nic_timeout{10000};
+  std::chrono::milliseconds poll_initial{1};
+  std::chrono::milliseconds poll_max{50};
+  int retries = 3;
+  // Passed through untouched.
+  nlohmann::json prev_result;  // null when absent
+  nlohmann::json runtime_config;
+  nlohmann::json args;
+  nlohmann::json raw;  // the whole document (GC reads cni.dev/* keys from it)
+};
+
+// Parses stdin. INVALID_ARGUMENT (the caller maps it to code 6) with the parser's byte position
+// when the text is not JSON or not an object.
+Result<nlohmann::json> DecodeJson(std::string_view text);
+
+// The document's "cniVersion", or "0.1.0" when absent. INVALID_ARGUMENT if it is not a string.
+Result<std::string> ConfigVersion(const nlohmann::json& doc);
+
+// Reads every key. INVALID_ARGUMENT naming the key that is missing, of the wrong type, or out of
+// range. Does not resolve hostId (see ResolveHostId), so parsing has no side effects.
+Result<NetConf> ParseNetConf(const nlohmann::json& doc);
+
+// hostId from the config, else the first non-empty line of `hostid_file`, else gethostname().
+Result<std::string> ResolveHostId(const NetConf& conf,
+                                  const std::string& hostid_file = kDefaultHostIdFile);
+
+// The REST client's configuration for this network.
+client::ClientConfig ClientConfigFor(const NetConf& conf);
+// The polling options for WaitPortReady (without cancellation).
+client::PollOptions PollOptionsFor(const NetConf& conf);
+
+// CNI network names: [A-Za-z0-9][A-Za-z0-9_.-]* (they name a directory of the state dir).
+Status ValidateNetworkName(std::string_view name);
+
+}  // namespace mizarmp::cni

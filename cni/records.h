@@ -1,0 +1,92 @@
+// Attachment records: one JSON file per (network, container, interface) under the state dir,
+//   <stateDir>/<network>/<containerId>_<ifname>.json   (dirs 0700, files 0600, atomic writes)
+// with a lock file beside it (<same>.lock) that serialises every command on the attachment.
+// ADD writes an "intent" record (port id first) before it asks the controller for anything and
+// completes it at the end; DEL and GC remove it. The CSI-Addons fencing server reads them too.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/fileutil.h"
+#include "common/status.h"
+
+namespace mizarmp::cni {
+
+inline constexpr int kRecordSchema = 1;
+
+struct RecordIp {
+  std::string address;  // "10.240.0.5/16"
+  std::string gateway;  // may be empty
+  friend bool operator==(const RecordIp&, const RecordIp&) = default;
+};
+
+struct Record {
+  enum class State { kIntent, kComplete };
+  int schema = kRecordSchema;
+  State state = State::kIntent;
+  std::string network;
+  std::string container_id;
+  std::string ifname;
+  std::string netns;
+  std::string port_id;
+  std::string project_id;
+  std::string subnet_id;
+  std::string host_id;
+  std::string mpurl;
+  std::string mac;  // complete records only
+  std::vector<RecordIp> ips;
+  std::string pod_namespace;
+  std::string pod_name;
+  std::string created_at;  // RFC 3339 UTC
+
+  bool complete() const { return state == State::kComplete; }
+};
+
+nlohmann::json RecordToJson(const Record& record);
+// INVALID_ARGUMENT naming the field for a document of the wrong shape or schema.
+Result<Record> RecordFromJson(const nlohmann::json& j);
+
+// Now as "2024-05-01T12:34:56Z".
+std::string NowRfc3339();
+
+// Records under one state dir. Methods that take (network, container, ifname) do no locking of
+// their own: hold Lock() for the attachment around read-modify-write sequences.
+class RecordStore {
+ public:
+  explicit RecordStore(std::string state_dir) : state_dir_(std::move(state_dir)) {}
+  const std::string& state_dir() const { return state_dir_; }
+
+  std::string NetworkDir(std::string_view network) const;
+  std::string RecordPath(std::string_view network, std::string_view container_id,
+                         std::string_view ifname) const;
+  std::string LockPath(std::string_view network, std::string_view container_id,
+                       std::string_view ifname) const;
+
+  // Creates the network directory (0700) if needed and takes the attachment's lock.
+  Result<FileLock> Lock(std::string_view network, std::string_view container_id,
+                        std::string_view ifname) const;
+  // NOT_FOUND if there is no record; DATA_LOSS if the file is not a valid record.
+  Result<Record> Read(std::string_view network, std::string_view container_id,
+                      std::string_view ifname) const;
+  Result<Record> ReadPath(const std::string& path) const;
+  // Atomically (re)writes the record, creating the network directory (0700) if needed.
+  Status Write(const Record& record) const;
+  // Removes the record file (absent is success). The caller releases the lock, normally with
+  // FileLock::ReleaseAndRemove() so no lock file is left behind.
+  Status Remove(std::string_view network, std::string_view container_id,
+                std::string_view ifname) const;
+
+  // Every readable record of one network / of the whole state dir (a missing directory is an
+  // empty list). Lock files, temp files, other files and unreadable records are skipped (and
+  // logged), never fatal.
+  Result<std::vector<Record>> List(std::string_view network) const;
+  Result<std::vector<Record>> ListAll() const;
+
+ private:
+  std::string state_dir_;
+};
+
+}  // namespace mizarmp::cni

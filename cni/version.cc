@@ -1,0 +1,60 @@
+#include "cni/version.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+namespace mizarmp::cni {
+
+Result<SemVer> ParseVersion(std::string_view text) {
+  SemVer v;
+  int* parts[3] = {&v.major, &v.minor, &v.patch};
+  std::string_view rest = text;
+  for (int i = 0; i < 3; ++i) {
+    size_t end = i < 2 ? rest.find('.') : rest.size();
+    if (end == std::string_view::npos || end == 0) break;
+    std::string_view num = rest.substr(0, end);
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), *parts[i]);
+    if (ec != std::errc() || ptr != num.data() + num.size()) break;
+    if (i == 2) return v;
+    rest.remove_prefix(end + 1);
+  }
+  return InvalidArgumentError("\"" + std::string(text) + "\" is not a version (want X.Y.Z)");
+}
+
+bool IsSupported(std::string_view version) {
+  for (auto v : kSupportedVersions) {
+    if (v == version) return true;
+  }
+  return false;
+}
+
+std::string SupportedList() {
+  std::string out;
+  for (auto v : kSupportedVersions) {
+    if (!out.empty()) out += ", ";
+    out += v;
+  }
+  return out;
+}
+
+Status CheckSupported(std::string_view version) {
+  if (IsSupported(version)) return Status::Ok();
+  return InvalidArgumentError("CNI version " + std::string(version) +
+                              " is not supported (supported: " + SupportedList() + ")");
+}
+
+bool AtLeast(std::string_view version, std::string_view minimum) {
+  auto a = ParseVersion(version);
+  auto b = ParseVersion(minimum);
+  return a.ok() && b.ok() && *a >= *b;
+}
+
+std::string VersionResultJson() {
+  nlohmann::json versions = nlohmann::json::array();
+  for (auto v : kSupportedVersions) versions.push_back(std::string(v));
+  return nlohmann::json{{"cniVersion", std::string(kLatestVersion)},
+                        {"supportedVersions", std::move(versions)}}
+      .dump();
+}
+
+}  // namespace mizarmp::cni

@@ -1,0 +1,35 @@
+// CNI spec versions this plugin speaks, and comparisons between version strings.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace mizarmp::cni {
+
+inline constexpr std::array<std::string_view, 5> kSupportedVersions = {"0.3.0", "0.3.1", "0.4.0",
+                                                                       "1.0.0", "1.1.0"};
+inline constexpr std::string_view kLatestVersion = "1.1.0";
+// What a configuration without "cniVersion" means (the spec's original version).
+inline constexpr std::string_view kImplicitVersion = "0.1.0";
+
+struct SemVer {
+  int major = 0, minor = 0, patch = 0;
+  friend auto operator<=>(const SemVer&, const SemVer&) = default;
+};
+
+// "X.Y.Z" with decimal components. INVALID_ARGUMENT naming the text otherwise.
+Result<SemVer> ParseVersion(std::string_view text);
+bool IsSupported(std::string_view version);
+// OK for a supported version; INVALID_ARGUMENT naming it and listing the supported ones.
+Status CheckSupported(std::string_view version);
+// version >= minimum (both must parse; false if either does not).
+bool AtLeast(std::string_view version, std::string_view minimum);
+// "0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"
+std::string SupportedList();
+// The VERSION command's answer: {"cniVersion":"1.1.0","supportedVersions":[...]}.
+std::string VersionResultJson();
+
+}  // namespace mizarmp::cni
