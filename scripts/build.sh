@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Configures and builds the whole tree.
+#   scripts/build.sh [normal]   -> build/       RelWithDebInfo, warnings are errors
+#   scripts/build.sh asan       -> build-asan/  RelWithDebInfo + AddressSanitizer/UBSan, -Werror
+# Extra arguments after the flavour go to the cmake configure step.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FLAVOUR=${1:-normal}
+shift || true
+
+case "$FLAVOUR" in
+  normal)
+    BUILD_DIR="$ROOT/build"
+    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_WERROR=ON)
+    ;;
+  asan)
+    BUILD_DIR="$ROOT/build-asan"
+    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_WERROR=ON)
+    ;;
+  *)
+    echo "usage: $0 [normal|asan] [extra cmake args...]" >&2
+    exit 2
+    ;;
+esac
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+echo "build: $FLAVOUR -> $BUILD_DIR (-j$JOBS)"
+cmake -S "$ROOT" -B "$BUILD_DIR" "${FLAGS[@]}" "$@"
+cmake --build "$BUILD_DIR" -j"$JOBS"

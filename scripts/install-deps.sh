@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build, the tests and the demo need.
+#
+# Idempotent: when every package is already installed it runs no apt command at all, so a
+# re-run takes well under a second. Otherwise, as root: one `apt-get update`, then one
+# `apt-get install -y --no-install-recommends` of the missing packages. Any failure stops it.
+set -euo pipefail
+
+# What each group is for (Debian 12 names).
+PACKAGES=(
+  # toolchain
+  build-essential cmake pkg-config git
+  # libraries the C++ code links
+  libcurl4-openssl-dev nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
+  libssl-dev openssl libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libcryptsetup-dev libsqlite3-dev
+  # tests: googletest, LUKS tooling, an independent gRPC client
+  libgtest-dev libgmock-dev cryptsetup-bin python3 python3-grpcio python3-grpc-tools
+  # network namespaces, links and pings in tests and the demo
+  iproute2 iputils-ping procps
+  # the podman end-to-end test and the demo: runtime, reference CNI plugins (portmap needs
+  # iptables), the static busybox the offline test image is made of, curl for the controller
+  podman runc conmon containernetworking-plugins iptables busybox-static curl ca-certificates
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != ii* ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: missing ${#missing[@]} package(s): ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: ERROR: must run as root to install them (apt-get)" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends "${missing[@]}"
+
+# Verify: apt-get can exit 0 yet leave a package half-configured.
+still=()
+for pkg in "${missing[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == ii* ]] || still+=("$pkg")
+done
+if [[ ${#still[@]} -ne 0 ]]; then
+  echo "install-deps: ERROR: still not installed after apt-get: ${still[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installed ${missing[*]}"

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The project's test command (README; CI runs it through .ci/run):
+#   1. installs the Debian packages (scripts/install-deps.sh; nothing to do when all are there),
+#   2. builds build/ (warnings are errors) and runs the whole ctest suite,
+#   3. builds build-asan/ (AddressSanitizer + UBSan) and runs the whole suite again with leak
+#      detection on and every sanitizer report fatal.
+# Exits non-zero if any step or any test fails. The last line is "N passed, N failed" over both
+# runs, just after each run's own ctest summary line.
+#
+# Environment: CTEST_JOBS (default 2), CTEST_TIMEOUT (default per-test timeout, 600 s, for tests
+# that set none), MIZARMP_TEST_SKIP_ASAN=1 runs only the normal pass (for quick local runs).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+JOBS=${CTEST_JOBS:-2}
+TIMEOUT=${CTEST_TIMEOUT:-600}
+START=$SECONDS
+SUMMARIES=()
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+TOTAL_SKIPPED=0
+
+section() {
+  echo
+  echo "==== $* ($((SECONDS - START)) s) ===="
+}
+
+die() {
+  echo
+  echo "test.sh: FAILED: $*"
+  exit 1
+}
+
+# run_ctest NAME BUILD_DIR: runs the suite, records its summary line and counts.
+run_ctest() {
+  local name=$1 dir=$2 log="$2/ctest-output.log"
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$JOBS" --timeout "$TIMEOUT") \
+    </dev/null 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line total failed skipped
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n1)
+  if [[ -z "$line" ]]; then
+    SUMMARIES+=("$name: ctest printed no summary (exit $rc)")
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    return 1
+  fi
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+  failed=$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)' "$log" || true)
+  SUMMARIES+=("$name: $line${skipped:+ ($skipped skipped)}")
+  TOTAL_PASSED=$((TOTAL_PASSED + total - failed - skipped))
+  TOTAL_FAILED=$((TOTAL_FAILED + failed))
+  TOTAL_SKIPPED=$((TOTAL_SKIPPED + skipped))
+  if [[ $rc -ne 0 && $failed -eq 0 ]]; then
+    # ctest failed for another reason (e.g. a test binary could not be listed): count it.
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    SUMMARIES+=("$name: ctest exited $rc")
+  fi
+  return "$rc"
+}
+
+section "install dependencies"
+bash "$ROOT/scripts/install-deps.sh" </dev/null || die "scripts/install-deps.sh"
+
+section "build (normal)"
+bash "$ROOT/scripts/build.sh" normal </dev/null || die "normal build"
+
+section "tests (normal)"
+run_ctest normal "$ROOT/build"
+NORMAL_RC=$?
+
+ASAN_RC=0
+if [[ "${MIZARMP_TEST_SKIP_ASAN:-}" != 1 ]]; then
+  section "build (asan)"
+  bash "$ROOT/scripts/build.sh" asan </dev/null || die "asan build"
+
+  section "tests (asan)"
+  export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_stacktrace=1:strict_string_checks=1:detect_stack_use_after_return=1"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+  if [[ -f "$ROOT/scripts/lsan.supp" ]]; then
+    export LSAN_OPTIONS="suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0"
+  fi
+  run_ctest asan "$ROOT/build-asan"
+  ASAN_RC=$?
+fi
+
+section "summary"
+for s in "${SUMMARIES[@]}"; do
+  echo "$s"
+done
+echo "wall time: $((SECONDS - START)) s"
+if [[ $TOTAL_SKIPPED -gt 0 ]]; then
+  echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed, $TOTAL_SKIPPED skipped"
+else
+  echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+fi
+[[ $NORMAL_RC -eq 0 && $ASAN_RC -eq 0 && $TOTAL_FAILED -eq 0 ]]
