@@ -1,1 +1,59 @@
-// placeholder: being written
+// What the plugin does inside a pod's namespace: configure one interface, or report its state.
+#include <algorithm>
+#include <cctype>
+
+#include "netns/netns.h"
+
+namespace mizarmp::netns {
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+Result<LinkInfo> ConfigureInterface(const std::string& netns_path, const InterfaceSetup& setup) {
+  MZ_ASSIGN_OR_RETURN(Netns ns, Netns::Open(netns_path));
+  MZ_ASSIGN_OR_RETURN(Netlink nl, Netlink::OpenIn(ns));
+  const std::string& ifname = setup.ifname;
+  MZ_ASSIGN_OR_RETURN(LinkInfo link, nl.WaitForLink(ifname, setup.wait_for_link));
+
+  if (!setup.expected_mac.empty() && Lower(setup.expected_mac) != link.mac) {
+    // Most drivers refuse a new MAC on a running link.
+    if (link.up) MZ_RETURN_IF_ERROR(nl.SetUp(ifname, false));
+    MZ_RETURN_IF_ERROR(nl.SetMac(ifname, setup.expected_mac));
+  }
+  if (setup.mtu > 0 && link.mtu != setup.mtu) MZ_RETURN_IF_ERROR(nl.SetMtu(ifname, setup.mtu));
+  for (const Cidr& a : setup.addresses) MZ_RETURN_IF_ERROR(nl.AddAddress(ifname, a));
+  MZ_RETURN_IF_ERROR(nl.SetUp(ifname, true));
+
+  auto lo = nl.GetLink("lo");
+  if (!lo.ok()) return lo.status().WithContext("loopback in " + netns_path);
+  if (!lo->up) MZ_RETURN_IF_ERROR(nl.SetUp("lo", true));
+
+  for (const InterfaceSetup::Route& r : setup.routes) {
+    MZ_RETURN_IF_ERROR(nl.AddRoute(ifname, r.dst, r.gateway));
+  }
+  return nl.GetLink(ifname);
+}
+
+Result<InterfaceState> InspectInterface(const std::string& netns_path, const std::string& ifname) {
+  MZ_ASSIGN_OR_RETURN(Netns ns, Netns::Open(netns_path));
+  MZ_ASSIGN_OR_RETURN(Netlink nl, Netlink::OpenIn(ns));
+  InterfaceState state;
+  MZ_ASSIGN_OR_RETURN(state.link, nl.GetLink(ifname));
+  MZ_ASSIGN_OR_RETURN(state.addresses, nl.ListAddresses(ifname));
+  for (IpAddress::Family f : {IpAddress::Family::kV4, IpAddress::Family::kV6}) {
+    MZ_ASSIGN_OR_RETURN(std::vector<RouteInfo> routes, nl.ListRoutes(f));
+    for (RouteInfo& r : routes) {
+      if (r.oif_index == state.link.index) state.routes.push_back(std::move(r));
+    }
+  }
+  return state;
+}
+
+}  // namespace mizarmp::netns

@@ -37,13 +37,13 @@ struct LinkInfo {
   std::string name;
   std::string mac;  // lower-case "aa:bb:cc:dd:ee:ff", empty if none
   int mtu = 0;
-  bool up = false;         // IFF_UP set
-  std::string kind;        // "veth", "bridge", ... empty if none
-  int master_index = 0;    // 0 if not enslaved
+  bool up = false;       // IFF_UP set
+  std::string kind;      // "veth", "bridge", ... empty if none
+  int master_index = 0;  // 0 if not enslaved
 };
 
 struct RouteInfo {
-  Cidr dst;                         // 0.0.0.0/0 or ::/0 for a default route
+  Cidr dst;  // 0.0.0.0/0 or ::/0 for a default route
   std::optional<IpAddress> gateway;
   int oif_index = 0;
 };
@@ -74,8 +74,10 @@ class Netlink {
   // addresses are added with IFA_F_NODAD so they are usable at once.
   Status AddAddress(std::string_view name, const Cidr& address);
   Status DelAddress(std::string_view name, const Cidr& address);  // absent is success
-  Result<std::vector<Cidr>> ListAddresses(std::string_view name);  // both families, no link-local v6
-  // Adds or replaces a route in the main table via `gateway` (or on-link when absent) out of `name`.
+  Result<std::vector<Cidr>> ListAddresses(
+      std::string_view name);  // both families, no link-local v6
+  // Adds or replaces a route in the main table via `gateway` (or on-link when absent) out of
+  // `name`.
   Status AddRoute(std::string_view name, const Cidr& dst, std::optional<IpAddress> gateway);
   Result<std::vector<RouteInfo>> ListRoutes(IpAddress::Family family);  // main table
 
@@ -85,17 +87,19 @@ class Netlink {
                     std::string_view peer_mac = {}, int mtu = 0);
   Status CreateBridge(std::string_view name);  // already present is success
   Status SetMaster(std::string_view name, std::string_view bridge);
-  Status DeleteLink(std::string_view name);    // absent is success
+  Status DeleteLink(std::string_view name);  // absent is success
 
  private:
   Netlink() = default;
+  Result<LinkInfo> GetLinkOrError(std::string_view name, std::string_view action);
   nl_sock* sock_ = nullptr;
+  UniqueFd ns_fd_;  // the namespace the socket lives in (for WaitForLink's listener)
 };
 
 // What the plugin needs done inside a pod's namespace for one interface.
 struct InterfaceSetup {
   std::string ifname;
-  std::string expected_mac;  // if non-empty, the link must carry this MAC (set it if it differs)
+  std::string expected_mac;     // if non-empty, the link must carry this MAC (set it if it differs)
   std::vector<Cidr> addresses;  // with prefix, host bits kept
   struct Route {
     Cidr dst;
