@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cni/plugin.h"
+#include "common/fileutil.h"
 
 extern char** environ;
 
@@ -18,28 +19,6 @@ namespace {
 std::atomic<bool> g_cancelled{false};
 
 void OnSignal(int) { g_cancelled.store(true); }
-
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
 
 }  // namespace
 
@@ -60,12 +39,17 @@ int main() {
   // VERSION needs no configuration; do not wait on a stdin nobody writes to.
   auto cmd = env.find("CNI_COMMAND");
   const bool version = cmd != env.end() && cmd->second == "VERSION";
-  const std::string input = version ? std::string() : ReadAll(STDIN_FILENO);
+  std::string input;
+  if (!version) {
+    auto in = mizarmp::ReadAllFd(STDIN_FILENO);
+    // An unreadable stdin is handled as an empty one: Run() reports the missing configuration.
+    if (in.ok()) input = std::move(in).value();
+  }
 
   mizarmp::cni::RunOptions options;
   options.cancelled = &g_cancelled;
   std::string out;
   int rc = mizarmp::cni::Run(env, input, &out, options);
-  if (!out.empty()) WriteAll(STDOUT_FILENO, out);
+  if (!out.empty()) (void)mizarmp::WriteAllFd(STDOUT_FILENO, out);
   return rc;
 }

@@ -23,6 +23,29 @@ std::string BaseName(const std::string& path) {
   return pos == std::string::npos ? path : path.substr(pos + 1);
 }
 
+Result<std::string> ReadAllFd(int fd) {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("reading fd " + std::to_string(fd), errno);
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+Status WriteAllFd(int fd, std::string_view data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("writing fd " + std::to_string(fd), errno);
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 Result<std::string> ReadFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError("open " + path, errno);
@@ -51,9 +74,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
   const std::string dir = DirName(path);
   // Unique per writer: pid plus a random suffix, so concurrent writers never share a temp file.
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  const std::string tmp =
-      dir + "/." + BaseName(path) + ".tmp." + std::to_string(::getpid()) + "." +
-      std::to_string(rng() & 0xffffffff);
+  const std::string tmp = dir + "/." + BaseName(path) + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(rng() & 0xffffffff);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd.valid()) return ErrnoError("create " + tmp, errno);
   // The umask must not widen or narrow what the caller asked for.
@@ -99,12 +121,14 @@ Status MakeDirs(const std::string& path, mode_t mode) {
   if (path.empty()) return InvalidArgumentError("empty directory path");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(path + " exists and is not a directory");
+    if (!S_ISDIR(st.st_mode))
+      return FailedPreconditionError(path + " exists and is not a directory");
     return Status::Ok();
   }
   const std::string parent = DirName(path);
   if (parent != path) MZ_RETURN_IF_ERROR(MakeDirs(parent, mode));
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return ErrnoError("mkdir " + path, errno);
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
+    return ErrnoError("mkdir " + path, errno);
   // mkdir honours the umask; make the mode exactly what was asked for.
   if (::chmod(path.c_str(), mode) != 0) return ErrnoError("chmod " + path, errno);
   return Status::Ok();
@@ -131,7 +155,8 @@ Result<FileLock> FileLock::Acquire(const std::string& path, mode_t mode) {
     }
     // The previous holder may have unlinked the file between our open and our flock; then we
     // hold a lock nobody else can see and must start over on the path as it is now.
-    struct stat held {}, now {};
+    struct stat held {
+    }, now{};
     if (::fstat(fd.get(), &held) != 0) return ErrnoError("fstat " + path, errno);
     if (::stat(path.c_str(), &now) == 0 && now.st_ino == held.st_ino && now.st_dev == held.st_dev) {
       FileLock lock;
@@ -145,7 +170,8 @@ Result<FileLock> FileLock::Acquire(const std::string& path, mode_t mode) {
 Status FileLock::ReleaseAndRemove() {
   if (!fd_.valid()) return Status::Ok();
   Status s = Status::Ok();
-  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) s = ErrnoError("remove lock " + path_, errno);
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT)
+    s = ErrnoError("remove lock " + path_, errno);
   fd_.reset();
   return s;
 }

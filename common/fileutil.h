@@ -15,6 +15,11 @@ namespace mizarmp {
 // Reads a whole file. NOT_FOUND when it does not exist.
 Result<std::string> ReadFile(const std::string& path);
 
+// Everything readable from fd until end of file (retrying EINTR), and all of data written to fd
+// (retrying EINTR and short writes). For pipes and stdin/stdout.
+Result<std::string> ReadAllFd(int fd);
+Status WriteAllFd(int fd, std::string_view data);
+
 // Writes `data` to `path` atomically and durably: a temp file in the same directory is written
 // with `mode`, fsync'ed, renamed over `path`, and the directory fsync'ed. Readers see the old
 // content or the new, never a torn file.

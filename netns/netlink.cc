@@ -342,16 +342,27 @@ Status Netlink::SetMac(std::string_view name, std::string_view mac) {
 
 // -------------------------------------------------------------------------------- addresses
 
-Status Netlink::AddAddress(std::string_view name, const Cidr& address) {
-  MZ_ASSIGN_OR_RETURN(LinkInfo link, GetLinkOrError(name, "adding an address to"));
+namespace {
+
+// An rtnl_addr for `address` on link `ifindex`.
+Result<AddrPtr> BuildAddr(int ifindex, const Cidr& address) {
   MZ_ASSIGN_OR_RETURN(NlAddrPtr local, ToNlAddr(address.address(), address.prefix_len()));
   AddrPtr a(rtnl_addr_alloc());
-  rtnl_addr_set_ifindex(a.get(), link.index);
+  if (!a) return InternalError("out of memory building an address");
+  rtnl_addr_set_ifindex(a.get(), ifindex);
   rtnl_addr_set_family(a.get(), AfOf(address.address().family()));
   if (int err = rtnl_addr_set_local(a.get(), local.get()); err < 0) {
     return NlError("preparing address " + address.ToString(), err);
   }
   rtnl_addr_set_prefixlen(a.get(), address.prefix_len());
+  return a;
+}
+
+}  // namespace
+
+Status Netlink::AddAddress(std::string_view name, const Cidr& address) {
+  MZ_ASSIGN_OR_RETURN(LinkInfo link, GetLinkOrError(name, "adding an address to"));
+  MZ_ASSIGN_OR_RETURN(AddrPtr a, BuildAddr(link.index, address));
   if (address.address().is_v6()) rtnl_addr_set_flags(a.get(), IFA_F_NODAD);
   const int err = rtnl_addr_add(sock_, a.get(), 0);
   if (err < 0 && -err != NLE_EXIST) {
@@ -362,14 +373,7 @@ Status Netlink::AddAddress(std::string_view name, const Cidr& address) {
 
 Status Netlink::DelAddress(std::string_view name, const Cidr& address) {
   MZ_ASSIGN_OR_RETURN(LinkInfo link, GetLinkOrError(name, "removing an address from"));
-  MZ_ASSIGN_OR_RETURN(NlAddrPtr local, ToNlAddr(address.address(), address.prefix_len()));
-  AddrPtr a(rtnl_addr_alloc());
-  rtnl_addr_set_ifindex(a.get(), link.index);
-  rtnl_addr_set_family(a.get(), AfOf(address.address().family()));
-  if (int err = rtnl_addr_set_local(a.get(), local.get()); err < 0) {
-    return NlError("preparing address " + address.ToString(), err);
-  }
-  rtnl_addr_set_prefixlen(a.get(), address.prefix_len());
+  MZ_ASSIGN_OR_RETURN(AddrPtr a, BuildAddr(link.index, address));
   const int err = rtnl_addr_delete(sock_, a.get(), 0);
   if (err < 0 && -err != NLE_NOADDR && !IsNotFound(err)) {
     return NlError("removing " + address.ToString() + " from " + std::string(name), err);

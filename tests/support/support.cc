@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/fileutil.h"
+
 #ifndef MIZARMP_BIN_DIR
 #error "MIZARMP_BIN_DIR must be defined by the build"
 #endif
@@ -37,16 +39,6 @@ std::vector<std::string> EnvStrings(const std::map<std::string, std::string>& en
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
-}
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
 }
 
 }  // namespace
@@ -77,7 +69,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv_in,
   ::close(out[1]);
   ::close(err[1]);
   std::thread writer([fd = in[1], &stdin_data] {
-    WriteAll(fd, stdin_data);
+    (void)WriteAllFd(fd, stdin_data);
     ::close(fd);
   });
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -146,7 +138,7 @@ pid_t SpawnProcess(const std::vector<std::string>& argv_in,
     ::_exit(127);
   }
   ::close(in[0]);
-  WriteAll(in[1], stdin_data);
+  (void)WriteAllFd(in[1], stdin_data);
   ::close(in[1]);
   return pid;
 }
@@ -208,9 +200,9 @@ std::string NetnsUnavailableReason() {
   std::string out;
   const std::string name = UniqueName("mzprobe");
   if (Shell("ip netns add " + name, &out) != 0) return "ip netns add failed: " + out;
-  int rc = Shell("ip netns exec " + name + " ip link add " + name + "a type veth peer name " +
-                     name + "b",
-                 &out);
+  int rc = Shell(
+      "ip netns exec " + name + " ip link add " + name + "a type veth peer name " + name + "b",
+      &out);
   Shell("ip netns del " + name);
   if (rc != 0) return "cannot create veth pairs: " + out;
   return "";
@@ -219,8 +211,8 @@ std::string NetnsUnavailableReason() {
 std::string UniqueName(const std::string& prefix) {
   static std::atomic<unsigned> counter{0};
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%s%x%x", prefix.c_str(), static_cast<unsigned>(::getpid()) & 0xfffff,
-                counter.fetch_add(1) & 0xff);
+  std::snprintf(buf, sizeof(buf), "%s%x%x", prefix.c_str(),
+                static_cast<unsigned>(::getpid()) & 0xfffff, counter.fetch_add(1) & 0xff);
   std::string s = buf;
   if (s.size() > 15) s = s.substr(s.size() - 15);
   return s;

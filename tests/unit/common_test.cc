@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "common/fileutil.h"
 #include "common/ipaddr.h"
@@ -90,6 +90,23 @@ TEST(FileUtil, AtomicWriteSetsModeAndReplaces) {
   ASSERT_TRUE(RemoveFileDurable(p).ok());
   EXPECT_TRUE(RemoveFileDurable(p).ok());
   EXPECT_EQ(ReadFile(p).status().code(), Code::kNotFound);
+}
+
+TEST(FileUtil, WholeStreamThroughAPipe) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string big(200000, 'x');  // more than a pipe buffer: needs the reader running
+  std::thread writer([&] {
+    EXPECT_TRUE(WriteAllFd(fds[1], big).ok());
+    ::close(fds[1]);
+  });
+  auto got = ReadAllFd(fds[0]);
+  writer.join();
+  ::close(fds[0]);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, big);
+  EXPECT_FALSE(ReadAllFd(-1).ok());
+  EXPECT_FALSE(WriteAllFd(-1, "x").ok());
 }
 
 TEST(FileUtil, LockSerializesAndSurvivesRemoval) {
