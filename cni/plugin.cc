@@ -703,7 +703,13 @@ int Run(const std::map<std::string, std::string>& vars, std::string_view stdin_t
   auto v = ConfigVersion(*doc);
   if (!v.ok()) return finish(Fail(v.status(), Stage::kConfig));
   version = *v;
-  if (Status s = CheckSupported(*version); !s.ok()) return finish(Fail(s, Stage::kVersion));
+  if (Status s = CheckSupported(*version); !s.ok()) {
+    if (doc->is_object() && !doc->contains("cniVersion")) {
+      s = s.WithContext("config has no \"cniVersion\" (the CNI spec reads that as " + *version +
+                        ")");
+    }
+    return finish(Fail(s, Stage::kVersion));
+  }
   if (env->command == Command::kCheck && !AtLeast(*version, "0.4.0")) {
     return finish(Fail(MakeError(kIncompatibleVersion, "CHECK is not supported for cniVersion " +
                                                            *version + " (needs 0.4.0 or later)")));
