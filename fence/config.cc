@@ -197,6 +197,8 @@ const std::vector<Key>& Keys() {
                 }),
       PathKey("logFile", "log-file", &ServerConfig::log_file),
       BoolKey("usePortList", "use-port-list", [](bool b, ServerConfig& c) { c.use_port_list = b; }),
+      PathKey("keyStoreDir", "key-store-dir", &ServerConfig::key_store_dir),
+      PathKey("mountTable", "mount-table", &ServerConfig::mount_table),
   };
   return keys;
 }
@@ -551,6 +553,8 @@ Mizar-MP network. Flags override the JSON config file; every flag has a camelCas
   --reconcile-interval-ms N      default 10000
   --probe-timeout-ms N           timeout of Probe's Mizar-MP check (default 1000)
   --use-port-list                also gather fence clients from the Mizar-MP port list
+  --key-store-dir DIR            node mode: LUKS volume key store (default /var/lib/mizarmp/keys)
+  --mount-table FILE             node mode: mount table (default /proc/self/mountinfo)
   --log-level LEVEL              debug|info|warn|error|off (default info)
   --log-file FILE                default stderr
   --version, --help

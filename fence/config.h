@@ -26,6 +26,10 @@
 //   logLevel            debug|info|warn|error|off (default info)
 //   logFile             default: stderr
 //   usePortList         also gather fence clients from the Mizar-MP port list (default false)
+//   keyStoreDir         node mode: the key store of the LUKS volumes' passphrases
+//                       (default /var/lib/mizarmp/keys; 0700, one 0600 file per volume)
+//   mountTable          node mode: the mount table filesystem volumes are resolved through
+//                       (default /proc/self/mountinfo; /proc/mounts format also accepted)
 //
 // Flags: --config PATH, and --KEY VALUE / --KEY=VALUE for each key above in kebab-case
 // (--endpoint, --tls-cert-file, --mpurl, --mp-ca-file, --token-file, --state-dir,
@@ -50,6 +54,8 @@ inline constexpr const char* kDefaultEndpoint = "unix:///run/mizarmp/csi-addons.
 inline constexpr const char* kDefaultDriverName = "mizarmp.csi-addons.mizar.io";
 inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
 inline constexpr const char* kDefaultFenceStore = "/var/lib/mizarmp/fence.db";
+inline constexpr const char* kDefaultKeyStoreDir = "/var/lib/mizarmp/keys";
+inline constexpr const char* kDefaultMountTable = "/proc/self/mountinfo";
 
 enum class Mode { kController, kNode };
 std::string_view ModeName(Mode mode);  // "controller" | "node"
@@ -101,6 +107,8 @@ struct ServerConfig {
   log::Level log_level = log::Level::kInfo;
   std::string log_file;
   bool use_port_list = false;
+  std::string key_store_dir = kDefaultKeyStoreDir;  // node mode: EncryptionKeyRotation
+  std::string mount_table = kDefaultMountTable;     // node mode: EncryptionKeyRotation
 
   // Loaded from secrets_file by LoadConfig (empty without one). Never log these.
   std::map<std::string, std::string> expected_secrets;

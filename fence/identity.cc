@@ -77,6 +77,13 @@ void IdentityService::AddNetworkFenceCapabilities() {
   }
 }
 
+void IdentityService::AddEncryptionKeyRotationCapability() {
+  identity::Capability c;
+  c.mutable_encryption_key_rotation()->set_type(
+      identity::Capability::EncryptionKeyRotation::ENCRYPTIONKEYROTATION);
+  AddCapability(c);
+}
+
 std::vector<identity::Capability> IdentityService::Capabilities() const {
   std::lock_guard<std::mutex> lock(caps_mu_);
   return capabilities_;

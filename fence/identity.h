@@ -67,6 +67,8 @@ class IdentityService final : public identity::Identity::Service {
   void AddCapability(const identity::Capability& capability);
   // NETWORK_FENCE and GET_CLIENTS_TO_FENCE: called by whoever wires the FenceController in.
   void AddNetworkFenceCapabilities();
+  // ENCRYPTIONKEYROTATION: called by whoever wires the EncryptionKeyRotationController in.
+  void AddEncryptionKeyRotationCapability();
   std::vector<identity::Capability> Capabilities() const;
 
   // Registers a readiness check under a dependency name (e.g. "fence store"). Checks run on
