@@ -1,0 +1,184 @@
+#include "keyrotation/keystore.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "common/fileutil.h"
+
+namespace mizarmp::keyrotation {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kPrefix = "vol-";
+
+bool SafeChar(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+std::string EscapeId(const std::string& id) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : id) {
+    if (SafeChar(c)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  return out;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+Result<std::string> UnescapeId(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '%') {
+      out.push_back(name[i]);
+      continue;
+    }
+    if (i + 2 >= name.size()) {
+      return InvalidArgumentError("bad escape in key store file name \"" + name + "\"");
+    }
+    const int hi = HexValue(name[i + 1]);
+    const int lo = HexValue(name[i + 2]);
+    if (hi < 0 || lo < 0) {
+      return InvalidArgumentError("bad escape in key store file name \"" + name + "\"");
+    }
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string HexEncode(const std::string& bytes) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
+  return out;
+}
+
+Result<std::string> HexDecode(const std::string& hex) {
+  if (hex.size() % 2 != 0) return InvalidArgumentError("hex string of odd length");
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = HexValue(hex[i]);
+    const int lo = HexValue(hex[i + 1]);
+    if (hi < 0 || lo < 0) return InvalidArgumentError("not a hex string");
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<LocalKeyStore>> LocalKeyStore::Open(const std::string& dir) {
+  if (dir.empty()) return InvalidArgumentError("key store directory: empty path");
+  MZ_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("key store directory \"" + dir + "\""));
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return ErrnoError("key store directory \"" + dir + "\": stat", errno);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError("key store directory \"" + dir + "\" is not a directory");
+  }
+  if ((st.st_mode & 07777) != 0700 && ::chmod(dir.c_str(), 0700) != 0) {
+    return ErrnoError("key store directory \"" + dir + "\": chmod 0700", errno);
+  }
+  return std::unique_ptr<LocalKeyStore>(new LocalKeyStore(dir));
+}
+
+std::string LocalKeyStore::PathFor(const std::string& volume_id) const {
+  return dir_ + "/" + kPrefix + EscapeId(volume_id);
+}
+
+Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
+  const std::string path = PathFor(volume_id);
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == Code::kNotFound) {
+      return NotFoundError("no key stored for volume \"" + volume_id + "\"");
+    }
+    return text.status().WithContext("key store");
+  }
+  const json doc = json::parse(*text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return DataLossError("key store file \"" + path + "\" is not a JSON object");
+  }
+  VolumeKeys keys;
+  keys.volume_id = volume_id;
+  auto field = [&](const char* name, std::string& out, bool hex) -> Status {
+    auto it = doc.find(name);
+    if (it == doc.end() || it->is_null()) return Status::Ok();
+    if (!it->is_string()) {
+      return DataLossError("key store file \"" + path + "\": \"" + name + "\" is not a string");
+    }
+    if (!hex) {
+      out = it->get<std::string>();
+      return Status::Ok();
+    }
+    auto bytes = HexDecode(it->get<std::string>());
+    if (!bytes.ok()) {
+      return DataLossError("key store file \"" + path + "\": \"" + name +
+                           "\": " + bytes.status().message());
+    }
+    out = std::move(*bytes);
+    return Status::Ok();
+  };
+  MZ_RETURN_IF_ERROR(field("device", keys.device, false));
+  MZ_RETURN_IF_ERROR(field("current", keys.current, true));
+  MZ_RETURN_IF_ERROR(field("pending", keys.pending, true));
+  MZ_RETURN_IF_ERROR(field("previous", keys.previous, true));
+  if (keys.current.empty()) {
+    return DataLossError("key store file \"" + path + "\" has no \"current\" key");
+  }
+  return keys;
+}
+
+Status LocalKeyStore::Put(const VolumeKeys& keys) {
+  if (keys.volume_id.empty()) return InvalidArgumentError("key store: empty volume id");
+  json doc = json::object();
+  doc["volumeId"] = keys.volume_id;
+  doc["device"] = keys.device;
+  doc["current"] = HexEncode(keys.current);
+  if (!keys.pending.empty()) doc["pending"] = HexEncode(keys.pending);
+  if (!keys.previous.empty()) doc["previous"] = HexEncode(keys.previous);
+  const std::string path = PathFor(keys.volume_id);
+  return WriteFileAtomic(path, doc.dump(2) + "\n", 0600).WithContext("key store");
+}
+
+Status LocalKeyStore::Remove(const std::string& volume_id) {
+  return RemoveFileDurable(PathFor(volume_id)).WithContext("key store");
+}
+
+Result<std::vector<std::string>> LocalKeyStore::List() {
+  MZ_ASSIGN_OR_RETURN(auto names, ListDir(dir_));
+  std::vector<std::string> ids;
+  const std::string prefix = kPrefix;
+  for (const auto& name : names) {
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // Temp files of atomic writes start with '.', so they never match the prefix.
+    auto id = UnescapeId(name.substr(prefix.size()));
+    if (id.ok()) ids.push_back(std::move(*id));
+  }
+  return ids;
+}
+
+}  // namespace mizarmp::keyrotation

@@ -1,0 +1,75 @@
+// A LUKS2 header through libcryptsetup (no cryptsetup binary is ever run).
+//
+// Passphrases are opaque bytes; nothing here logs them. libcryptsetup's own messages are routed
+// to MZ_LOG (errors as warnings, the rest at debug); it never prints passphrases.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+struct crypt_device;
+
+namespace mizarmp::keyrotation {
+
+// How new keyslots derive their key from the passphrase. Production uses libcryptsetup's
+// defaults (argon2id, benchmarked); tests ask for cheap PBKDF2 so each keyslot costs
+// milliseconds.
+struct PbkdfOptions {
+  bool use_defaults = true;
+  uint32_t pbkdf2_iterations = 1000;  // when !use_defaults: PBKDF2-SHA256, no benchmark
+
+  static PbkdfOptions Defaults() { return {}; }
+  static PbkdfOptions CheapForTests(uint32_t iterations = 1000) { return {false, iterations}; }
+};
+
+class LuksDevice {
+ public:
+  // Loads the header on `device` (a block device or an image file). NOT_FOUND when the path
+  // does not exist; FAILED_PRECONDITION saying "not a LUKS2 device" (or that it is LUKS1)
+  // when the header is not LUKS2.
+  static Result<LuksDevice> Open(const std::string& device);
+
+  LuksDevice(LuksDevice&& other) noexcept;
+  LuksDevice& operator=(LuksDevice&& other) noexcept;
+  LuksDevice(const LuksDevice&) = delete;
+  LuksDevice& operator=(const LuksDevice&) = delete;
+  ~LuksDevice();
+
+  const std::string& path() const { return path_; }
+
+  // The keyslot `passphrase` opens (checked against the header, nothing activated).
+  // PERMISSION_DENIED when it opens none.
+  Result<int> KeyslotOf(const std::string& passphrase);
+  bool Opens(const std::string& passphrase) { return KeyslotOf(passphrase).ok(); }
+
+  // Adds a keyslot for `new_passphrase`, unlocked with `existing_passphrase`. Returns the slot.
+  Result<int> AddKeyslot(const std::string& existing_passphrase, const std::string& new_passphrase,
+                         const PbkdfOptions& pbkdf);
+
+  // Wipes a keyslot.
+  Status DestroyKeyslot(int slot);
+
+  // Number of active keyslots.
+  int ActiveKeyslots();
+
+ private:
+  LuksDevice(crypt_device* cd, std::string path) : cd_(cd), path_(std::move(path)) {}
+  crypt_device* cd_ = nullptr;
+  std::string path_;
+};
+
+// Writes a fresh LUKS2 header (aes-xts-plain64, random volume key) with one keyslot for
+// `passphrase` onto `device`. For tests and tooling; the rotation never formats anything.
+Status FormatLuks2(const std::string& device, const std::string& passphrase,
+                   const PbkdfOptions& pbkdf);
+
+// The device underneath an active device-mapper crypt mapping (e.g. "luks-abc" for
+// /dev/mapper/luks-abc). NOT_FOUND when no such mapping is active.
+Result<std::string> CryptMappingDevice(const std::string& mapping_name);
+
+// Routes libcryptsetup's messages to MZ_LOG. Idempotent; called by the functions above.
+void InstallCryptsetupLogging();
+
+}  // namespace mizarmp::keyrotation

@@ -1,0 +1,152 @@
+#include "keyrotation/resolve.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+#include "common/fileutil.h"
+#include "common/log.h"
+#include "keyrotation/luks.h"
+
+namespace mizarmp::keyrotation {
+
+namespace {
+
+// Mount tables escape space, tab, newline and backslash as \ooo.
+std::string UnescapeMountField(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() + 1) {
+      const std::string oct = s.substr(i + 1, 3);
+      if (oct.size() == 3 && oct.find_first_not_of("01234567") == std::string::npos) {
+        out.push_back(static_cast<char>(std::strtol(oct.c_str(), nullptr, 8)));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> Fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string f;
+  while (in >> f) out.push_back(f);
+  return out;
+}
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) != nullptr) return buf;
+  return path;
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+Result<std::string> MountSource(const std::string& mount_point, const std::string& mount_table) {
+  auto text = ReadFile(mount_table);
+  if (!text.ok()) {
+    return Status(text.status().code(),
+                  "mount table \"" + mount_table + "\": " + text.status().message());
+  }
+  const std::string want = Canonical(mount_point);
+  std::string found;
+  std::istringstream in(*text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto f = Fields(line);
+    std::string point, source;
+    // mountinfo: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash != 0 && f.size() >= dash + 3) {
+      point = UnescapeMountField(f[4]);
+      source = UnescapeMountField(f[dash + 2]);
+    } else if (f.size() >= 2 && !f[0].empty() && f[0][0] != '#') {
+      // /proc/mounts, fstab-like: SOURCE MOUNTPOINT FSTYPE OPTS DUMP PASS
+      source = UnescapeMountField(f[0]);
+      point = UnescapeMountField(f[1]);
+    } else {
+      continue;
+    }
+    if (point == want || point == mount_point) found = source;
+  }
+  if (found.empty()) {
+    return NotFoundError("nothing is mounted on \"" + mount_point + "\" (mount table \"" +
+                         mount_table + "\")");
+  }
+  return found;
+}
+
+Result<std::string> DeviceUnderMapper(const std::string& device, const ResolveOptions& options) {
+  std::string current = device;
+  for (int depth = 0; depth < 8; ++depth) {
+    // An active dm-crypt mapping names its backing device directly.
+    const std::string mapper_prefix = "/dev/mapper/";
+    if (current.compare(0, mapper_prefix.size(), mapper_prefix) == 0) {
+      auto under = CryptMappingDevice(current.substr(mapper_prefix.size()));
+      if (under.ok()) return *under;
+      MZ_LOG(kDebug) << under.status().message() << "; following /sys instead";
+      current = Canonical(current);  // /dev/mapper/NAME -> /dev/dm-N
+    }
+    const std::string slaves_dir = options.sys_block_dir + "/" + BaseName(current) + "/slaves";
+    if (!IsDir(slaves_dir)) return current;  // not device-mapper: the device itself
+    MZ_ASSIGN_OR_RETURN(auto slaves, ListDir(slaves_dir));
+    if (slaves.empty()) {
+      return FailedPreconditionError("device-mapper device \"" + current +
+                                     "\" has no underlying device (" + slaves_dir + ")");
+    }
+    if (slaves.size() > 1) {
+      return FailedPreconditionError("device-mapper device \"" + current + "\" spans " +
+                                     std::to_string(slaves.size()) +
+                                     " devices; cannot tell which holds the LUKS header");
+    }
+    current = options.dev_dir + "/" + slaves.front();
+  }
+  return FailedPreconditionError("device-mapper stack under \"" + device + "\" is too deep");
+}
+
+Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType access,
+                                      const ResolveOptions& options) {
+  if (volume_path.empty()) return InvalidArgumentError("volume_path: empty");
+  struct stat st {};
+  if (::stat(volume_path.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e == ENOENT || e == ENOTDIR) {
+      return NotFoundError("volume_path \"" + volume_path + "\" does not exist");
+    }
+    return ErrnoError("volume_path \"" + volume_path + "\"", e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (access == AccessType::kBlock) {
+      return InvalidArgumentError("volume_path \"" + volume_path +
+                                  "\" is a directory but volume_capability says block access");
+    }
+    MZ_ASSIGN_OR_RETURN(auto source, MountSource(volume_path, options.mount_table));
+    return DeviceUnderMapper(source, options);
+  }
+  if (access == AccessType::kMount) {
+    return InvalidArgumentError("volume_path \"" + volume_path +
+                                "\" is not a directory but volume_capability says mount access");
+  }
+  if (S_ISBLK(st.st_mode)) return DeviceUnderMapper(volume_path, options);
+  return volume_path;
+}
+
+}  // namespace mizarmp::keyrotation
