@@ -2,6 +2,7 @@
 // server, serves until SIGTERM/SIGINT, then drains and exits 0. Exit 2 on a bad configuration,
 // 1 when the server cannot start.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "fence/config.h"
 #include "fence/identity.h"
 #include "fence/server.h"
+#include "keyrotation/service.h"
 
 #ifndef MIZARMP_VERSION
 #define MIZARMP_VERSION "0.0.0"
@@ -56,6 +58,21 @@ int main(int argc, char** argv) {
   server.AddService(&identity, identity::Identity::service_full_name());
   // Operation services plug in here, each adding its capabilities to `identity` as it is
   // registered (FenceController: identity.AddNetworkFenceCapabilities() in controller mode).
+
+  // Node mode: EncryptionKeyRotationController (keyrotation/), advertised by Identity.
+  std::unique_ptr<mz::keyrotation::NodeKeyRotation> keyrotation;
+  if (config.mode == fence::Mode::kNode) {
+    auto made = mz::keyrotation::NodeKeyRotation::Create(
+        {config.key_store_dir, config.mount_table, config.expected_secrets});
+    if (!made.ok()) {
+      MZ_LOG(kError) << "cannot start key rotation: " << made.status().ToString();
+      std::fprintf(stderr, "mizarmp-addons: %s\n", made.status().message().c_str());
+      return 1;
+    }
+    keyrotation = std::move(*made);
+    server.AddService(keyrotation->service(), mz::keyrotation::NodeKeyRotation::service_name());
+    identity.AddEncryptionKeyRotationCapability();
+  }
 
   if (mz::Status s = server.Start(); !s.ok()) {
     MZ_LOG(kError) << "cannot start: " << s.ToString();
