@@ -1,0 +1,741 @@
+// mizarmp-bench-cni: times CNI plugins exec'd exactly as a container runtime execs them
+// (fork/execve, CNI_* environment only, network config on stdin, stdout read to EOF, reaped with
+// wait4 for the child's rusage). Both sides of every comparison run in the same process, in turn.
+//
+// Sections (--sections, comma separated; default all):
+//   latency    mizarmp (against mizarmp-mock + its agent, ports ready at once) vs Debian's ptp +
+//              host-local: ADD and DEL, interleaved A,B / B,A per iteration
+//   ready      mock ready delay d = 0, 50, 500 ms: ADD with the default adaptive poll vs the poll
+//              fixed at 1 s (the upstream plugin's), interleaved
+//   burst      50 ADDs released at once, then 50 DELs; failures and leaks afterwards (ports at the
+//              mock, records, veths); mizarmp and ptp rounds interleaved
+//   footprint  peak RSS of ADD (from the latency runs), binary sizes, VERSION start-up vs ptp and
+//              vs exec'ing /bin/true
+//   profile    one ADD (and DEL) run under --profile-wrap (e.g. valgrind --tool=callgrind ...)
+//
+// Writes every figure as JSON (--out); bench/report.py renders bench/RESULTS.md from it.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/support.h"
+
+namespace mb = mizarmp::bench;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
+constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+constexpr const char* kMizarCidr = "10.242.0.0/16";
+constexpr const char* kPtpCidr = "10.243.0.0/16";
+constexpr const char* kPath = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+struct Options {
+  std::string bin_dir;                   // mizarmp, mizarmp-mock
+  std::string ref_dir = "/usr/lib/cni";  // ptp, host-local
+  std::string work_dir = "/tmp/mizarmp-bench";
+  std::string out = "cni-results.json";
+  std::set<std::string> sections = {"latency", "ready", "burst", "footprint", "kernel"};
+  int iterations = 100;
+  int warmup = 5;
+  int ready_iterations = 20;
+  int burst = 50;
+  int burst_rounds = 3;
+  int version_iterations = 200;
+  std::vector<std::string> profile_wrap;
+  // The plugin's figures are taken against mizarmp-mock with this LD_PRELOAD shim (TCP_NODELAY
+  // on accepted sockets, see bench/nodelay_shim.c); "" runs the stock mock everywhere.
+  std::string mock_preload = "libmizarmp_bench_nodelay.so";
+};
+
+json StatsJson(const mb::Stats& s) {
+  return json{{"n", s.n},        {"min_ms", s.min}, {"median_ms", s.median}, {"p90_ms", s.p90},
+              {"p99_ms", s.p99}, {"max_ms", s.max}, {"mean_ms", s.mean}};
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+// GET/POST to the mock's control endpoints through curl(1): these calls are outside every timed
+// window, and keeping an HTTP client out of the driver keeps the driver's own footprint small.
+std::optional<json> MockState(int port) {
+  std::string out;
+  if (mb::Shell("curl -sS --max-time 10 http://127.0.0.1:" + std::to_string(port) + "/mock/state",
+                &out) != 0) {
+    return std::nullopt;
+  }
+  json j = json::parse(out, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+// mizarmp-mock with its host agent in its own "host" netns.
+class Mock {
+ public:
+  Mock(const Options& o, const mb::Netns& host, int ready_delay_ms, bool stock = false) {
+    const std::string tag = mb::UniqueName("mk");
+    port_file_ = o.work_dir + "/" + tag + ".port";
+    log_ = o.work_dir + "/" + tag + ".log";
+    bridge_ = "mzbb" + tag.substr(2);
+    if (bridge_.size() > 15) bridge_ = bridge_.substr(0, 15);
+    fs::remove(port_file_);
+    ok_ = daemon_.Start(
+        {o.bin_dir + "/mizarmp-mock", "--listen", "127.0.0.1:0", "--port-file", port_file_,
+         "--agent", "--agent-netns", host.path(), "--bridge", bridge_, "--cidr", kMizarCidr,
+         "--mtu", "1400", "--ready-delay-ms", std::to_string(ready_delay_ms), "--log-level",
+         "warn"},
+        log_,
+        (stock || o.mock_preload.empty())
+            ? std::map<std::string, std::string>{}
+            : std::map<std::string, std::string>{{"LD_PRELOAD", o.bin_dir + "/" + o.mock_preload}});
+    if (!ok_) return;
+    std::string text = mb::WaitForFile(port_file_, std::chrono::seconds(10));
+    port_ = std::atoi(text.c_str());
+    ok_ = port_ > 0;
+  }
+  bool ok() const { return ok_; }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  const std::string& log() const { return log_; }
+
+ private:
+  mb::Daemon daemon_;
+  std::string port_file_, log_, bridge_;
+  int port_ = 0;
+  bool ok_ = false;
+};
+
+class Bench {
+ public:
+  explicit Bench(Options o) : o_(std::move(o)) {}
+
+  int Main() {
+    fs::create_directories(o_.work_dir);
+    state_dir_ = o_.work_dir + "/state";
+    ipam_dir_ = o_.work_dir + "/ipam";
+    fs::remove_all(state_dir_);
+    fs::remove_all(ipam_dir_);
+    host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbh"));
+    stock_host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbs"));
+    ptp_host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbq"));
+    if (!host_->ok() || !stock_host_->ok() || !ptp_host_->ok()) {
+      std::cerr << "cannot create network namespaces (needs root)\n";
+      return 1;
+    }
+    results_["config"] = {{"iterations", o_.iterations},
+                          {"warmup", o_.warmup},
+                          {"ready_iterations", o_.ready_iterations},
+                          {"burst", o_.burst},
+                          {"burst_rounds", o_.burst_rounds},
+                          {"version_iterations", o_.version_iterations},
+                          {"mizarmp", o_.bin_dir + "/mizarmp"},
+                          {"mock_preload", o_.mock_preload},
+                          {"ptp", o_.ref_dir + "/ptp"},
+                          {"mizarmp_config_example", MizarConfig("http://127.0.0.1:PORT")},
+                          {"ptp_config_example", PtpConfig()}};
+    int rc = 0;
+    for (const char* s : {"latency", "ready", "burst", "footprint", "kernel", "profile"}) {
+      if (!o_.sections.count(s)) continue;
+      std::cerr << "== " << s << "\n";
+      const auto t0 = mb::Clock::now();
+      bool ok = true;
+      if (std::string(s) == "latency") ok = Latency();
+      if (std::string(s) == "ready") ok = Ready();
+      if (std::string(s) == "burst") ok = Burst();
+      if (std::string(s) == "footprint") ok = Footprint();
+      if (std::string(s) == "kernel") ok = Kernel();
+      if (std::string(s) == "profile") ok = Profile();
+      std::cerr << "   " << s << (ok ? " done" : " FAILED") << " in "
+                << mb::Ms(mb::Clock::now() - t0) / 1000 << " s\n";
+      if (!ok) rc = 1;
+      Save();
+    }
+    return rc;
+  }
+
+ private:
+  // ----------------------------------------------------------------------------- plugin runs
+  json MizarConfig(const std::string& url, std::optional<int> fixed_poll_ms = std::nullopt) const {
+    json c = {{"cniVersion", "1.0.0"},
+              {"name", "mzbench"},
+              {"type", "mizarmp"},
+              {"mpurl", url},
+              {"project", kProject},
+              {"subnet", kSubnet},
+              {"hostId", "bench-node"},
+              {"stateDir", state_dir_},
+              {"mtu", 1400},
+              {"timeouts", {{"readyMs", 20000}, {"nicMs", 10000}}}};
+    if (fixed_poll_ms) c["poll"] = {{"initialMs", *fixed_poll_ms}, {"maxMs", *fixed_poll_ms}};
+    return c;
+  }
+
+  json PtpConfig() const {
+    return {{"cniVersion", "1.0.0"},
+            {"name", "ptpbench"},
+            {"type", "ptp"},
+            {"ipMasq", false},
+            {"mtu", 1400},
+            {"ipam",
+             {{"type", "host-local"},
+              {"ranges", json::array({json::array({{{"subnet", kPtpCidr}}})})},
+              {"routes", json::array({{{"dst", "0.0.0.0/0"}}})},
+              {"dataDir", ipam_dir_}}}};
+  }
+
+  mb::Exec CniExec(const std::string& plugin, const std::string& command,
+                   const std::string& container, const std::string& netns,
+                   const json& config) const {
+    mb::Exec e;
+    const bool ptp = plugin == "ptp";
+    e.argv = {(ptp ? o_.ref_dir : o_.bin_dir) + "/" + (ptp ? "ptp" : "mizarmp")};
+    e.env = {{"CNI_COMMAND", command},
+             {"CNI_CONTAINERID", container},
+             {"CNI_IFNAME", "eth0"},
+             {"CNI_PATH", ptp ? o_.ref_dir : o_.bin_dir},
+             {"PATH", kPath}};
+    if (!netns.empty()) e.env["CNI_NETNS"] = netns;
+    e.stdin_data = config.dump();
+    // ptp puts the host end of its veth (and a route) in the netns it runs in: give it one of
+    // its own, as the mock's agent has, so the benchmark never touches the machine's own netns.
+    if (ptp) e.netns_path = ptp_host_->path();
+    return e;
+  }
+
+  mb::ExecResult RunCni(const std::string& plugin, const std::string& command,
+                        const std::string& container, const std::string& netns,
+                        const json& config) {
+    auto r = mb::Run(CniExec(plugin, command, container, netns, config));
+    if (!r.ok()) {
+      ++failures_;
+      std::cerr << "   " << plugin << " " << command << " " << container
+                << " failed: " << r.Describe() << "\n";
+    }
+    return r;
+  }
+
+  // -------------------------------------------------------------------------------- latency
+  // Three sides, in a rotating order per iteration: 0 mizarmp against the mock built with
+  // TCP_NODELAY, 1 ptp + host-local, 2 mizarmp against the stock mock.
+  bool Latency() {
+    Mock mock(o_, *host_, 0);
+    Mock stock(o_, *stock_host_, 0, /*stock=*/true);
+    if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
+    if (!stock.ok()) return Fail("stock mock did not start (log " + stock.log() + ")");
+    const json cfg[3] = {MizarConfig(mock.url()), PtpConfig(), MizarConfig(stock.url())};
+    constexpr int kSides = 3;
+    std::vector<double> add[kSides], del[kSides], rss[kSides], cpu[kSides];
+    int fails = 0;
+    for (int i = -o_.warmup; i < o_.iterations; ++i) {
+      std::unique_ptr<mb::Netns> pods[kSides];
+      for (auto& p : pods) p = std::make_unique<mb::Netns>(mb::UniqueName("mzbp"));
+      const std::string cid = "lat" + std::to_string(i + o_.warmup);
+      const int rot = (i + o_.warmup) % kSides;
+      mb::ExecResult a[kSides], d[kSides];
+      auto plugin = [](int k) { return k == 1 ? "ptp" : "mizarmp"; };
+      for (int step = 0; step < kSides; ++step) {
+        const int k = (rot + step) % kSides;
+        a[k] = RunCni(plugin(k), "ADD", cid + std::to_string(k), pods[k]->path(), cfg[k]);
+      }
+      for (int step = 0; step < kSides; ++step) {
+        const int k = (rot + step) % kSides;
+        d[k] = RunCni(plugin(k), "DEL", cid + std::to_string(k), pods[k]->path(), cfg[k]);
+      }
+      for (int k = 0; k < kSides; ++k) {
+        if (!a[k].ok() || !d[k].ok()) ++fails;
+        if (i < 0) continue;  // warm-up
+        if (a[k].ok()) {
+          add[k].push_back(a[k].wall_ms);
+          rss[k].push_back(static_cast<double>(a[k].maxrss_kib));
+          cpu[k].push_back(a[k].user_ms + a[k].sys_ms);
+        }
+        if (d[k].ok()) del[k].push_back(d[k].wall_ms);
+      }
+    }
+    auto side = [&](int k) {
+      mb::Stats rs = mb::Summarize(rss[k]);
+      return json{{"add", StatsJson(mb::Summarize(add[k]))},
+                  {"del", StatsJson(mb::Summarize(del[k]))},
+                  {"add_cpu", StatsJson(mb::Summarize(cpu[k]))},
+                  {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
+    };
+    json j = {{"mizarmp", side(0)},
+              {"ptp", side(1)},
+              {"mizarmp_stock_mock", side(2)},
+              {"failures", fails}};
+    auto ratio = [&j](const char* a, const char* op, const char* stat) {
+      return j[a][op][stat].get<double>() / j["ptp"][op][stat].get<double>();
+    };
+    j["add_ratio_median"] = ratio("mizarmp", "add", "median_ms");
+    j["del_ratio_median"] = ratio("mizarmp", "del", "median_ms");
+    j["add_ratio_p99"] = ratio("mizarmp", "add", "p99_ms");
+    j["del_ratio_p99"] = ratio("mizarmp", "del", "p99_ms");
+    j["stock_add_ratio_median"] = ratio("mizarmp_stock_mock", "add", "median_ms");
+    j["stock_del_ratio_median"] = ratio("mizarmp_stock_mock", "del", "median_ms");
+    auto st = MockState(mock.port());
+    j["mock_ports_left"] = st ? (*st)["ports"] : json(nullptr);
+    j["mock_requests"] = st ? (*st)["requests"] : json(nullptr);
+    results_["latency"] = j;
+    std::cerr << "   ADD median: mizarmp " << j["mizarmp"]["add"]["median_ms"] << " ms, ptp "
+              << j["ptp"]["add"]["median_ms"] << " ms, mizarmp/stock mock "
+              << j["mizarmp_stock_mock"]["add"]["median_ms"] << " ms; DEL "
+              << j["mizarmp"]["del"]["median_ms"] << " / " << j["ptp"]["del"]["median_ms"] << " / "
+              << j["mizarmp_stock_mock"]["del"]["median_ms"] << "\n";
+    return fails == 0;
+  }
+
+  // ---------------------------------------------------------------------------------- ready
+  // Poll variants, interleaved: the default adaptive poll (1 ms doubling to a 50 ms cap), the
+  // same with a 5 ms cap (what a tighter cap buys, and costs in GETs), and a fixed 1 s poll (the
+  // upstream plugin's).
+  bool Ready() {
+    struct Variant {
+      const char* name;
+      std::optional<std::pair<int, int>> poll;  // initialMs, maxMs
+    };
+    const std::vector<Variant> variants = {{"adaptive", std::nullopt},
+                                           {"cap_5ms", std::make_pair(1, 5)},
+                                           {"fixed_1s", std::make_pair(1000, 1000)}};
+    json out = json::array();
+    int fails = 0;
+    for (int d : {0, 50, 500}) {
+      Mock mock(o_, *host_, d);
+      if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
+      const size_t nv = variants.size();
+      std::vector<json> cfg;
+      for (const auto& v : variants) {
+        json c = MizarConfig(mock.url());
+        if (v.poll) c["poll"] = {{"initialMs", v.poll->first}, {"maxMs", v.poll->second}};
+        cfg.push_back(c);
+      }
+      std::vector<std::vector<double>> add(nv), reqs(nv);
+      const int iters = d >= 500 ? std::max(5, o_.ready_iterations / 2) : o_.ready_iterations;
+      for (int i = -2; i < iters; ++i) {
+        for (size_t step = 0; step < nv; ++step) {
+          const size_t k = (step + static_cast<size_t>(i + 2)) % nv;
+          mb::Netns pod(mb::UniqueName("mzbr"));
+          const std::string cid =
+              "rdy" + std::to_string(d) + "k" + std::to_string(k) + "i" + std::to_string(i + 2);
+          auto before = MockState(mock.port());
+          auto a = RunCni("mizarmp", "ADD", cid, pod.path(), cfg[k]);
+          auto after = MockState(mock.port());
+          auto del = RunCni("mizarmp", "DEL", cid, pod.path(), cfg[k]);
+          if (!a.ok() || !del.ok()) ++fails;
+          if (i >= 0 && a.ok()) {
+            add[k].push_back(a.wall_ms);
+            if (before && after) {
+              reqs[k].push_back((*after)["requests"].get<double>() -
+                                (*before)["requests"].get<double>());
+            }
+          }
+        }
+      }
+      json row = {{"ready_delay_ms", d}};
+      std::cerr << "   d=" << d << ":";
+      for (size_t k = 0; k < nv; ++k) {
+        row[variants[k].name] = StatsJson(mb::Summarize(add[k]));
+        row[variants[k].name]["rest_requests_per_add_median"] = mb::Summarize(reqs[k]).median;
+        std::cerr << " " << variants[k].name << " " << row[variants[k].name]["median_ms"] << " ms ("
+                  << mb::Summarize(reqs[k]).median << " requests)";
+      }
+      std::cerr << "\n";
+      out.push_back(row);
+    }
+    results_["ready"] = {{"rows", out}, {"failures", fails}};
+    return fails == 0;
+  }
+
+  // ---------------------------------------------------------------------------------- burst
+  // Runs `execs` all at once (one thread each, released together); wall time of each and the
+  // time from release to the last one reaped.
+  struct BurstOutcome {
+    std::vector<mb::ExecResult> results;
+    double total_ms = 0;
+  };
+  static BurstOutcome RunTogether(const std::vector<mb::Exec>& execs) {
+    BurstOutcome b;
+    b.results.resize(execs.size());
+    std::mutex mu;
+    std::condition_variable cv;
+    bool go = false;
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < execs.size(); ++i) {
+      threads.emplace_back([&, i] {
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return go; });
+        }
+        b.results[i] = mb::Run(execs[i]);
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every thread parked
+    const auto t0 = mb::Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+    for (auto& t : threads) t.join();
+    b.total_ms = mb::Ms(mb::Clock::now() - t0);
+    return b;
+  }
+
+  bool Burst() {
+    Mock mock(o_, *host_, 0);
+    if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
+    const json mz = MizarConfig(mock.url());
+    const json pt = PtpConfig();
+    json rounds = json::array();
+    bool all_ok = true;
+    for (int round = 0; round < o_.burst_rounds; ++round) {
+      for (int step = 0; step < 2; ++step) {
+        const int k = (round % 2 == 0) ? step : 1 - step;
+        const std::string plugin = k == 0 ? "mizarmp" : "ptp";
+        std::vector<std::unique_ptr<mb::Netns>> pods;
+        std::vector<mb::Exec> adds, dels;
+        for (int i = 0; i < o_.burst; ++i) {
+          pods.push_back(std::make_unique<mb::Netns>(mb::UniqueName("mzbb")));
+          const std::string cid = "burst" + std::to_string(round) + "p" + std::to_string(i);
+          adds.push_back(CniExec(plugin, "ADD", cid, pods.back()->path(), k == 0 ? mz : pt));
+          dels.push_back(CniExec(plugin, "DEL", cid, pods.back()->path(), k == 0 ? mz : pt));
+        }
+        BurstOutcome a = RunTogether(adds);
+        BurstOutcome d = RunTogether(dels);
+        auto summarize = [](const BurstOutcome& b, int* failed) {
+          std::vector<double> ms;
+          for (const auto& r : b.results) {
+            if (r.ok()) {
+              ms.push_back(r.wall_ms);
+            } else {
+              ++*failed;
+              std::cerr << "   burst failure: " << r.Describe() << "\n";
+            }
+          }
+          return ms;
+        };
+        int add_failed = 0, del_failed = 0;
+        auto add_ms = summarize(a, &add_failed);
+        auto del_ms = summarize(d, &del_failed);
+        // Leaks, as a user would look for them.
+        json leaks;
+        int pods_with_links = 0;
+        for (const auto& p : pods) {
+          if (p->CountLinks("") != 0) ++pods_with_links;
+        }
+        leaks["pod_netns_with_interfaces"] = pods_with_links;
+        if (k == 0) {
+          auto st = MockState(mock.port());
+          leaks["ports_at_mock"] = st ? (*st)["ports"] : json(-1);
+          leaks["host_veths"] = host_->CountLinks("veth");
+          int recs = 0, locks = 0;
+          std::error_code ec;
+          for (const auto& e : fs::directory_iterator(state_dir_ + "/mzbench", ec)) {
+            const std::string n = e.path().filename().string();
+            if (n.size() > 5 && n.substr(n.size() - 5) == ".json") ++recs;
+            if (n.size() > 5 && n.substr(n.size() - 5) == ".lock") ++locks;
+          }
+          leaks["records"] = recs;
+          leaks["lock_files"] = locks;
+        } else {
+          leaks["host_veths"] = ptp_host_->CountLinks("veth");
+          int ips = 0;
+          std::error_code ec;
+          for (const auto& e : fs::directory_iterator(ipam_dir_ + "/ptpbench", ec)) {
+            const std::string n = e.path().filename().string();
+            if (n.find('.') != std::string::npos && n.find("lock") == std::string::npos &&
+                n.find("last_reserved") == std::string::npos) {
+              ++ips;
+            }
+          }
+          leaks["ipam_reservations"] = ips;
+        }
+        bool leaked = false;
+        for (auto& [key, v] : leaks.items()) {
+          if (key != "lock_files" && v.is_number() && v.get<int>() != 0) leaked = true;
+        }
+        if (add_failed || del_failed || leaked) all_ok = false;
+        mb::Stats as = mb::Summarize(add_ms), ds = mb::Summarize(del_ms);
+        json row = {{"plugin", plugin},
+                    {"round", round},
+                    {"n", o_.burst},
+                    {"add_total_ms", a.total_ms},
+                    {"add", StatsJson(as)},
+                    {"add_failures", add_failed},
+                    {"del_total_ms", d.total_ms},
+                    {"del", StatsJson(ds)},
+                    {"del_failures", del_failed},
+                    {"leaks", leaks}};
+        rounds.push_back(row);
+        std::cerr << "   " << plugin << " round " << round << ": ADD total " << a.total_ms
+                  << " ms p99 " << as.p99 << " (" << add_failed << " failed), DEL total "
+                  << d.total_ms << " ms p99 " << ds.p99 << " (" << del_failed << " failed), leaks "
+                  << leaks.dump() << "\n";
+      }
+    }
+    results_["burst"] = {{"rounds", rounds}};
+    return all_ok;
+  }
+
+  // ------------------------------------------------------------------------------ footprint
+  static long FileSize(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<long>(st.st_size) : -1;
+  }
+
+  json Sizes(const std::string& path) const {
+    const std::string stripped = o_.work_dir + "/stripped-" + fs::path(path).filename().string();
+    long s = -1;
+    if (mb::Shell("strip -o " + stripped + " " + path) == 0) s = FileSize(stripped);
+    std::string libs;
+    mb::Shell("ldd " + path + " | grep -c '=>'", &libs);
+    return {{"path", path},
+            {"bytes", FileSize(path)},
+            {"stripped_bytes", s},
+            {"shared_libraries", std::atoi(libs.c_str())}};
+  }
+
+  bool Footprint() {
+    json j;
+    j["mizarmp_binary"] = Sizes(o_.bin_dir + "/mizarmp");
+    j["mizarmp_static_cxx_binary"] = Sizes(o_.bin_dir + "/mizarmp-bench-variant-static-cxx");
+    j["ptp_binary"] = Sizes(o_.ref_dir + "/ptp");
+    j["host_local_binary"] = Sizes(o_.ref_dir + "/host-local");
+    // Process start-up, every program in turn: VERSION of each plugin (start-up alone), the
+    // fork+exec floor (/bin/true), empty programs linked against subsets of mizarmp's libraries,
+    // and the library initialisations the plugin does before its first request.
+    struct Prog {
+      std::string name;
+      mb::Exec exec;
+    };
+    std::vector<Prog> progs;
+    const json vcfg = {{"cniVersion", "1.0.0"}, {"name", "v"}, {"type", "x"}};
+    auto version = [&](const std::string& plugin, const std::string& path) {
+      mb::Exec e = CniExec(plugin, "VERSION", "", "", vcfg);
+      e.netns_path.clear();
+      e.argv = {path};
+      return e;
+    };
+    auto plain = [](std::vector<std::string> argv) {
+      mb::Exec e;
+      e.argv = std::move(argv);
+      return e;
+    };
+    progs.push_back({"version_mizarmp", version("mizarmp", o_.bin_dir + "/mizarmp")});
+    progs.push_back({"version_ptp", version("ptp", o_.ref_dir + "/ptp")});
+    progs.push_back({"exec_bin_true", plain({"/bin/true"})});
+    progs.push_back({"version_mizarmp_static_cxx",
+                     version("mizarmp", o_.bin_dir + "/mizarmp-bench-variant-static-cxx")});
+    for (const char* p : {"libc", "libstdcxx", "nl", "nl-crypto", "nl-ssl", "all"}) {
+      progs.push_back(
+          {std::string("startup_") + p, plain({o_.bin_dir + "/mizarmp-bench-startup-" + p})});
+    }
+    for (const char* m : {"none", "evp-sha1", "curl", "evp-sha1+curl", "noconf+curl"}) {
+      progs.push_back(
+          {std::string("init_") + m, plain({o_.bin_dir + "/mizarmp-bench-openssl-init", m})});
+    }
+    std::vector<std::vector<double>> t(progs.size());
+    std::vector<double> rss(progs.size(), 0);
+    int fails = 0;
+    for (int i = -5; i < o_.version_iterations; ++i) {
+      for (size_t step = 0; step < progs.size(); ++step) {
+        const size_t k = (step + static_cast<size_t>(i + 5)) % progs.size();
+        auto r = mb::Run(progs[k].exec);
+        if (!r.ok()) {
+          ++fails;
+          std::cerr << "   " << progs[k].name << " failed: " << r.Describe() << "\n";
+          continue;
+        }
+        if (i >= 0) t[k].push_back(r.wall_ms);
+        rss[k] = std::max(rss[k], static_cast<double>(r.maxrss_kib));
+      }
+    }
+    for (size_t k = 0; k < progs.size(); ++k) {
+      j["startup"][progs[k].name] = StatsJson(mb::Summarize(t[k]));
+      j["startup"][progs[k].name]["maxrss_kib"] = rss[k];
+    }
+    if (results_.contains("latency")) {
+      j["add_maxrss_kib"] = results_["latency"]["mizarmp"]["add_maxrss_kib"];
+      j["ptp_add_maxrss_kib"] = results_["latency"]["ptp"]["add_maxrss_kib"];
+    }
+    j["failures"] = fails;
+    results_["footprint"] = j;
+    std::cerr << "   VERSION mizarmp " << j["startup"]["version_mizarmp"]["median_ms"]
+              << " ms, ptp " << j["startup"]["version_ptp"]["median_ms"] << " ms, /bin/true "
+              << j["startup"]["exec_bin_true"]["median_ms"] << " ms\n";
+    return fails == 0;
+  }
+
+  // ----------------------------------------------------------------------------------- kernel
+  // What the kernel alone takes to create and to delete a veth pair across two namespaces, as
+  // `ip` does it, against `ip` doing a netlink query of the same cost otherwise: the floor under
+  // both plugins' ADD and DEL.
+  bool Kernel() {
+    mb::Netns a(mb::UniqueName("mzbka")), b(mb::UniqueName("mzbkb"));
+    if (!a.ok() || !b.ok()) return Fail("cannot create namespaces");
+    auto ip = [](std::vector<std::string> args) {
+      mb::Exec e;
+      e.argv = {"/usr/sbin/ip"};
+      if (::access("/usr/sbin/ip", X_OK) != 0) e.argv = {"/sbin/ip"};
+      e.argv.insert(e.argv.end(), args.begin(), args.end());
+      e.env = {{"PATH", kPath}};
+      return mb::Run(e);
+    };
+    std::vector<double> add, del, query;
+    for (int i = 0; i < 25; ++i) {
+      const std::string v = "kv" + std::to_string(i);
+      auto q = ip({"-n", a.name(), "link", "show", "lo"});
+      auto c = ip({"-n", a.name(), "link", "add", v, "type", "veth", "peer", "name", v + "p",
+                   "netns", b.name()});
+      auto d = ip({"-n", a.name(), "link", "del", v});
+      if (!q.ok() || !c.ok() || !d.ok()) return Fail("ip failed: " + c.Describe() + d.Describe());
+      if (i < 3) continue;
+      query.push_back(q.wall_ms);
+      add.push_back(c.wall_ms);
+      del.push_back(d.wall_ms);
+    }
+    results_["kernel"] = {{"ip_link_show", StatsJson(mb::Summarize(query))},
+                          {"ip_veth_add", StatsJson(mb::Summarize(add))},
+                          {"ip_veth_del", StatsJson(mb::Summarize(del))}};
+    std::cerr << "   ip link show " << mb::Summarize(query).median << " ms, veth add "
+              << mb::Summarize(add).median << " ms, veth del " << mb::Summarize(del).median
+              << " ms\n";
+    return true;
+  }
+
+  // -------------------------------------------------------------------------------- profile
+  bool Profile() {
+    if (o_.profile_wrap.empty()) return Fail("--profile-wrap not given");
+    Mock mock(o_, *host_, 0);
+    if (!mock.ok()) return Fail("mock did not start");
+    const json mz = MizarConfig(mock.url());
+    bool ok = true;
+    for (const std::string profiled : {"ADD", "DEL"}) {
+      mb::Netns pod(mb::UniqueName("mzbf"));
+      const std::string cid = "prof" + profiled;
+      for (const std::string command : {"ADD", "DEL"}) {
+        mb::Exec e = CniExec("mizarmp", command, cid, pod.path(), mz);
+        if (command == profiled) {
+          std::vector<std::string> argv;
+          for (auto a : o_.profile_wrap) {
+            if (const size_t at = a.find("%c"); at != std::string::npos) a.replace(at, 2, command);
+            argv.push_back(a);
+          }
+          argv.insert(argv.end(), e.argv.begin(), e.argv.end());
+          e.argv = argv;
+          e.timeout = std::chrono::minutes(5);
+        }
+        auto r = mb::Run(e);
+        if (!r.ok()) {
+          ok = false;
+          std::cerr << "   profile " << command << " failed: " << r.Describe() << "\n";
+        }
+        if (command == profiled) {
+          results_["profile"][command] = {
+              {"exit", r.exit_code},
+              {"wall_ms", r.wall_ms},
+              {"stderr_tail", r.err.size() > 4000 ? r.err.substr(r.err.size() - 4000) : r.err}};
+        }
+      }
+    }
+    return ok;
+  }
+
+  bool Fail(const std::string& why) {
+    std::cerr << "   " << why << "\n";
+    results_["errors"].push_back(why);
+    return false;
+  }
+
+  void Save() const {
+    std::ofstream f(o_.out);
+    f << results_.dump(2) << "\n";
+  }
+
+  Options o_;
+  std::string state_dir_, ipam_dir_;
+  std::unique_ptr<mb::Netns> host_, stock_host_, ptp_host_;
+  json results_;
+  int failures_ = 0;
+};
+
+int Usage(const char* why) {
+  std::cerr << "mizarmp-bench-cni: " << why << "\n"
+            << "usage: mizarmp-bench-cni --bin-dir DIR [--ref-dir /usr/lib/cni] [--work DIR]\n"
+               "         [--out FILE] [--sections latency,ready,burst,footprint,profile]\n"
+               "         [--iterations N] [--warmup N] [--ready-iterations N] [--burst N]\n"
+               "         [--burst-rounds N] [--version-iterations N]\n"
+               "         [--profile-wrap 'valgrind --tool=callgrind --callgrind-out-file=X.%c']\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
+    auto num = [&]() { return std::atoi(next().c_str()); };
+    if (a == "--bin-dir") {
+      o.bin_dir = next();
+    } else if (a == "--ref-dir") {
+      o.ref_dir = next();
+    } else if (a == "--work") {
+      o.work_dir = next();
+    } else if (a == "--out") {
+      o.out = next();
+    } else if (a == "--sections") {
+      auto v = Split(next(), ',');
+      o.sections = std::set<std::string>(v.begin(), v.end());
+    } else if (a == "--iterations") {
+      o.iterations = num();
+    } else if (a == "--warmup") {
+      o.warmup = num();
+    } else if (a == "--ready-iterations") {
+      o.ready_iterations = num();
+    } else if (a == "--burst") {
+      o.burst = num();
+    } else if (a == "--burst-rounds") {
+      o.burst_rounds = num();
+    } else if (a == "--version-iterations") {
+      o.version_iterations = num();
+    } else if (a == "--mock-preload") {
+      o.mock_preload = next();
+    } else if (a == "--profile-wrap") {
+      o.profile_wrap = Split(next(), ' ');
+    } else {
+      return Usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (o.bin_dir.empty()) return Usage("--bin-dir is required");
+  if (::geteuid() != 0) return Usage("must run as root (network namespaces)");
+  return Bench(std::move(o)).Main();
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
+# bench/RESULTS.md. Needs root (network namespaces), Debian's containernetworking-plugins
+# (/usr/lib/cni/ptp, host-local), curl, valgrind, python3. Takes about 5 minutes.
+#
+#   sudo bash bench/run.sh
+#
+# Environment:
+#   BENCH_BUILD_DIR  build directory (default: build-bench beside the source tree)
+#   BENCH_WORK_DIR   scratch directory (default: a fresh /tmp/mizarmp-bench.XXXX, removed after)
+#   BENCH_QUICK=1    a smoke run with few iterations (figures not for RESULTS.md)
+#   BENCH_OUT        where to write the report (default: bench/RESULTS.md)
+#   BENCH_JOBS       build parallelism (default 2)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BENCH_BUILD_DIR:-$(dirname "$ROOT")/build-bench}
+OUT=${BENCH_OUT:-$ROOT/bench/RESULTS.md}
+JOBS=${BENCH_JOBS:-2}
+if [[ -n ${BENCH_WORK_DIR:-} ]]; then
+  WORK=$BENCH_WORK_DIR
+  mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d /tmp/mizarmp-bench.XXXX)
+  trap 'rm -rf "$WORK"' EXIT
+fi
+
+die() { echo "bench/run.sh: $*" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || die "must run as root (the benchmarks create network namespaces)"
+for tool in cmake ip curl valgrind callgrind_annotate python3 strip; do
+  command -v "$tool" >/dev/null || die "$tool not found"
+done
+[[ -x /usr/lib/cni/ptp && -x /usr/lib/cni/host-local ]] ||
+  die "/usr/lib/cni/ptp and host-local not found (apt-get install containernetworking-plugins)"
+
+if [[ -n ${BENCH_QUICK:-} ]]; then
+  CNI_ARGS=(--iterations 10 --warmup 2 --ready-iterations 4 --burst-rounds 1 --version-iterations 20)
+  ADDONS_ARGS=(--seconds 1 --rounds 2 --getclients-calls 5)
+else
+  CNI_ARGS=(--iterations 100 --warmup 5 --ready-iterations 20 --burst-rounds 3 --version-iterations 200)
+  ADDONS_ARGS=(--seconds 2 --rounds 6 --getclients-calls 30)
+fi
+
+# ------------------------------------------------------------------------------ machine, build
+M=$WORK/machine.txt
+{
+  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "nproc=$(nproc)"
+  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  echo "kernel=$(uname -srm)"
+  echo "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "compiler=$(c++ --version | head -1)"
+  echo "ptp=$(dpkg-query -W -f '${Package} ${Version}' containernetworking-plugins 2>/dev/null || echo unknown)"
+  echo "commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  echo "dirty=$(git -C "$ROOT" status --porcelain -- bench cni common mizarmp-client netns mock-server fence 2>/dev/null | wc -l)"
+  echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
+  echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$M"
+
+echo "== build ($BUILD, Release)"
+cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
+  { cat "$WORK/cmake.log"; die "cmake configure failed"; }
+TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons
+         mizarmp-bench-bare-grpc mizarmp_bench_nodelay mizarmp-bench-openssl-init
+         mizarmp-bench-variant-static-cxx)
+for p in libc libstdcxx nl nl-crypto nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
+cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
+  { tail -50 "$WORK/build.log"; die "build failed"; }
+BIN=$BUILD/mizarmp/bin
+echo "build_type=$(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)" >>"$M"
+echo "cxx_flags_release=$(grep -m1 '^CMAKE_CXX_FLAGS_RELEASE' "$BUILD/CMakeCache.txt" | cut -d= -f2)" >>"$M"
+
+# ------------------------------------------------------------------------------------- run
+echo "== CNI benchmarks"
+"$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$WORK/cni.json" \
+  "${CNI_ARGS[@]}" 2>&1 | tee "$WORK/cni.log" || echo "(some CNI benchmark reported a failure; see the report)"
+
+echo "== profiles"
+P=$WORK/profile
+mkdir -p "$P"
+# Instruction counts (callgrind: repeatable on a shared machine) of one ADD and one DEL.
+"$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$P/callgrind.json" \
+  --sections profile --profile-wrap "$(command -v valgrind) --tool=callgrind --callgrind-out-file=$P/callgrind.%c" \
+  >"$P/callgrind.log" 2>&1 || true
+for c in ADD DEL; do
+  [[ -f $P/callgrind.$c ]] && callgrind_annotate --inclusive=yes "$P/callgrind.$c" >"$P/annotate.$c.txt" 2>/dev/null || true
+done
+# The same for process start-up alone and for the library initialisations, one at a time.
+(CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version" "$BIN/mizarmp" </dev/null >/dev/null 2>"$P/cg.version.log") || true
+(CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version-static-cxx" "$BIN/mizarmp-bench-variant-static-cxx" </dev/null >/dev/null 2>"$P/cg.version-static-cxx.log") || true
+for m in none evp-sha1 curl evp-sha1+curl noconf+curl; do
+  valgrind --tool=callgrind --callgrind-out-file="$P/cg.init-$m" "$BIN/mizarmp-bench-openssl-init" "$m" >/dev/null 2>"$P/cg.init-$m.log" || true
+done
+for p in libc nl-ssl all; do
+  valgrind --tool=callgrind --callgrind-out-file="$P/cg.startup-$p" "$BIN/mizarmp-bench-startup-$p" >/dev/null 2>"$P/cg.startup-$p.log" || true
+done
+# perf: hardware counters are often not exposed to VMs; software counters still tell page faults.
+if command -v perf >/dev/null; then
+  perf stat -e instructions true >"$P/perf-probe.txt" 2>&1 || true
+  "$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$P/perf.json" --sections profile \
+    --profile-wrap "$(command -v perf) stat -x , -o $P/perf.%c -e task-clock,page-faults,context-switches,cpu-migrations" \
+    >"$P/perf.log" 2>&1 || true
+fi
+
+echo "== mizarmp-addons benchmarks"
+mkdir -p "$WORK/addons/perf"
+command -v perf >/dev/null && ADDONS_ARGS+=(--perf-dir "$WORK/addons/perf")
+"$BIN/mizarmp-bench-addons" --bin-dir "$BIN" --work "$WORK/addons" --out "$WORK/addons.json" \
+  "${ADDONS_ARGS[@]}" 2>&1 | tee "$WORK/addons.log" || echo "(some addons benchmark reported a failure; see the report)"
+
+echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
+# The commands as run, for the report.
+{
+  echo "cmake -S bench -B $BUILD -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON"
+  echo "cmake --build $BUILD -j$JOBS --target ${TARGETS[*]}"
+  echo "$BIN/mizarmp-bench-cni --bin-dir $BIN --work WORK/cni --out WORK/cni.json ${CNI_ARGS[*]}"
+  echo "$BIN/mizarmp-bench-cni ... --sections profile --profile-wrap 'valgrind --tool=callgrind ...'"
+  echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons --out WORK/addons.json ${ADDONS_ARGS[*]}"
+} >"$WORK/commands.txt"
+
+python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+echo "== wrote $OUT"

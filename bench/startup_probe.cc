@@ -1,0 +1,3 @@
+// An empty program: bench/CMakeLists.txt links it against growing sets of the plugin's shared
+// libraries, so exec'ing it measures what loading (mapping, relocating, initialising) them costs.
+int main() { return 0; }
