@@ -83,6 +83,7 @@ Result<std::unique_ptr<Rotator::Guard>> Rotator::Acquire(const std::string& volu
 void Rotator::AfterStep(Step step, const std::string& volume_id) {
   MZ_LOG(kDebug) << "volume " << volume_id << ": rotation step " << static_cast<int>(step) << " "
                  << StepName(step) << " done";
+  if (options_.after_step) options_.after_step(step, volume_id);
   if (options_.crash_after == step) {
     MZ_LOG(kWarn) << "test hook: SIGKILL after step " << StepName(step) << " of volume "
                   << volume_id;

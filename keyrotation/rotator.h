@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -60,6 +61,8 @@ struct RotatorOptions {
   ResolveOptions resolve;
   PbkdfOptions pbkdf;               // production: libcryptsetup's defaults
   std::optional<Step> crash_after;  // test hook
+  // Test hook: called after each step (before the crash hook), e.g. to hold a rotation open.
+  std::function<void(Step, const std::string& volume_id)> after_step;
   size_t random_key_bytes = 32;
 
   // Applies the test hooks above when set. INVALID_ARGUMENT on a malformed value.

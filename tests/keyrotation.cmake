@@ -1,0 +1,6 @@
+# keyrotation/: LUKS2 key rotation on image files made with libcryptsetup (unit: the library
+# and the service in-process), the real mizarmp-addons --mode node process killed after each
+# rotation step (integration), and the independent Python gRPC client (python, registered in
+# addons.cmake's interpreter check below).
+mizarmp_add_test(NAME keyrot_test SOURCES unit/keyrot_test.cc
+                 LIBS mizarmp_keyrotation LABELS unit TIMEOUT 180)

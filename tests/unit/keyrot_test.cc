@@ -1,0 +1,400 @@
+// keyrotation/: key store, volume resolution and the rotation sequence on real LUKS2 headers
+// (image files formatted through libcryptsetup with cheap PBKDF2).
+#include <sys/stat.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/fileutil.h"
+#include "keyrotation/keystore.h"
+#include "keyrotation/resolve.h"
+#include "keyrotation/rotator.h"
+#include "keyrotation/service.h"
+#include "tests/support/support.h"
+#include "tests/unit/keyrot_support.h"
+
+namespace mizarmp::keyrotation {
+namespace {
+
+using mizarmp::testing::TempDir;
+using testing::ActiveKeyslots;
+using testing::MakeImageFile;
+using testing::MakeLuksImage;
+using testing::Opens;
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+// A temp dir with a key store and a LUKS2 image whose key is in the store.
+class KeyRotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    image_ = tmp_.path() + "/vol.img";
+    MakeLuksImage(image_, kOldKey);
+    auto store = LocalKeyStore::Open(tmp_.path() + "/keys");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+    ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "", ""}).ok());
+    options_.pbkdf = PbkdfOptions::CheapForTests();
+    options_.resolve.mount_table = tmp_.path() + "/mountinfo";
+    options_.resolve.sys_block_dir = tmp_.path() + "/sys/block";
+    options_.resolve.dev_dir = tmp_.path() + "/dev";
+  }
+
+  VolumeKeys Stored(const std::string& id = "vol-1") {
+    auto k = store_->Get(id);
+    EXPECT_TRUE(k.ok()) << k.status().ToString();
+    return k.ok() ? *k : VolumeKeys{};
+  }
+
+  static constexpr const char* kOldKey = "old-passphrase-4711";
+  TempDir tmp_;
+  std::string image_;
+  std::unique_ptr<LocalKeyStore> store_;
+  RotatorOptions options_;
+};
+
+TEST(KeyRotKeyStore, DirectoryAndFilesArePrivateAndRoundTrip) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/a/keys";
+  auto store = LocalKeyStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(ModeOf(dir), 0700u);
+  const std::string binary_key("\x00\x01\xfe\xff key", 8);
+  VolumeKeys k{"pvc/odd id%1", "/dev/sdz", binary_key, "pending-key", ""};
+  ASSERT_TRUE((*store)->Put(k).ok());
+  EXPECT_EQ(ModeOf((*store)->PathFor(k.volume_id)), 0600u);
+  auto back = (*store)->Get(k.volume_id);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, k);
+  auto ids = (*store)->List();
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, std::vector<std::string>{k.volume_id});
+  // The file name stays inside the directory whatever the id holds.
+  EXPECT_EQ(DirName((*store)->PathFor("../../etc/x")), dir);
+  ASSERT_TRUE((*store)->Remove(k.volume_id).ok());
+  EXPECT_EQ((*store)->Get(k.volume_id).status().code(), Code::kNotFound);
+  EXPECT_TRUE((*store)->Remove(k.volume_id).ok());
+}
+
+TEST(KeyRotKeyStore, TightensAnExistingDirectory) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/keys";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  ASSERT_TRUE(LocalKeyStore::Open(dir).ok());
+  EXPECT_EQ(ModeOf(dir), 0700u);
+}
+
+TEST(KeyRotKeyStore, CorruptRecordIsDataLoss) {
+  TempDir tmp;
+  auto store = LocalKeyStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok());
+  WriteText((*store)->PathFor("v"), "{not json");
+  EXPECT_EQ((*store)->Get("v").status().code(), Code::kDataLoss);
+}
+
+TEST_F(KeyRotTest, RotationToASuppliedKey) {
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-1", image_, "new-passphrase-0815", AccessType::kBlock});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Opens(image_, "new-passphrase-0815"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+  EXPECT_EQ(ActiveKeyslots(image_), 1);
+  const VolumeKeys k = Stored();
+  EXPECT_EQ(k.current, "new-passphrase-0815");
+  EXPECT_TRUE(k.pending.empty());
+  EXPECT_TRUE(k.previous.empty());
+}
+
+TEST_F(KeyRotTest, GeneratedKeyIs32RandomBytesAndOpensTheHeader) {
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", image_, "", AccessType::kUnspecified}).ok());
+  const std::string first = Stored().current;
+  EXPECT_EQ(first.size(), 32u);
+  EXPECT_TRUE(Opens(image_, first));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+  // Again, with the path taken from the key store: a different key.
+  ASSERT_TRUE(rotator.Rotate({"vol-1", "", "", AccessType::kUnspecified}).ok());
+  const std::string second = Stored().current;
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(Opens(image_, second));
+  EXPECT_FALSE(Opens(image_, first));
+  EXPECT_EQ(ActiveKeyslots(image_), 1);
+}
+
+TEST_F(KeyRotTest, FilesystemVolumeThroughTheMountTable) {
+  const std::string mnt = tmp_.path() + "/mnt";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  // mountinfo format, with an earlier mount on the same point shadowed by a later one.
+  WriteText(options_.resolve.mount_table,
+            "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+            "40 22 7:0 / " + mnt + " rw shared:2 - ext4 /dev/not-this-one rw\n"
+            "41 40 253:3 / " + mnt + " rw,relatime shared:3 - ext4 " + image_ + " rw\n");
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-1", mnt, "fs-key-1", AccessType::kMount});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Opens(image_, "fs-key-1"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+TEST_F(KeyRotTest, FilesystemVolumeThroughProcMountsFormatAndDeviceMapperSlaves) {
+  const std::string mnt = tmp_.path() + "/mnt point";  // escaped as \040 in the table
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  // /dev/dm-7 -> (slaves) -> loop9, which in the test's dev dir is the image.
+  ASSERT_TRUE(MakeDirs(options_.resolve.sys_block_dir + "/dm-7/slaves").ok());
+  WriteText(options_.resolve.sys_block_dir + "/dm-7/slaves/loop9", "");
+  ASSERT_TRUE(MakeDirs(options_.resolve.dev_dir).ok());
+  ASSERT_EQ(::symlink(image_.c_str(), (options_.resolve.dev_dir + "/loop9").c_str()), 0);
+  WriteText(options_.resolve.mount_table,
+            "/dev/dm-7 " + tmp_.path() + "/mnt\\040point ext4 rw,relatime 0 0\n");
+  auto dev = ResolveLuksDevice(mnt, AccessType::kUnspecified, options_.resolve);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(*dev, options_.resolve.dev_dir + "/loop9");
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", mnt, "fs-key-2", AccessType::kUnspecified}).ok());
+  EXPECT_TRUE(Opens(image_, "fs-key-2"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+TEST_F(KeyRotTest, ResolutionErrors) {
+  const std::string mnt = tmp_.path() + "/empty-mnt";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  WriteText(options_.resolve.mount_table, "/dev/sda1 / ext4 rw 0 0\n");
+  Rotator rotator(*store_, options_);
+  // Nothing mounted there.
+  Status s = rotator.Rotate({"vol-1", mnt, "", AccessType::kMount});
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  // No such path.
+  s = rotator.Rotate({"vol-1", tmp_.path() + "/nope", "", AccessType::kUnspecified});
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  // Unknown volume without a path.
+  s = rotator.Rotate({"vol-unknown", "", "", AccessType::kUnspecified});
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  // Access type contradicting the path.
+  s = rotator.Rotate({"vol-1", mnt, "", AccessType::kBlock});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  s = rotator.Rotate({"vol-1", image_, "", AccessType::kMount});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  // Missing volume_id.
+  s = rotator.Rotate({"", image_, "", AccessType::kUnspecified});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("volume_id"), std::string::npos);
+  // A device-mapper device spanning two devices.
+  ASSERT_TRUE(MakeDirs(options_.resolve.sys_block_dir + "/dm-2/slaves").ok());
+  WriteText(options_.resolve.sys_block_dir + "/dm-2/slaves/sda", "");
+  WriteText(options_.resolve.sys_block_dir + "/dm-2/slaves/sdb", "");
+  WriteText(options_.resolve.mount_table, "/dev/dm-2 " + mnt + " xfs rw 0 0\n");
+  s = rotator.Rotate({"vol-1", mnt, "", AccessType::kMount});
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  // Nothing changed on the volume.
+  EXPECT_TRUE(Opens(image_, kOldKey));
+  EXPECT_EQ(Stored().current, kOldKey);
+}
+
+TEST_F(KeyRotTest, NotLuks2IsFailedPrecondition) {
+  const std::string plain = tmp_.path() + "/plain.img";
+  MakeImageFile(plain);
+  Rotator rotator(*store_, options_);
+  Status s = rotator.Rotate({"vol-plain", plain, "", AccessType::kBlock});
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("not a LUKS2 device"), std::string::npos) << s.message();
+  // A directory given as a block volume's device through the mount table would be caught
+  // earlier; a character device is not LUKS2 either.
+  s = rotator.Rotate({"vol-null", "/dev/null", "", AccessType::kBlock});
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+}
+
+TEST_F(KeyRotTest, LuksVolumeWithoutAStoredKeyIsNotFound) {
+  const std::string other = tmp_.path() + "/other.img";
+  MakeLuksImage(other, "whatever");
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-other", other, "", AccessType::kBlock});
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  EXPECT_TRUE(Opens(other, "whatever"));
+}
+
+TEST_F(KeyRotTest, StoredKeyThatDoesNotOpenIsFailedPrecondition) {
+  ASSERT_TRUE(store_->Put({"vol-1", image_, "wrong-key", "", ""}).ok());
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-1", "", "x", AccessType::kUnspecified});
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_TRUE(Opens(image_, kOldKey));
+  EXPECT_FALSE(Opens(image_, "x"));
+}
+
+TEST_F(KeyRotTest, RecoveryRollsBackAPendingKeyWithoutKeyslot) {
+  ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "never-added", ""}).ok());
+  Rotator rotator(*store_, options_);
+  auto r = rotator.Recover("vol-1");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, RecoveryOutcome::kRolledBack);
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, kOldKey, "", ""}));
+  EXPECT_TRUE(Opens(image_, kOldKey));
+}
+
+TEST_F(KeyRotTest, RecoveryCompletesAPendingKeyWithKeyslot) {
+  {
+    auto luks = LuksDevice::Open(image_);
+    ASSERT_TRUE(luks.ok());
+    ASSERT_TRUE(luks->AddKeyslot(kOldKey, "added-key", PbkdfOptions::CheapForTests()).ok());
+  }
+  ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "added-key", ""}).ok());
+  Rotator rotator(*store_, options_);
+  auto r = rotator.Recover("vol-1");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, RecoveryOutcome::kCompleted);
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, "added-key", "", ""}));
+  EXPECT_TRUE(Opens(image_, "added-key"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+TEST_F(KeyRotTest, RecoveryRetiresAPreviousKey) {
+  {
+    auto luks = LuksDevice::Open(image_);
+    ASSERT_TRUE(luks.ok());
+    ASSERT_TRUE(luks->AddKeyslot(kOldKey, "promoted-key", PbkdfOptions::CheapForTests()).ok());
+  }
+  ASSERT_TRUE(store_->Put({"vol-1", image_, "promoted-key", "", kOldKey}).ok());
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.RecoverAll().ok());
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, "promoted-key", "", ""}));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+  EXPECT_EQ(ActiveKeyslots(image_), 1);
+  // Nothing left to do the second time.
+  auto r = rotator.Recover("vol-1");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, RecoveryOutcome::kNothingToDo);
+}
+
+TEST_F(KeyRotTest, RotationFinishesAnInterruptedOneFirst) {
+  ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "never-added", ""}).ok());
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", "", "after-recovery", AccessType::kUnspecified}).ok());
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, "after-recovery", "", ""}));
+  EXPECT_TRUE(Opens(image_, "after-recovery"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+TEST_F(KeyRotTest, EveryStepKeepsAStoredKeyThatOpens) {
+  // Observe the store and the header after each step of a real rotation.
+  std::vector<Step> seen;
+  options_.after_step = [&](Step step, const std::string&) {
+    seen.push_back(step);
+    const VolumeKeys k = Stored();
+    const bool some_opens = Opens(image_, k.current) ||
+                            (!k.pending.empty() && Opens(image_, k.pending)) ||
+                            (!k.previous.empty() && Opens(image_, k.previous));
+    EXPECT_TRUE(some_opens) << "after step " << StepName(step);
+    // The key that ends up current opens from the keyslot step on.
+    if (step >= Step::kKeyslotAdded) {
+      EXPECT_TRUE(Opens(image_, "stepwise")) << StepName(step);
+    }
+    EXPECT_EQ(Opens(image_, kOldKey), step < Step::kOldKeyslotDestroyed) << StepName(step);
+  };
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", image_, "stepwise", AccessType::kBlock}).ok());
+  EXPECT_EQ(seen, std::vector<Step>(std::begin(kAllSteps), std::end(kAllSteps)));
+}
+
+TEST_F(KeyRotTest, ConcurrentRotationsOfOneVolume) {
+  // Hold the first rotation open after its first step while the others arrive.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, release = false;
+  options_.after_step = [&](Step step, const std::string&) {
+    if (step != Step::kPendingRecorded) return;
+    std::unique_lock<std::mutex> lock(mu);
+    holding = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  Rotator rotator(*store_, options_);
+  Status first;
+  std::thread t([&] { first = rotator.Rotate({"vol-1", image_, "winner", AccessType::kBlock}); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return holding; });
+  }
+  std::vector<std::thread> others;
+  std::vector<Status> results(4);
+  for (size_t i = 0; i < results.size(); ++i) {
+    others.emplace_back([&, i] {
+      results[i] = rotator.Rotate({"vol-1", image_, "loser" + std::to_string(i),
+                                   AccessType::kBlock});
+    });
+  }
+  for (auto& o : others) o.join();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  t.join();
+  EXPECT_TRUE(first.ok()) << first.ToString();
+  for (const auto& r : results) EXPECT_EQ(r.code(), Code::kAborted) << r.ToString();
+  EXPECT_TRUE(Opens(image_, "winner"));
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_FALSE(Opens(image_, "loser" + std::to_string(i)));
+  }
+  // The guard is released: the next rotation goes through.
+  EXPECT_TRUE(rotator.Rotate({"vol-1", "", "next", AccessType::kUnspecified}).ok());
+}
+
+TEST(KeyRotSecrets, CheckSecrets) {
+  google::protobuf::Map<std::string, std::string> got;
+  EXPECT_TRUE(CheckSecrets(got, {}).ok());
+  const std::map<std::string, std::string> want{{"token", "s3cret-value"}};
+  Status s = CheckSecrets(got, want);
+  EXPECT_EQ(s.code(), Code::kUnauthenticated);
+  got["token"] = "wrong";
+  s = CheckSecrets(got, want);
+  EXPECT_EQ(s.code(), Code::kUnauthenticated);
+  EXPECT_EQ(s.message().find("s3cret-value"), std::string::npos);
+  EXPECT_EQ(s.message().find("wrong"), std::string::npos);
+  got["token"] = "s3cret-value";
+  got["extra"] = "ignored";
+  EXPECT_TRUE(CheckSecrets(got, want).ok());
+}
+
+TEST_F(KeyRotTest, ServiceChecksVolumeIdThenSecrets) {
+  Rotator rotator(*store_, options_);
+  KeyRotationService service(rotator, {{"token", "t0k"}});
+  encryptionkeyrotation::EncryptionKeyRotateRequest req;
+  EXPECT_EQ(service.Rotate(req).code(), Code::kInvalidArgument);
+  req.set_volume_id("vol-1");
+  req.set_encryption_key("svc-key");
+  EXPECT_EQ(service.Rotate(req).code(), Code::kUnauthenticated);
+  EXPECT_TRUE(Opens(image_, kOldKey));
+  (*req.mutable_secrets())["token"] = "t0k";
+  req.mutable_volume_capability()->mutable_block();
+  req.set_volume_path(image_);
+  const Status s = service.Rotate(req);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Opens(image_, "svc-key"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+TEST(KeyRotSteps, NamesRoundTrip) {
+  for (Step s : kAllSteps) {
+    auto parsed = ParseStep(StepName(s));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, s);
+    EXPECT_EQ(*ParseStep(std::to_string(static_cast<int>(s))), s);
+  }
+  EXPECT_EQ(ParseStep("bogus").status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mizarmp::keyrotation
