@@ -4,3 +4,6 @@
 # addons.cmake's interpreter check below).
 mizarmp_add_test(NAME keyrot_test SOURCES unit/keyrot_test.cc
                  LIBS mizarmp_keyrotation LABELS unit TIMEOUT 180)
+mizarmp_add_test(NAME keyrot_server_test SOURCES integration/keyrot_server_test.cc
+                 LIBS mizarmp_keyrotation mizarmp_fence LABELS integration TIMEOUT 240)
+add_dependencies(keyrot_server_test mizarmp-addons)

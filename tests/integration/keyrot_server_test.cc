@@ -1,0 +1,323 @@
+// EncryptionKeyRotation through gRPC: the real mizarmp-addons --mode node process, killed with
+// SIGKILL after each step of the rotation in turn (the test-only crash hook) and restarted;
+// Identity in node mode; concurrent rotations of one volume over a real socket.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/fileutil.h"
+#include "encryptionkeyrotation.grpc.pb.h"
+#include "fence/server.h"
+#include "identity.grpc.pb.h"
+#include "keyrotation/keystore.h"
+#include "keyrotation/rotator.h"
+#include "keyrotation/service.h"
+#include "tests/support/support.h"
+#include "tests/unit/keyrot_support.h"
+
+namespace mizarmp::keyrotation {
+namespace {
+
+using namespace std::chrono_literals;
+using mizarmp::testing::TempDir;
+using testing::ActiveKeyslots;
+using testing::MakeLuksImage;
+using testing::Opens;
+
+constexpr const char* kOldKey = "integration-old-key-5150";
+constexpr const char* kNewKey = "integration-new-key-8086";
+
+std::string LogOf(const std::string& path) {
+  auto text = ReadFile(path);
+  return text.ok() ? *text : std::string("(no log)");
+}
+
+// mizarmp-addons --mode node as a child process; SIGKILLed on destruction if still running.
+class AddonsNode {
+ public:
+  AddonsNode(const std::string& dir, const std::string& name,
+             const std::map<std::string, std::string>& env,
+             const std::vector<std::string>& extra = {})
+      : socket_(dir + "/" + name + ".sock"), log_(dir + "/" + name + ".log") {
+    std::vector<std::string> argv = {mizarmp::testing::BinDir() + "/mizarmp-addons",
+                                      "--mode",
+                                      "node",
+                                      "--endpoint",
+                                      "unix://" + socket_,
+                                      "--key-store-dir",
+                                      dir + "/keys",
+                                      "--log-level",
+                                      "debug"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid_ = mizarmp::testing::SpawnProcess(argv, env, "", log_);
+    channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
+  }
+  ~AddonsNode() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      mizarmp::testing::WaitProcess(pid_, 10s);
+    }
+  }
+
+  bool WaitReady() {
+    return pid_ > 0 && channel_->WaitForConnected(std::chrono::system_clock::now() + 20s);
+  }
+
+  grpc::Status Rotate(const encryptionkeyrotation::EncryptionKeyRotateRequest& req) {
+    auto stub = encryptionkeyrotation::EncryptionKeyRotationController::NewStub(channel_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    encryptionkeyrotation::EncryptionKeyRotateResponse resp;
+    return stub->EncryptionKeyRotate(&ctx, req, &resp);
+  }
+
+  // waitpid with a timeout; the raw status or -1.
+  int Wait(std::chrono::milliseconds timeout) {
+    const int raw = mizarmp::testing::WaitProcess(pid_, timeout);
+    if (raw != -1) reaped_ = true;
+    return raw;
+  }
+  int Terminate() {
+    ::kill(pid_, SIGTERM);
+    return Wait(30s);
+  }
+
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
+  const std::string& log() const { return log_; }
+
+ private:
+  std::string socket_;
+  std::string log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+const std::map<std::string, std::string> kCheapPbkdf = {{kTestPbkdfEnv, "1000"}};
+
+encryptionkeyrotation::EncryptionKeyRotateRequest Request(const std::string& id,
+                                                          const std::string& path,
+                                                          const std::string& key) {
+  encryptionkeyrotation::EncryptionKeyRotateRequest req;
+  req.set_volume_id(id);
+  req.set_volume_path(path);
+  req.set_encryption_key(key);
+  return req;
+}
+
+class KeyRotCrash : public ::testing::TestWithParam<Step> {};
+
+TEST_P(KeyRotCrash, KilledAfterStepThenRestartedCompletesOrRollsBack) {
+  const Step step = GetParam();
+  TempDir dir;
+  const std::string image = dir.path() + "/vol.img";
+  MakeLuksImage(image, kOldKey);
+  {
+    auto store = LocalKeyStore::Open(dir.path() + "/keys");
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put({"pvc-crash", image, kOldKey, "", ""}).ok());
+  }
+
+  // 1. A server that kills itself right after `step`.
+  {
+    auto env = kCheapPbkdf;
+    env[kCrashAfterEnv] = std::string(StepName(step));
+    AddonsNode node(dir.path(), "crashing", env);
+    ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+    const grpc::Status s = node.Rotate(Request("pvc-crash", image, kNewKey));
+    EXPECT_FALSE(s.ok()) << "the call should die with the server";
+    const int raw = node.Wait(30s);
+    ASSERT_NE(raw, -1) << "server still running; log:\n" << LogOf(node.log());
+    ASSERT_TRUE(WIFSIGNALED(raw)) << raw;
+    EXPECT_EQ(WTERMSIG(raw), SIGKILL);
+  }
+
+  // 2. At the instant of the crash some stored key opens the header.
+  auto store = LocalKeyStore::Open(dir.path() + "/keys");
+  ASSERT_TRUE(store.ok());
+  auto crashed = (*store)->Get("pvc-crash");
+  ASSERT_TRUE(crashed.ok()) << crashed.status().ToString();
+  EXPECT_TRUE(Opens(image, crashed->current) ||
+              (!crashed->pending.empty() && Opens(image, crashed->pending)) ||
+              (!crashed->previous.empty() && Opens(image, crashed->previous)))
+      << "no stored key opens the header after step " << StepName(step);
+
+  // 3. Restart: recovery at start finishes or rolls back.
+  AddonsNode node(dir.path(), "restarted", kCheapPbkdf);
+  ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+  auto after = (*store)->Get("pvc-crash");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_TRUE(after->pending.empty());
+  EXPECT_TRUE(after->previous.empty());
+  EXPECT_TRUE(Opens(image, after->current));
+  EXPECT_EQ(ActiveKeyslots(image), 1);
+  if (step == Step::kPendingRecorded) {
+    // The keyslot was never added: rolled back.
+    EXPECT_EQ(after->current, kOldKey);
+    EXPECT_FALSE(Opens(image, kNewKey));
+  } else {
+    // The new key's keyslot exists: completed.
+    EXPECT_EQ(after->current, kNewKey);
+    EXPECT_FALSE(Opens(image, kOldKey));
+  }
+
+  // 4. The volume rotates normally afterwards (path from the key store).
+  const grpc::Status s = node.Rotate(Request("pvc-crash", "", "after-crash-key"));
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << LogOf(node.log());
+  EXPECT_TRUE(Opens(image, "after-crash-key"));
+  EXPECT_FALSE(Opens(image, after->current));
+  const int raw = node.Terminate();
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+
+  // Keys never reach the log.
+  for (const std::string& log : {dir.path() + "/crashing.log", dir.path() + "/restarted.log"}) {
+    const std::string text = LogOf(log);
+    for (const std::string& key : {std::string(kOldKey), std::string(kNewKey),
+                                    std::string("after-crash-key"), HexEncode(kNewKey)}) {
+      EXPECT_EQ(text.find(key), std::string::npos) << log << " holds a key";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, KeyRotCrash, ::testing::ValuesIn(kAllSteps),
+                         [](const ::testing::TestParamInfo<Step>& param_info) {
+                           std::string name(StepName(param_info.param));
+                           for (auto& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+TEST(KeyRotNode, IdentityAdvertisesNodeServiceAndKeyRotation) {
+  TempDir dir;
+  AddonsNode node(dir.path(), "ident", {});
+  ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+  auto stub = identity::Identity::NewStub(node.channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  identity::GetCapabilitiesResponse resp;
+  ASSERT_TRUE(stub->GetCapabilities(&ctx, {}, &resp).ok());
+  bool node_service = false, rotation = false;
+  for (const auto& c : resp.capabilities()) {
+    if (c.has_service() && c.service().type() == identity::Capability::Service::NODE_SERVICE) {
+      node_service = true;
+    }
+    if (c.has_encryption_key_rotation() &&
+        c.encryption_key_rotation().type() ==
+            identity::Capability::EncryptionKeyRotation::ENCRYPTIONKEYROTATION) {
+      rotation = true;
+    }
+  }
+  EXPECT_TRUE(node_service);
+  EXPECT_TRUE(rotation);
+}
+
+TEST(KeyRotNode, SecretsAreChecked) {
+  TempDir dir;
+  const std::string image = dir.path() + "/vol.img";
+  MakeLuksImage(image, kOldKey);
+  {
+    auto store = LocalKeyStore::Open(dir.path() + "/keys");
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put({"pvc-s", image, kOldKey, "", ""}).ok());
+  }
+  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/secrets.json", R"({"token": "tok-123"})").ok());
+  AddonsNode node(dir.path(), "secrets", kCheapPbkdf,
+                  {"--secrets-file", dir.path() + "/secrets.json"});
+  ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+  auto req = Request("pvc-s", image, kNewKey);
+  EXPECT_EQ(node.Rotate(req).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  (*req.mutable_secrets())["token"] = "nope";
+  EXPECT_EQ(node.Rotate(req).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Opens(image, kOldKey));
+  (*req.mutable_secrets())["token"] = "tok-123";
+  const grpc::Status s = node.Rotate(req);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(Opens(image, kNewKey));
+  EXPECT_FALSE(Opens(image, kOldKey));
+  node.Terminate();
+  const std::string text = LogOf(node.log());
+  EXPECT_EQ(text.find("tok-123"), std::string::npos);
+  EXPECT_EQ(text.find(kNewKey), std::string::npos);
+}
+
+// Over a real gRPC socket: while one rotation is held open after its first step, every other
+// rotation of the same volume is ABORTED; exactly one succeeds.
+TEST(KeyRotNode, ConcurrentRotationsOverGrpc) {
+  TempDir dir;
+  const std::string image = dir.path() + "/vol.img";
+  MakeLuksImage(image, kOldKey);
+  auto store = LocalKeyStore::Open(dir.path() + "/keys");
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Put({"pvc-c", image, kOldKey, "", ""}).ok());
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int entered = 0;
+  bool release = false;
+  RotatorOptions options;
+  options.pbkdf = PbkdfOptions::CheapForTests();
+  options.after_step = [&](Step step, const std::string&) {
+    if (step != Step::kPendingRecorded) return;
+    std::unique_lock<std::mutex> lock(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  Rotator rotator(**store, options);
+  KeyRotationService service(rotator, {});
+  fence::ServerOptions so;
+  so.endpoint = "unix://" + dir.path() + "/c.sock";
+  fence::Server server(so);
+  server.AddService(&service, NodeKeyRotation::service_name());
+  ASSERT_TRUE(server.Start().ok());
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto call = [&](const std::string& key) {
+    auto stub = encryptionkeyrotation::EncryptionKeyRotationController::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    encryptionkeyrotation::EncryptionKeyRotateResponse resp;
+    return stub->EncryptionKeyRotate(&ctx, Request("pvc-c", image, key), &resp);
+  };
+
+  constexpr int kCalls = 6;
+  std::vector<std::future<grpc::Status>> calls;
+  calls.push_back(std::async(std::launch::async, call, std::string("key-0")));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return entered == 1; }));
+  }
+  for (int i = 1; i < kCalls; ++i) {
+    calls.push_back(std::async(std::launch::async, call, "key-" + std::to_string(i)));
+  }
+  std::vector<grpc::Status> results(kCalls);
+  for (int i = 1; i < kCalls; ++i) results[i] = calls[i].get();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  results[0] = calls[0].get();
+  server.Shutdown();
+
+  int ok = 0, aborted = 0;
+  for (const auto& r : results) {
+    if (r.ok()) ++ok;
+    if (r.error_code() == grpc::StatusCode::ABORTED) ++aborted;
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(aborted, kCalls - 1);
+  EXPECT_TRUE(results[0].ok()) << results[0].error_message();
+  EXPECT_TRUE(Opens(image, "key-0"));
+  EXPECT_FALSE(Opens(image, kOldKey));
+  EXPECT_EQ(ActiveKeyslots(image), 1);
+}
+
+}  // namespace
+}  // namespace mizarmp::keyrotation
