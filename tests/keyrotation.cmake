@@ -7,3 +7,13 @@ mizarmp_add_test(NAME keyrot_test SOURCES unit/keyrot_test.cc
 mizarmp_add_test(NAME keyrot_server_test SOURCES integration/keyrot_server_test.cc
                  LIBS mizarmp_keyrotation mizarmp_fence LABELS integration TIMEOUT 240)
 add_dependencies(keyrot_server_test mizarmp-addons)
+
+# The Python client (MIZARMP_PYTHON_GRPC is found by addons.cmake, included before this file).
+if(MIZARMP_PYTHON_GRPC)
+  add_test(NAME python_keyrotation
+           COMMAND ${MIZARMP_PYTHON_GRPC} -m unittest -v test_keyrotation
+           WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+  set_tests_properties(python_keyrotation PROPERTIES
+    LABELS python TIMEOUT 180
+    ENVIRONMENT "MIZARMP_BIN_DIR=${PROJECT_BINARY_DIR}/bin;MIZARMP_PROTO_DIR=${MIZARMP_PROTO_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
