@@ -68,8 +68,8 @@ Result<LuksDevice> LuksDevice::Open(const std::string& device) {
   LuksDevice luks(cd, device);
   rc = crypt_load(cd, CRYPT_LUKS, nullptr);
   if (rc < 0) {
-    return FailedPreconditionError("\"" + device + "\" is not a LUKS2 device (no LUKS header: " +
-                                   std::strerror(-rc) + ")");
+    return FailedPreconditionError(
+        "\"" + device + "\" is not a LUKS2 device (no LUKS header: " + std::strerror(-rc) + ")");
   }
   const char* type = crypt_get_type(cd);
   if (type == nullptr || std::strcmp(type, CRYPT_LUKS2) != 0) {
@@ -120,7 +120,8 @@ Result<int> LuksDevice::AddKeyslot(const std::string& existing_passphrase,
                                  "\": the current key opens no keyslot");
   }
   if (rc == -ENOSPC || rc == -EINVAL) {
-    return Status(Code::kResourceExhausted, CryptError("adding a keyslot to \"" + path_ + "\"", rc));
+    return Status(Code::kResourceExhausted,
+                  CryptError("adding a keyslot to \"" + path_ + "\"", rc));
   }
   return UnavailableError(CryptError("adding a keyslot to \"" + path_ + "\"", rc));
 }

@@ -14,12 +14,18 @@ namespace mizarmp::keyrotation {
 
 std::string_view StepName(Step step) {
   switch (step) {
-    case Step::kPendingRecorded: return "pending-recorded";
-    case Step::kKeyslotAdded: return "keyslot-added";
-    case Step::kVerified: return "verified";
-    case Step::kPromoted: return "promoted";
-    case Step::kOldKeyslotDestroyed: return "old-keyslot-destroyed";
-    case Step::kOldKeyDropped: return "old-key-dropped";
+    case Step::kPendingRecorded:
+      return "pending-recorded";
+    case Step::kKeyslotAdded:
+      return "keyslot-added";
+    case Step::kVerified:
+      return "verified";
+    case Step::kPromoted:
+      return "promoted";
+    case Step::kOldKeyslotDestroyed:
+      return "old-keyslot-destroyed";
+    case Step::kOldKeyDropped:
+      return "old-key-dropped";
   }
   return "unknown";
 }
@@ -35,9 +41,12 @@ Result<Step> ParseStep(std::string_view text) {
 
 std::string_view RecoveryOutcomeName(RecoveryOutcome outcome) {
   switch (outcome) {
-    case RecoveryOutcome::kNothingToDo: return "nothing to do";
-    case RecoveryOutcome::kCompleted: return "completed";
-    case RecoveryOutcome::kRolledBack: return "rolled back";
+    case RecoveryOutcome::kNothingToDo:
+      return "nothing to do";
+    case RecoveryOutcome::kCompleted:
+      return "completed";
+    case RecoveryOutcome::kRolledBack:
+      return "rolled back";
   }
   return "unknown";
 }
@@ -248,8 +257,10 @@ Status Rotator::Rotate(const RotateRequest& request) {
   auto old_slot = luks.KeyslotOf(keys.current);
   if (!old_slot.ok()) {
     if (old_slot.status().code() == Code::kPermissionDenied) {
-      return FailedPreconditionError("volume \"" + id + "\": the stored key does not open the "
-                                     "LUKS2 header of \"" + device + "\"");
+      return FailedPreconditionError("volume \"" + id +
+                                     "\": the stored key does not open the "
+                                     "LUKS2 header of \"" +
+                                     device + "\"");
     }
     return old_slot.status();
   }
@@ -306,8 +317,8 @@ Status Rotator::Rotate(const RotateRequest& request) {
 
   // 5 and 6: wipe the old keyslot, then forget the old key.
   MZ_RETURN_IF_ERROR(FinishRetirement(keys, luks));
-  MZ_LOG(kInfo) << "volume " << id << ": key rotated (keyslot " << *old_slot << " -> "
-                << *new_slot << ") on " << device;
+  MZ_LOG(kInfo) << "volume " << id << ": key rotated (keyslot " << *old_slot << " -> " << *new_slot
+                << ") on " << device;
   return Status::Ok();
 }
 

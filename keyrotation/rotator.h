@@ -44,9 +44,9 @@ enum class Step {
   kOldKeyslotDestroyed = 5,
   kOldKeyDropped = 6,
 };
-inline constexpr Step kAllSteps[] = {Step::kPendingRecorded,      Step::kKeyslotAdded,
-                                     Step::kVerified,             Step::kPromoted,
-                                     Step::kOldKeyslotDestroyed, Step::kOldKeyDropped};
+inline constexpr Step kAllSteps[] = {
+    Step::kPendingRecorded, Step::kKeyslotAdded,        Step::kVerified,
+    Step::kPromoted,        Step::kOldKeyslotDestroyed, Step::kOldKeyDropped};
 std::string_view StepName(Step step);
 // Accepts the names above or the step numbers "1".."6". INVALID_ARGUMENT otherwise.
 Result<Step> ParseStep(std::string_view text);

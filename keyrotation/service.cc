@@ -58,9 +58,9 @@ Status KeyRotationService::Rotate(
 grpc::Status KeyRotationService::EncryptionKeyRotate(
     grpc::ServerContext*, const encryptionkeyrotation::EncryptionKeyRotateRequest* request,
     encryptionkeyrotation::EncryptionKeyRotateResponse*) {
-  MZ_LOG(kInfo) << "EncryptionKeyRotate volume_id=\"" << request->volume_id()
-                << "\" volume_path=\"" << request->volume_path() << "\" key="
-                << (request->encryption_key().empty() ? "generated" : "supplied");
+  MZ_LOG(kInfo) << "EncryptionKeyRotate volume_id=\"" << request->volume_id() << "\" volume_path=\""
+                << request->volume_path()
+                << "\" key=" << (request->encryption_key().empty() ? "generated" : "supplied");
   const Status s = Rotate(*request);
   if (!s.ok()) {
     MZ_LOG(kWarn) << "EncryptionKeyRotate volume_id=\"" << request->volume_id()
@@ -76,8 +76,8 @@ Result<std::unique_ptr<NodeKeyRotation>> NodeKeyRotation::Create(
   RotatorOptions options;
   if (!config.mount_table.empty()) options.resolve.mount_table = config.mount_table;
   MZ_RETURN_IF_ERROR(options.ApplyTestHooksFromEnv());
-  MZ_LOG(kInfo) << "EncryptionKeyRotation: key store " << config.key_store_dir
-                << ", mount table " << options.resolve.mount_table;
+  MZ_LOG(kInfo) << "EncryptionKeyRotation: key store " << config.key_store_dir << ", mount table "
+                << options.resolve.mount_table;
   node->rotator_ = std::make_unique<Rotator>(*node->store_, std::move(options));
   if (Status s = node->rotator_->RecoverAll(); !s.ok()) {
     MZ_LOG(kWarn) << "key rotation recovery left work for later: " << s.ToString();

@@ -31,10 +31,10 @@ class KeyRotationService final
  public:
   KeyRotationService(Rotator& rotator, std::map<std::string, std::string> expected_secrets);
 
-  grpc::Status EncryptionKeyRotate(grpc::ServerContext* context,
-                                   const encryptionkeyrotation::EncryptionKeyRotateRequest* request,
-                                   encryptionkeyrotation::EncryptionKeyRotateResponse* response)
-      override;
+  grpc::Status EncryptionKeyRotate(
+      grpc::ServerContext* context,
+      const encryptionkeyrotation::EncryptionKeyRotateRequest* request,
+      encryptionkeyrotation::EncryptionKeyRotateResponse* response) override;
 
   // The same decision without gRPC.
   Status Rotate(const encryptionkeyrotation::EncryptionKeyRotateRequest& request);

@@ -46,14 +46,14 @@ class AddonsNode {
              const std::vector<std::string>& extra = {})
       : socket_(dir + "/" + name + ".sock"), log_(dir + "/" + name + ".log") {
     std::vector<std::string> argv = {mizarmp::testing::BinDir() + "/mizarmp-addons",
-                                      "--mode",
-                                      "node",
-                                      "--endpoint",
-                                      "unix://" + socket_,
-                                      "--key-store-dir",
-                                      dir + "/keys",
-                                      "--log-level",
-                                      "debug"};
+                                     "--mode",
+                                     "node",
+                                     "--endpoint",
+                                     "unix://" + socket_,
+                                     "--key-store-dir",
+                                     dir + "/keys",
+                                     "--log-level",
+                                     "debug"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     pid_ = mizarmp::testing::SpawnProcess(argv, env, "", log_);
     channel_ = grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials());
@@ -179,7 +179,7 @@ TEST_P(KeyRotCrash, KilledAfterStepThenRestartedCompletesOrRollsBack) {
   for (const std::string& log : {dir.path() + "/crashing.log", dir.path() + "/restarted.log"}) {
     const std::string text = LogOf(log);
     for (const std::string& key : {std::string(kOldKey), std::string(kNewKey),
-                                    std::string("after-crash-key"), HexEncode(kNewKey)}) {
+                                   std::string("after-crash-key"), HexEncode(kNewKey)}) {
       EXPECT_EQ(text.find(key), std::string::npos) << log << " holds a key";
     }
   }

@@ -140,8 +140,11 @@ TEST_F(KeyRotTest, FilesystemVolumeThroughTheMountTable) {
   // mountinfo format, with an earlier mount on the same point shadowed by a later one.
   WriteText(options_.resolve.mount_table,
             "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
-            "40 22 7:0 / " + mnt + " rw shared:2 - ext4 /dev/not-this-one rw\n"
-            "41 40 253:3 / " + mnt + " rw,relatime shared:3 - ext4 " + image_ + " rw\n");
+            "40 22 7:0 / " +
+                mnt +
+                " rw shared:2 - ext4 /dev/not-this-one rw\n"
+                "41 40 253:3 / " +
+                mnt + " rw,relatime shared:3 - ext4 " + image_ + " rw\n");
   Rotator rotator(*store_, options_);
   const Status s = rotator.Rotate({"vol-1", mnt, "fs-key-1", AccessType::kMount});
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -331,8 +334,8 @@ TEST_F(KeyRotTest, ConcurrentRotationsOfOneVolume) {
   std::vector<Status> results(4);
   for (size_t i = 0; i < results.size(); ++i) {
     others.emplace_back([&, i] {
-      results[i] = rotator.Rotate({"vol-1", image_, "loser" + std::to_string(i),
-                                   AccessType::kBlock});
+      results[i] =
+          rotator.Rotate({"vol-1", image_, "loser" + std::to_string(i), AccessType::kBlock});
     });
   }
   for (auto& o : others) o.join();
