@@ -96,6 +96,21 @@ std::optional<json> MockState(int port) {
   return j;
 }
 
+// A TcpExt counter of this netns (/proc/net/netstat), e.g. ListenOverflows; -1 if absent.
+long TcpExt(const std::string& name) {
+  std::ifstream f("/proc/net/netstat");
+  std::string keys, values;
+  while (std::getline(f, keys) && std::getline(f, values)) {
+    if (keys.rfind("TcpExt:", 0) != 0) continue;
+    std::istringstream k(keys), v(values);
+    std::string key, value;
+    while (k >> key && v >> value) {
+      if (key == name) return std::atol(value.c_str());
+    }
+  }
+  return -1;
+}
+
 // mizarmp-mock with its host agent in its own "host" netns.
 class Mock {
  public:
@@ -426,8 +441,10 @@ class Bench {
           adds.push_back(CniExec(plugin, "ADD", cid, pods.back()->path(), k == 0 ? mz : pt));
           dels.push_back(CniExec(plugin, "DEL", cid, pods.back()->path(), k == 0 ? mz : pt));
         }
+        const long overflows0 = TcpExt("ListenOverflows");
         BurstOutcome a = RunTogether(adds);
         BurstOutcome d = RunTogether(dels);
+        const long overflows = TcpExt("ListenOverflows") - overflows0;
         auto summarize = [](const BurstOutcome& b, int* failed) {
           std::vector<double> ms;
           for (const auto& r : b.results) {
@@ -491,12 +508,14 @@ class Bench {
                     {"del_total_ms", d.total_ms},
                     {"del", StatsJson(ds)},
                     {"del_failures", del_failed},
+                    {"tcp_listen_overflows", overflows},
                     {"leaks", leaks}};
         rounds.push_back(row);
         std::cerr << "   " << plugin << " round " << round << ": ADD total " << a.total_ms
                   << " ms p99 " << as.p99 << " (" << add_failed << " failed), DEL total "
-                  << d.total_ms << " ms p99 " << ds.p99 << " (" << del_failed << " failed), leaks "
-                  << leaks.dump() << "\n";
+                  << d.total_ms << " ms p99 " << ds.p99 << " (" << del_failed
+                  << " failed), listen overflows " << overflows << ", leaks " << leaks.dump()
+                  << "\n";
       }
     }
     results_["burst"] = {{"rounds", rounds}};

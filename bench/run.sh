@@ -75,6 +75,7 @@ echo "== CNI benchmarks"
 "$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$WORK/cni.json" \
   "${CNI_ARGS[@]}" 2>&1 | tee "$WORK/cni.log" || echo "(some CNI benchmark reported a failure; see the report)"
 
+echo "load_after_cni=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
 echo "== profiles"
 P=$WORK/profile
 mkdir -p "$P"
@@ -102,6 +103,7 @@ if command -v perf >/dev/null; then
     >"$P/perf.log" 2>&1 || true
 fi
 
+echo "load_before_addons=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
 echo "== mizarmp-addons benchmarks"
 mkdir -p "$WORK/addons/perf"
 command -v perf >/dev/null && ADDONS_ARGS+=(--perf-dir "$WORK/addons/perf")
