@@ -16,15 +16,14 @@
 
 #include "common/status.h"
 #include "encryptionkeyrotation.grpc.pb.h"
+#include "fence/secrets.h"
 #include "keyrotation/keystore.h"
 #include "keyrotation/rotator.h"
 
 namespace mizarmp::keyrotation {
 
-// Every expected secret must be present with an equal value (compared in constant time).
-// UNAUTHENTICATED naming the missing/mismatched key, never a value. No expected secrets: OK.
-Status CheckSecrets(const google::protobuf::Map<std::string, std::string>& got,
-                    const std::map<std::string, std::string>& expected);
+// Secrets are checked by the helper every mizarmp-addons service shares (fence/secrets.h).
+using fence::CheckSecrets;
 
 class KeyRotationService final
     : public encryptionkeyrotation::EncryptionKeyRotationController::Service {

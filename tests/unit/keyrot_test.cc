@@ -1,9 +1,12 @@
 // keyrotation/: key store, volume resolution and the rotation sequence on real LUKS2 headers
 // (image files formatted through libcryptsetup with cheap PBKDF2).
+#include <libcryptsetup.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -169,6 +172,86 @@ TEST_F(KeyRotTest, FilesystemVolumeThroughProcMountsFormatAndDeviceMapperSlaves)
   ASSERT_TRUE(rotator.Rotate({"vol-1", mnt, "fs-key-2", AccessType::kUnspecified}).ok());
   EXPECT_TRUE(Opens(image_, "fs-key-2"));
   EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+// Whether the kernel offers device-mapper (dm-crypt mappings need it).
+bool DeviceMapperAvailable() {
+  auto misc = ReadFile("/proc/misc");
+  return misc.ok() && misc->find("device-mapper") != std::string::npos;
+}
+
+// An active dm-crypt mapping of a LUKS2 image (libcryptsetup attaches a loop device for the
+// image), deactivated on destruction whatever the test's outcome.
+class ScopedCryptMapping {
+ public:
+  explicit ScopedCryptMapping(std::string name) : name_(std::move(name)) {}
+  ScopedCryptMapping(const ScopedCryptMapping&) = delete;
+  ScopedCryptMapping& operator=(const ScopedCryptMapping&) = delete;
+  ~ScopedCryptMapping() {
+    if (!active_) return;
+    crypt_device* cd = nullptr;
+    if (crypt_init_by_name(&cd, name_.c_str()) == 0) {
+      const int rc = crypt_deactivate(cd, name_.c_str());
+      EXPECT_EQ(rc, 0) << "crypt_deactivate(" << name_ << ")";
+      crypt_free(cd);
+    }
+  }
+  // 0 or a negative errno from libcryptsetup.
+  int Activate(const std::string& image, const std::string& passphrase) {
+    crypt_device* cd = nullptr;
+    int rc = crypt_init(&cd, image.c_str());
+    if (rc < 0) return rc;
+    rc = crypt_load(cd, CRYPT_LUKS2, nullptr);
+    if (rc == 0) {
+      rc = crypt_activate_by_passphrase(cd, name_.c_str(), CRYPT_ANY_SLOT, passphrase.data(),
+                                        passphrase.size(), 0);
+    }
+    crypt_free(cd);
+    if (rc >= 0) {
+      active_ = true;
+      return 0;
+    }
+    return rc;
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  bool active_ = false;
+};
+
+// A filesystem volume on a real, active dm-crypt mapping: the mount table names
+// /dev/mapper/NAME, and resolution goes through libcryptsetup (crypt_init_by_name) to the
+// device holding the LUKS2 header. Needs root and a kernel with device-mapper; skipped
+// (with the reason) elsewhere. Nothing is mounted: the mount table is the test's own file.
+TEST_F(KeyRotTest, FilesystemVolumeOnARealDmCryptMapping) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to activate a dm-crypt mapping";
+  ScopedCryptMapping mapping(mizarmp::testing::UniqueName("mzkr"));
+  if (const int rc = mapping.Activate(image_, kOldKey); rc < 0) {
+    if (!DeviceMapperAvailable()) {
+      GTEST_SKIP() << "the kernel offers no device-mapper (/proc/misc), so no dm-crypt mapping";
+    }
+    FAIL() << "activating dm-crypt mapping " << mapping.name() << ": " << std::strerror(-rc);
+  }
+  const std::string mapper = "/dev/mapper/" + mapping.name();
+  auto under = CryptMappingDevice(mapping.name());
+  ASSERT_TRUE(under.ok()) << under.status().ToString();
+
+  const std::string mnt = tmp_.path() + "/mnt";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  WriteText(options_.resolve.mount_table, mapper + " " + mnt + " ext4 rw,relatime 0 0\n");
+  options_.resolve.sys_block_dir = "/sys/block";
+  options_.resolve.dev_dir = "/dev";
+  auto dev = ResolveLuksDevice(mnt, AccessType::kMount, options_.resolve);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(*dev, *under);
+
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-1", mnt, "dm-key-1", AccessType::kMount});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Opens(*under, "dm-key-1"));
+  EXPECT_FALSE(Opens(*under, kOldKey));
+  EXPECT_EQ(Stored().device, *under);
 }
 
 TEST_F(KeyRotTest, ResolutionErrors) {
