@@ -13,6 +13,8 @@ Result<SemVer> ParseVersion(std::string_view text) {
     size_t end = i < 2 ? rest.find('.') : rest.size();
     if (end == std::string_view::npos || end == 0) break;
     std::string_view num = rest.substr(0, end);
+    // from_chars takes a leading '-'; a version component is digits only.
+    if (num.front() < '0' || num.front() > '9') break;
     auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), *parts[i]);
     if (ec != std::errc() || ptr != num.data() + num.size()) break;
     if (i == 2) return v;

@@ -1,0 +1,449 @@
+// The plugin's commands run in-process (cni::Run) against the in-process mock controller with its
+// agent disabled: everything a command does before it touches a pod's namespace, and everything
+// DEL, GC and STATUS do. No root, no netns.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cni/plugin.h"
+#include "cni/records.h"
+#include "common/fileutil.h"
+#include "common/uuid.h"
+#include "mizarmp-client/client.h"
+#include "mock-server/mock.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::cni {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
+constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+
+struct Outcome {
+  int rc = -1;
+  std::string out;
+  json doc;  // parsed stdout (null when empty)
+  std::string Describe() const { return "rc=" + std::to_string(rc) + " stdout=" + out; }
+};
+
+class CniCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartMock(mock::Faults{}); }
+
+  void StartMock(const mock::Faults& faults) {
+    mock_.reset();
+    mock::Options o;
+    o.cidr = "10.242.0.0/16";
+    o.faults = faults;
+    auto m = mock::MockServer::Create(o);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    mock_ = std::move(*m);
+    ASSERT_TRUE(mock_->Start().ok());
+    url_ = mock_->base_url();
+  }
+
+  // A URL nobody listens on: the mock's, after it is gone.
+  void StopMock() { mock_.reset(); }
+
+  json Config(const std::string& version = "1.0.0") const {
+    return json{{"cniVersion", version},
+                {"name", network_},
+                {"type", "mizarmp"},
+                {"mpurl", url_},
+                {"project", kProject},
+                {"subnet", kSubnet},
+                {"hostId", "node-a"},
+                {"stateDir", state_.path()},
+                {"logLevel", "off"},
+                {"retries", 2},
+                {"timeouts", {{"readyMs", 2000}, {"requestMs", 1000}, {"connectMs", 500}}}};
+  }
+
+  static std::map<std::string, std::string> Env(const std::string& command,
+                                                const std::string& cid = "c1",
+                                                const std::string& netns = "/var/run/netns/nope") {
+    std::map<std::string, std::string> env = {{"CNI_COMMAND", command},
+                                              {"CNI_PATH", "/opt/cni/bin"}};
+    if (command != "GC" && command != "STATUS") {
+      env["CNI_CONTAINERID"] = cid;
+      env["CNI_IFNAME"] = "eth0";
+      if (!netns.empty()) env["CNI_NETNS"] = netns;
+    }
+    return env;
+  }
+
+  static Outcome Do(const std::map<std::string, std::string>& env, const json& config,
+                    const RunOptions& options = {}) {
+    Outcome o;
+    o.rc = cni::Run(env, config.dump(), &o.out, options);
+    if (!o.out.empty()) {
+      o.doc = json::parse(o.out, nullptr, false);
+      EXPECT_FALSE(o.doc.is_discarded()) << "stdout is not JSON: " << o.out;
+    }
+    return o;
+  }
+
+  // Entries of this network's record directory (records and lock files).
+  std::set<std::string> Files() const {
+    std::set<std::string> out;
+    auto names = ListDir(state_.path() + "/" + network_);
+    if (names.ok()) out.insert(names->begin(), names->end());
+    return out;
+  }
+
+  std::set<std::string> MockPortIds() const {
+    std::set<std::string> ids;
+    if (mock_) {
+      for (const auto& p : mock_->Ports()) ids.insert(p.id);
+    }
+    return ids;
+  }
+
+  std::unique_ptr<client::Client> Client() const {
+    client::ClientConfig cc;
+    cc.base_url = url_;
+    cc.project_id = kProject;
+    auto c = client::Client::Create(cc);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  // A port at the controller as ADD would have made it.
+  client::Port MakePort(const std::string& id, const std::string& cid, const std::string& network,
+                        const std::string& host = "node-a") const {
+    client::PortSpec spec;
+    spec.project_id = kProject;
+    spec.id = id;
+    spec.name = "k8s_" + id;
+    spec.description = PortDescription(cid, "/var/run/netns/" + cid, host, network, "eth0");
+    spec.network_id = kSubnet;
+    spec.veth_name = "eth0";
+    spec.network_ns = "/var/run/netns/" + cid;
+    spec.host_id = host;
+    auto port = Client()->CreatePort(spec);
+    EXPECT_TRUE(port.ok()) << port.status().ToString();
+    return port.ok() ? *port : client::Port{};
+  }
+
+  // An attachment ADD completed: its port and its complete record.
+  Record MakeAttachment(const std::string& cid) const {
+    const std::string id = PortIdFor(network_, cid, "eth0");
+    client::Port port = MakePort(id, cid, network_);
+    Record r;
+    r.state = Record::State::kComplete;
+    r.network = network_;
+    r.container_id = cid;
+    r.ifname = "eth0";
+    r.netns = "/var/run/netns/" + cid;
+    r.port_id = id;
+    r.project_id = kProject;
+    r.subnet_id = kSubnet;
+    r.host_id = "node-a";
+    r.mpurl = url_;
+    r.mac = port.mac_address.empty() ? "0a:58:00:00:00:01" : port.mac_address;
+    for (const auto& f : port.fixed_ips) r.ips.push_back({f.ip_address + "/16", "10.242.0.1"});
+    r.created_at = NowRfc3339();
+    EXPECT_TRUE(RecordStore(state_.path()).Write(r).ok());
+    return r;
+  }
+
+  std::string RecordFile(const std::string& cid) const { return cid + "_eth0.json"; }
+
+  std::string network_ = "mznet-" + testing::UniqueName("n");
+  testing::TempDir state_;
+  std::unique_ptr<mock::MockServer> mock_;
+  std::string url_;
+};
+
+// ---------------------------------------------------------------------------------- VERSION
+
+TEST_F(CniCommandsTest, VersionListsTheSupportedVersions) {
+  auto r = Do({{"CNI_COMMAND", "VERSION"}}, json::object());
+  ASSERT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_EQ(r.doc["cniVersion"], "1.1.0");
+  EXPECT_EQ(r.doc["supportedVersions"], json({"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}));
+}
+
+// ----------------------------------------------------------------------------------- STATUS
+
+TEST_F(CniCommandsTest, StatusIsSilentWhenTheControllerAnswers) {
+  auto r = Do(Env("STATUS"), Config("1.1.0"));
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CniCommandsTest, StatusIs50WhenTheControllerIsDown) {
+  StopMock();
+  auto r = Do(Env("STATUS"), Config("1.1.0"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 50) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find(url_), std::string::npos)
+      << "names the controller URL: " << r.out;
+}
+
+TEST_F(CniCommandsTest, StatusIs50WhenTheStateDirIsUnusable) {
+  const std::string file = state_.path() + "/a-file";
+  std::ofstream(file) << "x";
+  json cfg = Config("1.1.0");
+  cfg["stateDir"] = file + "/state";
+  auto r = Do(Env("STATUS"), cfg);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 50) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find(file + "/state"), std::string::npos) << r.out;
+}
+
+// -------------------------------------------------------------------------------------- DEL
+
+TEST_F(CniCommandsTest, DelWithNoRecordAndNoPortSucceeds) {
+  for (const std::string& netns : {std::string("/var/run/netns/gone"), std::string()}) {
+    auto r = Do(Env("DEL", "never-added", netns), Config());
+    EXPECT_EQ(r.rc, 0) << r.Describe();
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_TRUE(Files().empty()) << "no lock file left behind";
+}
+
+TEST_F(CniCommandsTest, DelDeletesThePortAndTheRecord) {
+  Record rec = MakeAttachment("c1");
+  ASSERT_EQ(MockPortIds(), std::set<std::string>{rec.port_id});
+  auto r = Do(Env("DEL", "c1"), Config("0.3.1"));
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+  // Again: everything is already gone, still success.
+  r = Do(Env("DEL", "c1"), Config("0.3.1"));
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+}
+
+TEST_F(CniCommandsTest, DelDerivesThePortIdWithoutARecord) {
+  const std::string id = PortIdFor(network_, "lost", "eth0");
+  MakePort(id, "lost", network_);
+  ASSERT_EQ(MockPortIds().size(), 1u);
+  auto r = Do(Env("DEL", "lost"), Config());
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(MockPortIds().empty());
+}
+
+TEST_F(CniCommandsTest, DelWithControllerDownIs11AndKeepsTheRecord) {
+  MakeAttachment("c1");
+  StopMock();
+  auto r = Do(Env("DEL", "c1"), Config());
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  EXPECT_TRUE(Files().count(RecordFile("c1"))) << "the record must survive for a retry";
+  auto rec = RecordStore(state_.path()).Read(network_, "c1", "eth0");
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_TRUE(rec->complete());
+}
+
+// -------------------------------------------------------------------------------------- ADD
+
+TEST_F(CniCommandsTest, AddForAnExistingAttachmentIs100AndCreatesNothing) {
+  Record rec = MakeAttachment("c1");
+  auto r = Do(Env("ADD", "c1"), Config());
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 100) << r.out;
+  const std::string msg = r.doc["msg"];
+  EXPECT_NE(msg.find("c1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("eth0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(network_), std::string::npos) << msg;
+  EXPECT_EQ(MockPortIds(), std::set<std::string>{rec.port_id});
+  auto still = RecordStore(state_.path()).Read(network_, "c1", "eth0");
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(RecordToJson(*still), RecordToJson(rec));
+}
+
+TEST_F(CniCommandsTest, AddRefusedByTheControllerLeavesNothing) {
+  mock::Faults f;
+  f.reject_creates = 1;
+  StartMock(f);
+  auto r = Do(Env("ADD", "refused"), Config());
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 103) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find("400"), std::string::npos) << r.out;
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+}
+
+TEST_F(CniCommandsTest, AddWhosePortNeverGetsReadyIs11AndLeavesNothing) {
+  mock::Faults f;
+  f.never_ready = true;
+  StartMock(f);
+  json cfg = Config();
+  cfg["timeouts"]["readyMs"] = 150;
+  auto r = Do(Env("ADD", "slow"), cfg);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+}
+
+TEST_F(CniCommandsTest, AddWhosePortFailsIs102AndLeavesNothing) {
+  mock::Faults f;
+  f.fail_ready = true;
+  StartMock(f);
+  auto r = Do(Env("ADD", "failing"), Config());
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 102) << r.out;
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+}
+
+TEST_F(CniCommandsTest, AddInterruptedBySignalIs11AndLeavesNothing) {
+  std::atomic<bool> cancelled{true};
+  RunOptions options;
+  options.cancelled = &cancelled;
+  auto r = Do(Env("ADD", "sigterm"), Config(), options);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+}
+
+TEST_F(CniCommandsTest, AddWithControllerDownKeepsTheIntentRecord) {
+  StopMock();
+  auto r = Do(Env("ADD", "c1"), Config());
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  auto rec = RecordStore(state_.path()).Read(network_, "c1", "eth0");
+  ASSERT_TRUE(rec.ok()) << "the intent record lets DEL/GC finish: " << rec.status().ToString();
+  EXPECT_FALSE(rec->complete());
+  EXPECT_EQ(rec->port_id, PortIdFor(network_, "c1", "eth0"));
+  EXPECT_NE(r.doc["details"].get<std::string>().find("kept"), std::string::npos) << r.out;
+}
+
+TEST_F(CniCommandsTest, AddAfterACrashRemovesTheEarlierPortFirst) {
+  // A crashed ADD left an intent record naming a port that exists at the controller.
+  const std::string earlier = UuidV4();
+  MakePort(earlier, "c1", network_);
+  Record intent;
+  intent.network = network_;
+  intent.container_id = "c1";
+  intent.ifname = "eth0";
+  intent.port_id = earlier;
+  ASSERT_TRUE(RecordStore(state_.path()).Write(intent).ok());
+  mock::Faults f;
+  f.never_ready = true;  // the new port never gets ready: the ADD fails after its POST
+  mock_->SetFaults(f);
+  json cfg = Config();
+  cfg["timeouts"]["readyMs"] = 100;
+  auto r = Do(Env("ADD", "c1"), cfg);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  EXPECT_TRUE(MockPortIds().empty()) << "neither the earlier nor the new port may leak";
+  EXPECT_TRUE(Files().empty());
+}
+
+// ------------------------------------------------------------------------------------ CHECK
+
+TEST_F(CniCommandsTest, CheckFindsPrevResultAndControllerMismatches) {
+  Record rec = MakeAttachment("c1");
+  json prev = {
+      {"cniVersion", "1.0.0"},
+      {"interfaces",
+       {{{"name", "eth0"}, {"mac", "0a:58:ff:ff:ff:ff"}, {"sandbox", "/var/run/netns/c1"}}}},
+      {"ips", {{{"address", rec.ips.at(0).address}, {"interface", 0}}}}};
+  json cfg = Config();
+  cfg["prevResult"] = prev;
+  auto r = Do(Env("CHECK", "c1", "/var/run/netns/c1"), cfg);
+  EXPECT_EQ(r.doc["code"], 101) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find("0a:58:ff:ff:ff:ff"), std::string::npos) << r.out;
+
+  cfg["prevResult"]["interfaces"][0]["mac"] = rec.mac;
+  cfg["prevResult"]["ips"][0]["address"] = "10.242.255.254/16";
+  r = Do(Env("CHECK", "c1", "/var/run/netns/c1"), cfg);
+  EXPECT_EQ(r.doc["code"], 101) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find(rec.ips.at(0).address), std::string::npos)
+      << r.out;
+
+  // The port vanished at the controller.
+  cfg["prevResult"]["ips"][0]["address"] = rec.ips.at(0).address;
+  ASSERT_TRUE(Client()->DeletePort(rec.port_id).ok());
+  r = Do(Env("CHECK", "c1", "/var/run/netns/c1"), cfg);
+  EXPECT_EQ(r.doc["code"], 101) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find(rec.port_id), std::string::npos) << r.out;
+}
+
+TEST_F(CniCommandsTest, CheckOfAnIncompleteAttachmentIs3) {
+  Record intent;
+  intent.network = network_;
+  intent.container_id = "c1";
+  intent.ifname = "eth0";
+  intent.port_id = PortIdFor(network_, "c1", "eth0");
+  ASSERT_TRUE(RecordStore(state_.path()).Write(intent).ok());
+  json cfg = Config("0.4.0");
+  cfg["prevResult"] = {{"cniVersion", "0.4.0"}, {"interfaces", json::array()}};
+  auto r = Do(Env("CHECK", "c1", "/var/run/netns/c1"), cfg);
+  EXPECT_EQ(r.doc["code"], 3) << r.out;
+}
+
+// --------------------------------------------------------------------------------------- GC
+
+TEST_F(CniCommandsTest, GcRemovesStaleAttachmentsAndLeakedPorts) {
+  Record keep = MakeAttachment("keep");
+  Record stale1 = MakeAttachment("stale1");
+  Record stale2 = MakeAttachment("stale2");
+  // Ports whose records were lost: one of this network on this host (leaked), one valid
+  // attachment's port without a record, and ports GC must not touch.
+  const std::string leaked = UuidV4();
+  MakePort(leaked, "ghost", network_);
+  const std::string valid_no_record = PortIdFor(network_, "valid2", "eth0");
+  MakePort(valid_no_record, "valid2", network_);
+  const std::string other_net = UuidV4();
+  MakePort(other_net, "x", network_ + "x");
+  const std::string other_host = UuidV4();
+  MakePort(other_host, "y", network_, "node-b");
+
+  json cfg = Config("1.1.0");
+  cfg["cni.dev/valid-attachments"] = json::array({{{"containerID", "keep"}, {"ifname", "eth0"}},
+                                                  {{"containerID", "valid2"}, {"ifname", "eth0"}}});
+  auto r = Do(Env("GC"), cfg);
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(MockPortIds(),
+            (std::set<std::string>{keep.port_id, valid_no_record, other_net, other_host}));
+  EXPECT_EQ(Files(), std::set<std::string>{RecordFile("keep")});
+}
+
+TEST_F(CniCommandsTest, GcAcceptsTheOlderKeyAndTreatsNoKeyAsNothingValid) {
+  Record a = MakeAttachment("a");
+  Record b = MakeAttachment("b");
+  json cfg = Config("1.1.0");
+  cfg["cni.dev/attachments"] = json::array({{{"containerID", "a"}, {"ifname", "eth0"}}});
+  auto r = Do(Env("GC"), cfg);
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_EQ(MockPortIds(), std::set<std::string>{a.port_id});
+  EXPECT_EQ(Files(), std::set<std::string>{RecordFile("a")});
+
+  r = Do(Env("GC"), Config("1.1.0"));
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+}
+
+TEST_F(CniCommandsTest, GcWithControllerDownIs11AndKeepsRecords) {
+  MakeAttachment("stale");
+  StopMock();
+  auto r = Do(Env("GC"), Config("1.1.0"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find("stale"), std::string::npos) << r.out;
+  EXPECT_TRUE(Files().count(RecordFile("stale")));
+}
+
+TEST_F(CniCommandsTest, GcRejectsMalformedAttachmentLists) {
+  json cfg = Config("1.1.0");
+  cfg["cni.dev/valid-attachments"] = json::array({{{"containerID", 5}}});
+  auto r = Do(Env("GC"), cfg);
+  EXPECT_EQ(r.doc["code"], 7) << r.out;
+  EXPECT_NE(r.doc["msg"].get<std::string>().find("cni.dev/valid-attachments[0]"), std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace mizarmp::cni

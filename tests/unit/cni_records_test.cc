@@ -1,0 +1,185 @@
+// Attachment records: atomic files with private modes, tolerant listing, and the port id scheme.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cni/plugin.h"
+#include "cni/records.h"
+#include "common/fileutil.h"
+#include "common/uuid.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::cni {
+namespace {
+
+using nlohmann::json;
+
+Record Sample(const std::string& network, const std::string& cid, const std::string& ifname) {
+  Record r;
+  r.state = Record::State::kComplete;
+  r.network = network;
+  r.container_id = cid;
+  r.ifname = ifname;
+  r.netns = "/var/run/netns/" + cid;
+  r.port_id = PortIdFor(network, cid, ifname);
+  r.project_id = "3dda2801-d675-4688-a63f-dcda8d327f50";
+  r.subnet_id = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+  r.host_id = "node-a";
+  r.mpurl = "http://127.0.0.1:9090";
+  r.mac = "0a:58:0a:f0:00:05";
+  r.ips = {{"10.240.0.5/16", "10.240.0.1"}};
+  r.pod_namespace = "default";
+  r.pod_name = "web-0";
+  r.created_at = NowRfc3339();
+  return r;
+}
+
+int Mode(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+TEST(CniRecords, WriteReadRoundTripWithPrivateModes) {
+  testing::TempDir dir;
+  RecordStore store(dir.path() + "/state");
+  Record r = Sample("net1", "c1", "eth0");
+  ASSERT_TRUE(store.Write(r).ok());
+  const std::string path = dir.path() + "/state/net1/c1_eth0.json";
+  EXPECT_EQ(store.RecordPath("net1", "c1", "eth0"), path);
+  EXPECT_EQ(store.LockPath("net1", "c1", "eth0"), path + ".lock");
+  EXPECT_EQ(Mode(path), 0600);
+  EXPECT_EQ(Mode(dir.path() + "/state/net1"), 0700);
+  EXPECT_EQ(Mode(dir.path() + "/state"), 0700);
+
+  auto back = store.Read("net1", "c1", "eth0");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->complete());
+  EXPECT_EQ(RecordToJson(*back), RecordToJson(r));
+
+  // The on-disk shape other components (the fencing server) read.
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok());
+  json j = json::parse(*text);
+  EXPECT_EQ(j["schema"], 1);
+  EXPECT_EQ(j["state"], "complete");
+  EXPECT_EQ(j["containerId"], "c1");
+  EXPECT_EQ(j["portId"], r.port_id);
+  EXPECT_EQ(j["ips"][0]["address"], "10.240.0.5/16");
+  EXPECT_EQ(j["ips"][0]["gateway"], "10.240.0.1");
+  EXPECT_EQ(j["podName"], "web-0");
+  EXPECT_EQ(j["createdAt"].get<std::string>().size(), 20u);  // 2024-05-01T12:34:56Z
+
+  // Rewriting is atomic and leaves no temp files.
+  r.state = Record::State::kIntent;
+  ASSERT_TRUE(store.Write(r).ok());
+  auto names = ListDir(dir.path() + "/state/net1");
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, std::vector<std::string>{"c1_eth0.json"});
+  ASSERT_TRUE(store.Read("net1", "c1", "eth0").ok());
+  EXPECT_FALSE(store.Read("net1", "c1", "eth0")->complete());
+
+  ASSERT_TRUE(store.Remove("net1", "c1", "eth0").ok());
+  auto gone = store.Read("net1", "c1", "eth0");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().code(), Code::kNotFound);
+  EXPECT_TRUE(store.Remove("net1", "c1", "eth0").ok()) << "removing twice is fine";
+}
+
+TEST(CniRecords, LockFileIsCreatedPrivateAndRemovable) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  auto lock = store.Lock("net1", "c1", "eth0");
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  const std::string lock_path = store.LockPath("net1", "c1", "eth0");
+  EXPECT_EQ(Mode(lock_path), 0600);
+  EXPECT_EQ(Mode(dir.path() + "/net1"), 0700);
+  ASSERT_TRUE(lock->ReleaseAndRemove().ok());
+  struct stat st {};
+  EXPECT_NE(::stat(lock_path.c_str(), &st), 0);
+}
+
+TEST(CniRecords, ListingSkipsStrayFiles) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  ASSERT_TRUE(store.Write(Sample("net1", "a", "eth0")).ok());
+  ASSERT_TRUE(store.Write(Sample("net1", "b", "net1")).ok());
+  ASSERT_TRUE(store.Write(Sample("net2", "c", "eth0")).ok());
+  auto lock = store.Lock("net1", "a", "eth0");  // a lock file beside the records
+  ASSERT_TRUE(lock.ok());
+  const std::string d1 = dir.path() + "/net1";
+  std::ofstream(d1 + "/garbage.json") << "{not json";
+  std::ofstream(d1 + "/wrong-shape.json") << R"({"schema":1,"state":"bogus"})";
+  std::ofstream(d1 + "/future.json") << R"({"schema":2,"state":"complete"})";
+  std::ofstream(d1 + "/.x_eth0.json.tmp.123.456") << "{}";
+  std::ofstream(d1 + "/README") << "hello";
+  ASSERT_EQ(::mkdir((d1 + "/subdir.json").c_str(), 0700), 0);
+  // A record copied into the wrong network's directory.
+  Record other = Sample("net3", "d", "eth0");
+  ASSERT_TRUE(WriteFileAtomic(d1 + "/d_eth0.json", RecordToJson(other).dump()).ok());
+  std::ofstream(dir.path() + "/stray-file") << "x";
+
+  auto net1 = store.List("net1");
+  ASSERT_TRUE(net1.ok()) << net1.status().ToString();
+  std::set<std::string> ids;
+  for (const Record& r : *net1) ids.insert(r.container_id + "/" + r.ifname);
+  EXPECT_EQ(ids, (std::set<std::string>{"a/eth0", "b/net1"}));
+
+  auto none = store.List("no-such-network");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  auto all = store.ListAll();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ids.clear();
+  for (const Record& r : *all) ids.insert(r.network + ":" + r.container_id);
+  EXPECT_EQ(ids, (std::set<std::string>{"net1:a", "net1:b", "net2:c"}));
+
+  RecordStore missing(dir.path() + "/does-not-exist");
+  auto empty = missing.ListAll();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+
+  auto bad = store.Read("net1", "garbage", "");
+  EXPECT_FALSE(bad.ok());
+}
+
+TEST(CniRecords, RejectsRecordsOfTheWrongShape) {
+  Record r = Sample("n", "c", "eth0");
+  json j = RecordToJson(r);
+  ASSERT_TRUE(RecordFromJson(j).ok());
+  for (const char* key : {"portId", "containerId", "ifname", "network", "state", "schema"}) {
+    json k = j;
+    k.erase(key);
+    auto got = RecordFromJson(k);
+    ASSERT_FALSE(got.ok()) << key;
+    EXPECT_NE(got.status().message().find(key), std::string::npos) << got.status().message();
+  }
+  json no_mac = j;
+  no_mac["mac"] = "";
+  EXPECT_FALSE(RecordFromJson(no_mac).ok()) << "a complete record has a MAC";
+  no_mac["state"] = "intent";
+  EXPECT_TRUE(RecordFromJson(no_mac).ok()) << "an intent record need not";
+}
+
+TEST(CniRecords, PortIdsAreStableAndDistinct) {
+  const std::string id = PortIdFor("net1", "c1", "eth0");
+  EXPECT_TRUE(IsUuid(id)) << id;
+  EXPECT_EQ(id, PortIdFor("net1", "c1", "eth0"));
+  auto direct = UuidV5(kPortIdNamespace, "net1/c1/eth0");
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(id, *direct);
+  std::set<std::string> ids = {id, PortIdFor("net2", "c1", "eth0"), PortIdFor("net1", "c2", "eth0"),
+                               PortIdFor("net1", "c1", "eth1"), PortIdFor("net1", "c1e", "th0")};
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_EQ(PortDescription("c1", "/var/run/netns/x", "node-a", "net1", "eth0"),
+            "cni c1, ns:/var/run/netns/x, host:node-a, net:net1, if:eth0");
+  EXPECT_EQ(PortDescription("c1", "/n", "h", "net1", "eth0", "default", "web-0"),
+            "cni c1, ns:/n, host:h, net:net1, if:eth0, pod:default/web-0");
+}
+
+}  // namespace
+}  // namespace mizarmp::cni
