@@ -3,6 +3,7 @@
 #   scripts/build.sh [normal]   -> build/       RelWithDebInfo, warnings are errors
 #   scripts/build.sh asan       -> build-asan/  RelWithDebInfo + AddressSanitizer/UBSan, -Werror
 # Extra arguments after the flavour go to the cmake configure step.
+# MIZARMP_BUILD_TARGETS="t1 t2" builds only those targets (the demo builds just its binaries).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,4 +28,8 @@ esac
 JOBS=$(nproc 2>/dev/null || echo 2)
 echo "build: $FLAVOUR -> $BUILD_DIR (-j$JOBS)"
 cmake -S "$ROOT" -B "$BUILD_DIR" "${FLAGS[@]}" "$@"
-cmake --build "$BUILD_DIR" -j"$JOBS"
+TARGETS=()
+for t in ${MIZARMP_BUILD_TARGETS:-}; do
+  TARGETS+=(--target "$t")
+done
+cmake --build "$BUILD_DIR" -j"$JOBS" "${TARGETS[@]}"

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# The one-box demo (README's main command): two podman containers on a Mizar-MP network.
+#
+#   1. installs the Debian packages and builds build/ (skipped quickly when already done),
+#   2. starts mizarmp-mock as the Mizar-MP controller and host agent (bridge mzdemo0 holding the
+#      gateway, in this host's network namespace),
+#   3. writes the CNI network `mizarmp` from conf/mizarmp.conflist (mizarmp, then the reference
+#      portmap plugin), pointed at the mock,
+#   4. podman (CNI backend, isolated storage) runs containers A and B; both get their NIC and
+#      address through the mizarmp plugin, and they ping each other over the Mizar-MP network,
+#   5. shows the ports at the controller (curl) and the plugin's attachment records,
+#   6. starts mizarmp-addons (CSI-Addons server) on a unix socket and asks it Identity
+#      GetIdentity / GetCapabilities / Probe from Python (stubs generated from proto/),
+#   7. removes the containers and shows that no port, record or veth is left,
+#   8. stops the servers. Everything it created is removed on any exit.
+#
+# Needs root. Takes well under a minute once build/ is up to date.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../tests/e2e/podman_env.sh
+source "$ROOT/tests/e2e/podman_env.sh"
+
+# MIZARMP_DEMO_BIN_DIR: use binaries built elsewhere and skip the package check and the build.
+BIN=${MIZARMP_DEMO_BIN_DIR:-$ROOT/build/bin}
+PROJECT=3dda2801-d675-4688-a63f-dcda8d327f50
+NETWORK=mizarmp
+BRIDGE=${MIZARMP_DEMO_BRIDGE:-mzdemo0}
+CIDR=${MIZARMP_DEMO_CIDR:-10.240.0.0/24}
+GATEWAY=${CIDR%.*}.1
+WORK=""
+MOCK_PID=""
+ADDONS_PID=""
+SUCCESS=0
+
+section() {
+  echo
+  echo "================ $* ================"
+}
+run() { # prints a command (the isolated podman wrapper shown as "podman"), then runs it
+  local shown="$*"
+  echo "\$ ${shown/#mz_podman/podman}"
+  "$@"
+}
+
+stop_pid() { # PID: SIGTERM, wait up to 10 s, then SIGKILL
+  local pid=$1
+  [[ -n "$pid" ]] || return 0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [[ $SUCCESS -ne 1 ]]; then
+    section "cleaning up after a failure (exit $rc)"
+    [[ -n "$WORK" && -s "$WORK/mock.log" ]] && { echo "-- mock log (last 20 lines):"; tail -n 20 "$WORK/mock.log"; }
+  fi
+  mz_podman_cleanup
+  stop_pid "$ADDONS_PID"
+  if [[ -n "$MOCK_PID" ]] && kill -0 "$MOCK_PID" 2>/dev/null; then
+    kill -TERM "$MOCK_PID"
+    for _ in $(seq 100); do kill -0 "$MOCK_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$MOCK_PID" 2>/dev/null
+  fi
+  [[ -n "$WORK" ]] && rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+show_ports() {
+  mz_http GET "$URL/project/$PROJECT/ports" >"$WORK/ports.json"
+  mz_python - "$WORK/ports.json" <<'EOF'
+import json, sys
+ports = json.load(open(sys.argv[1]))["ports"]
+print("%d port(s) at the controller" % len(ports))
+for p in ports:
+    ips = ",".join(i["ip_address"] for i in p.get("fixed_ips", []))
+    print("  %s  %-15s %s  status=%s  host=%s" % (p["id"], ips, p.get("mac_address", ""),
+                                               p.get("status"), p.get("binding:host_id")))
+EOF
+}
+bridge_ports() { ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1; }
+
+section "preparing: packages and build"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "demo: must run as root (podman's CNI backend, network namespaces, the agent's veths)" >&2
+  exit 1
+fi
+if [[ -z "${MIZARMP_DEMO_BIN_DIR:-}" ]]; then
+  bash "$ROOT/scripts/install-deps.sh" </dev/null
+  mkdir -p "$ROOT/build"
+  echo "building mizarmp, mizarmp-mock, mizarmp-addons into build/ (log: build/demo-build.log)"
+  MIZARMP_BUILD_TARGETS="mizarmp mizarmp-mock mizarmp-addons" \
+    bash "$ROOT/scripts/build.sh" normal </dev/null >"$ROOT/build/demo-build.log" 2>&1 || {
+    tail -n 40 "$ROOT/build/demo-build.log"
+    echo "demo: build failed (full log: build/demo-build.log)" >&2
+    exit 1
+  }
+fi
+for b in mizarmp mizarmp-mock mizarmp-addons; do
+  [[ -x "$BIN/$b" ]] || { echo "demo: $BIN/$b is missing" >&2; exit 1; }
+done
+echo "binaries: $BIN/{mizarmp,mizarmp-mock,mizarmp-addons}"
+if ip link show "$BRIDGE" >/dev/null 2>&1; then
+  echo "demo: a link named $BRIDGE already exists (another demo running?)" >&2
+  exit 1
+fi
+
+WORK=$(mktemp -d /tmp/mizarmp-demo.XXXXXX)
+STATE="$WORK/state"
+mkdir -p "$STATE"
+
+section "starting the Mizar-MP mock (controller + host agent)"
+"$BIN/mizarmp-mock" --listen 127.0.0.1:0 --port-file "$WORK/mock.port" --agent \
+  --bridge "$BRIDGE" --cidr "$CIDR" --gateway "$GATEWAY" --log-file "$WORK/mock.log" \
+  >"$WORK/mock.out" 2>&1 &
+MOCK_PID=$!
+mz_wait_for_file "$WORK/mock.port" 30 || { echo "demo: the mock did not start"; exit 1; }
+URL="http://127.0.0.1:$(cat "$WORK/mock.port")"
+cat "$WORK/mock.out"
+echo "subnet $CIDR, gateway $GATEWAY on bridge $BRIDGE"
+
+section "the CNI network (from conf/mizarmp.conflist)"
+mz_podman_init "$WORK" "$BIN" /usr/lib/cni
+mz_write_conflist "$ROOT/conf/mizarmp.conflist" "$MZ_CNI_CONF_DIR/$NETWORK.conflist" "$URL" "$STATE" demo-node
+cat "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
+echo "podman: $MZ_PODMAN (runc, cgroupfs, CNI backend, storage under $MZ_PODMAN_DIR)"
+
+for c in a b; do
+  section "container ${c^^}: podman run -d on the network $NETWORK"
+  run mz_podman run -d --name "demo-$c" --network "$NETWORK" "$MZ_IMAGE" sleep 600
+  run mz_podman exec "demo-$c" ip -o -4 addr show dev eth0
+done
+IP_A=$(mz_podman exec demo-a ip -o -4 addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
+IP_B=$(mz_podman exec demo-b ip -o -4 addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
+
+section "A and B ping each other over the Mizar-MP network"
+run mz_podman exec demo-a ping -c 3 -W 3 "$IP_B"
+run mz_podman exec demo-b ping -c 3 -W 3 "$IP_A"
+run mz_podman exec demo-b ping -c 1 -W 3 "$GATEWAY"
+
+section "the host reaches A through the gateway bridge"
+run ping -c 1 -W 3 "$IP_A"
+
+section "ports at the controller"
+echo "\$ curl -s $URL/project/$PROJECT/ports"
+curl -sS --fail --max-time 10 "$URL/project/$PROJECT/ports" | mz_python -m json.tool
+echo
+show_ports
+echo
+echo "attachment records in $STATE:"
+find "$STATE" -name '*.json' -printf '  %P\n'
+echo
+echo "host ends of the agent's veths on $BRIDGE: $(bridge_ports | tr '\n' ' ')"
+
+section "CSI-Addons server (mizarmp-addons)"
+ADDONS_SOCK="$WORK/addons/csi-addons.sock"
+echo "\$ mizarmp-addons --endpoint unix://$ADDONS_SOCK --mpurl $URL --state-dir $STATE ..."
+"$BIN/mizarmp-addons" --endpoint "unix://$ADDONS_SOCK" --mpurl "$URL" --project "$PROJECT" \
+  --state-dir "$STATE" --fence-store "$WORK/addons/fence.db" --host-id demo-node \
+  --log-file "$WORK/addons.log" </dev/null &
+ADDONS_PID=$!
+for _ in $(seq 300); do
+  [[ -S "$ADDONS_SOCK" ]] && break
+  if ! kill -0 "$ADDONS_PID" 2>/dev/null; then
+    echo "demo: mizarmp-addons exited"
+    tail -n 20 "$WORK/addons.log"
+    exit 1
+  fi
+  sleep 0.1
+done
+[[ -S "$ADDONS_SOCK" ]] || { echo "demo: mizarmp-addons did not open $ADDONS_SOCK"; exit 1; }
+echo "listening on unix://$ADDONS_SOCK"
+echo
+echo "Identity over gRPC from Python (Debian's python3-grpcio; stubs generated from proto/):"
+/usr/bin/python3 - "$ROOT" "$WORK/stubs" "$ADDONS_SOCK" <<'EOF'
+import sys
+root, stubs_dir, sock = sys.argv[1:4]
+sys.path.insert(0, root + "/tests/python")
+import grpc  # noqa: E402
+import addons_client  # noqa: E402
+
+stubs = addons_client.generate_stubs(stubs_dir)
+pb, rpc = stubs.identity_pb2, stubs.identity_pb2_grpc
+with grpc.insecure_channel("unix:" + sock) as channel:
+    identity = rpc.IdentityStub(channel)
+    info = identity.GetIdentity(pb.GetIdentityRequest(), timeout=10)
+    print("  GetIdentity:     name=%s version=%s" % (info.name, info.vendor_version))
+    for key in sorted(info.manifest):
+        print("                   manifest %s=%s" % (key, info.manifest[key]))
+    caps = identity.GetCapabilities(pb.GetCapabilitiesRequest(), timeout=10)
+    names = []
+    for cap in caps.capabilities:
+        kind = cap.WhichOneof("type")
+        value = getattr(cap, kind)
+        names.append("%s:%s" % (kind, type(value).Type.Name(value.type)))
+    print("  GetCapabilities: " + ", ".join(names))
+    probe = identity.Probe(pb.ProbeRequest(), timeout=10)
+    # Unset means ready, as the CSI spec says.
+    ready = probe.ready.value if probe.HasField("ready") else True
+    print("  Probe:           ready=%s" % ready)
+    if not ready:
+        sys.exit("Probe did not report ready")
+EOF
+stop_pid "$ADDONS_PID"
+ADDONS_PID=""
+echo "mizarmp-addons stopped"
+
+section "removing the containers"
+run mz_podman rm -f -t 0 demo-a demo-b
+run mz_podman ps -a
+
+section "nothing left"
+show_ports
+echo "attachment records: $(find "$STATE" -type f | wc -l)"
+echo "veths on $BRIDGE: $(bridge_ports | wc -l)"
+left=$(( $(mz_http GET "$URL/project/$PROJECT/ports" | mz_json 'len(d["ports"])') +
+         $(find "$STATE" -type f | wc -l) + $(bridge_ports | wc -l) ))
+if [[ $left -ne 0 ]]; then
+  echo "demo: FAILED: $left leftover(s)"
+  exit 1
+fi
+
+section "stopping the mock"
+kill -TERM "$MOCK_PID"
+wait "$MOCK_PID" || true
+MOCK_PID=""
+if ip link show "$BRIDGE" >/dev/null 2>&1; then
+  echo "demo: FAILED: bridge $BRIDGE still exists after the mock stopped"
+  exit 1
+fi
+echo "mock stopped; bridge $BRIDGE removed"
+SUCCESS=1
+echo
+echo "demo: OK"
