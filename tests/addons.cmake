@@ -38,3 +38,7 @@ else()
   message(WARNING "No python3 with grpcio and grpc_tools (Debian: python3-grpcio "
                   "python3-grpc-tools): the Python gRPC tests are not registered")
 endif()
+
+# fence/: CIDR parsing and merging, the SQLite fence store across reopen (unit).
+mizarmp_add_test(NAME fence_cidrset_test SOURCES unit/fence_cidrset_test.cc
+                 LIBS mizarmp_fence LABELS unit)
