@@ -42,3 +42,5 @@ endif()
 # fence/: CIDR parsing and merging, the SQLite fence store across reopen (unit).
 mizarmp_add_test(NAME fence_cidrset_test SOURCES unit/fence_cidrset_test.cc
                  LIBS mizarmp_fence LABELS unit)
+mizarmp_add_test(NAME fence_store_test SOURCES unit/fence_store_test.cc
+                 LIBS mizarmp_fence LABELS unit)

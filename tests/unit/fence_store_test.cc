@@ -1,0 +1,186 @@
+// fence/store: the SQLite fence store, across reopen, with its file modes and its errors.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "common/fileutil.h"
+#include "fence/cidrset.h"
+#include "fence/store.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::fence {
+namespace {
+
+Cidr C(const std::string& text) {
+  auto c = ParseFenceCidr(text);
+  EXPECT_TRUE(c.ok()) << text;
+  return c.ok() ? *c : Cidr();
+}
+
+std::vector<std::string> Fences(const FenceStore& store) {
+  auto list = store.ListFences();
+  EXPECT_TRUE(list.ok()) << list.status().ToString();
+  std::vector<std::string> out;
+  if (!list.ok()) return out;
+  for (const auto& e : *list)
+    out.push_back(CanonicalCidr(e.cidr) + "=" + std::string(FenceStateName(e.state)));
+  return out;
+}
+
+std::vector<std::string> Unfences(const FenceStore& store) {
+  auto snap = store.Snapshot();
+  EXPECT_TRUE(snap.ok());
+  std::vector<std::string> out;
+  if (!snap.ok()) return out;
+  for (const auto& c : snap->unfences) out.push_back(CanonicalCidr(c));
+  return out;
+}
+
+class FenceStoreTest : public ::testing::Test {
+ protected:
+  std::string Path() const { return dir_.path() + "/state/fence.db"; }
+  std::unique_ptr<FenceStore> Open() {
+    auto s = FenceStore::Open(Path());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(FenceStoreTest, CreatesPrivateFileInPrivateDir) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AddFences({C("10.0.0.0/24")}).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(Path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir_.path() + "/state").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // The WAL and shared-memory files are no more open than the database.
+  for (const char* suffix : {"-wal", "-shm"}) {
+    if (::stat((Path() + suffix).c_str(), &st) == 0) {
+      EXPECT_EQ(st.st_mode & 0077, 0u) << suffix;
+    }
+  }
+}
+
+TEST_F(FenceStoreTest, FencesSurviveReopenInCanonicalOrder) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->AddFences({C("fd00::/64"), C("10.2.0.0/16"), C("10.1.0.5")}).ok());
+    ASSERT_TRUE(store->MarkEnforced({C("10.2.0.0/16")}).ok());
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.1.0.5/32=pending", "10.2.0.0/16=enforced",
+                                                      "fd00::/64=pending"}));
+  auto list = store->ListFences();
+  ASSERT_TRUE(list.ok());
+  EXPECT_FALSE((*list)[0].created_at.empty());
+}
+
+TEST_F(FenceStoreTest, RepeatedFenceIsOneRowAndBecomesPendingAgain) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AddFences({C("10.0.0.0/24"), C("10.0.0.0/24")}).ok());
+  ASSERT_TRUE(store->MarkEnforced({C("10.0.0.0/24")}).ok());
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=enforced"}));
+  ASSERT_TRUE(store->AddFences({C("10.0.0.0/24")}).ok());
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=pending"}));
+}
+
+TEST_F(FenceStoreTest, RemoveRecordsPendingUnfencesAcrossReopen) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->AddFences({C("10.0.0.0/24"), C("10.0.1.0/24"), C("10.9.0.0/16")}).ok());
+    // Unfencing a wider CIDR lifts the fences inside it; an unknown CIDR is harmless.
+    auto removed = store->RemoveFences({C("10.0.0.0/23"), C("192.168.0.0/16")});
+    ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+    std::vector<std::string> names;
+    for (const auto& c : *removed) names.push_back(CanonicalCidr(c));
+    EXPECT_EQ(names, (std::vector<std::string>{"10.0.0.0/24", "10.0.1.0/24"}));
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.9.0.0/16=pending"}));
+  EXPECT_EQ(Unfences(*store), (std::vector<std::string>{"10.0.0.0/24", "10.0.1.0/24"}));
+  ASSERT_TRUE(store->CompleteUnfences({C("10.0.0.0/24")}).ok());
+  EXPECT_EQ(Unfences(*store), (std::vector<std::string>{"10.0.1.0/24"}));
+  // Fencing again drops the pending unfence of the same CIDR.
+  ASSERT_TRUE(store->AddFences({C("10.0.1.0/24")}).ok());
+  EXPECT_TRUE(Unfences(*store).empty());
+  // A narrower unfence does not lift a wider fence.
+  auto none = store->RemoveFences({C("10.9.1.0/24")});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(FenceStoreTest, AcknowledgedFenceSurvivesKill9) {
+  // A child process stores a fence, reports it acknowledged through a pipe and is killed
+  // before it can close anything; the parent then opens the store.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto s = FenceStore::Open(Path());
+    if (!s.ok() || !(*s)->AddFences({C("10.7.0.0/16"), C("fd07::/48")}).ok()) ::_exit(3);
+    const char ack = 'y';
+    if (::write(fds[1], &ack, 1) != 1) ::_exit(4);
+    ::pause();  // killed here, with the database still open
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  char ack = 0;
+  ASSERT_EQ(::read(fds[0], &ack, 1), 1);
+  ::close(fds[0]);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.7.0.0/16=pending", "fd07::/48=pending"}));
+}
+
+TEST_F(FenceStoreTest, NotADatabaseIsReported) {
+  ASSERT_TRUE(MakeDirs(dir_.path() + "/state").ok());
+  ASSERT_TRUE(WriteFileAtomic(Path(), std::string(8192, 'x')).ok());
+  auto s = FenceStore::Open(Path());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(Path()), std::string::npos) << s.status().ToString();
+}
+
+TEST_F(FenceStoreTest, DirectoryInTheWayIsReported) {
+  ASSERT_TRUE(MakeDirs(Path()).ok());
+  auto s = FenceStore::Open(Path());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(Path()), std::string::npos) << s.status().ToString();
+}
+
+TEST_F(FenceStoreTest, RelativePathIsInvalid) {
+  auto s = FenceStore::Open("relative/fence.db");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(FenceStoreTest, TwoHandlesSeeEachOthersCommits) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->AddFences({C("10.3.0.0/16")}).ok());
+  EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=pending"}));
+  EXPECT_TRUE(b->Check().ok());
+}
+
+}  // namespace
+}  // namespace mizarmp::fence
