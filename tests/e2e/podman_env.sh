@@ -11,6 +11,20 @@
 #   MZ_CNI_CONF_DIR    where NAME.conflist files go (podman's --cni-config-dir)
 #   MZ_IMAGE           the busybox image
 #   mz_podman_cleanup  removes every container of this podman, unmounts and deletes its dir
+#
+# podman 4.3.1 on Debian 12 here (runc, cgroup v1, no systemd) needs:
+# - --ulimit nofile/nproc (or default_ulimits): podman's default nofile is above the hard limit
+#   and runc fails with "error setting rlimits for ready process: operation not permitted";
+# - --cgroup-manager cgroupfs, --events-backend file (no systemd/journald);
+# - --network-backend cni; CNI configs up to cniVersion 1.0.0;
+# - cni_plugin_dirs in a containers.conf named by CONTAINERS_CONF to use build/bin without
+#   installing (and /usr/lib/cni for portmap); --cni-config-dir for the network configs;
+# - --root/--runroot/--tmpdir keep its state away from the user's podman. Still global:
+#   libcni's result cache /var/lib/cni/results/<net>-<container id>-<ifname> (removed on DEL)
+#   and the image blob-info cache under /var/lib/containers/cache;
+# - the vfs storage driver: no overlay mounts to leak when a test is killed (the image is 2 MB);
+# - the image holds busybox-static's binary: the dynamic busybox would find no libc in it;
+# - cleanup uses `podman rm -a -f` and removes the directory (no `system reset`).
 
 MZ_IMAGE="localhost/mizarmp-busybox:e2e"
 MZ_PODMAN_DIR=""
