@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds the whole tree.
 #   scripts/build.sh [normal]   -> build/       RelWithDebInfo, warnings are errors
-#   scripts/build.sh asan       -> build-asan/  RelWithDebInfo + AddressSanitizer/UBSan, -Werror
+#   scripts/build.sh asan       -> build-asan/  -O1 -g1, AddressSanitizer + UBSan, -Werror
 # Extra arguments after the flavour go to the cmake configure step.
 # MIZARMP_BUILD_TARGETS="t1 t2" builds only those targets (the demo builds just its binaries).
 set -euo pipefail
@@ -17,7 +17,11 @@ case "$FLAVOUR" in
     ;;
   asan)
     BUILD_DIR="$ROOT/build-asan"
-    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_WERROR=ON)
+    # -O1 -g1 (line tables): what ASan recommends, symbolized stacks with file:line, and about
+    # half the compile time of -O2 -g on this code (gRPC/protobuf/json-heavy translation units).
+    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_WERROR=ON
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+           "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     ;;
   *)
     echo "usage: $0 [normal|asan] [extra cmake args...]" >&2
