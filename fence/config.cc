@@ -20,7 +20,7 @@ using nlohmann::json;
 // sun_path is 108 bytes including the terminating NUL.
 constexpr size_t kMaxUnixPath = 107;
 
-enum class Kind { kString, kBool, kInt, kAddressMap };
+enum class Kind { kString, kBool, kInt, kAddressMap, kObject };
 
 // One configuration key: its JSON name, its flag name and how to apply a value.
 struct Key {
@@ -147,6 +147,32 @@ const std::vector<Key>& Keys() {
                 }),
       BoolKey("mpInsecureSkipVerify", "mp-insecure-skip-verify",
               [](bool b, ServerConfig& c) { c.mizarmp.tls.insecure_skip_verify = b; }),
+      // The CNI plugin's shape for the same settings: "tls": {"caFile", "certFile", "keyFile",
+      // "insecureSkipVerify"} (TLS towards Mizar-MP). Config file only (the flags are --mp-*).
+      Key{"tls", "", Kind::kObject,
+          [](const json& v, const std::string& where, ServerConfig& c) -> Status {
+            if (!v.is_object()) return WrongType(where, "an object", v);
+            for (const auto& [name, item] : v.items()) {
+              const std::string field = where.substr(0, where.size() - 1) + "." + name + "\"";
+              if (name == "insecureSkipVerify") {
+                if (!item.is_boolean()) return WrongType(field, "true or false", item);
+                c.mizarmp.tls.insecure_skip_verify = item.get<bool>();
+                continue;
+              }
+              std::string* target = name == "caFile"     ? &c.mizarmp.tls.ca_file
+                                    : name == "certFile" ? &c.mizarmp.tls.cert_file
+                                    : name == "keyFile"  ? &c.mizarmp.tls.key_file
+                                                         : nullptr;
+              if (target == nullptr) {
+                return InvalidArgumentError(field +
+                                            ": unknown key (want caFile, certFile, "
+                                            "keyFile, insecureSkipVerify)");
+              }
+              if (!item.is_string()) return WrongType(field, "a string", item);
+              *target = item.get<std::string>();
+            }
+            return Status::Ok();
+          }},
       StringKey("tokenFile", "token-file",
                 [](const std::string& s, const std::string&, ServerConfig& c) {
                   c.mizarmp.token_file = s;
@@ -205,7 +231,7 @@ const std::vector<Key>& Keys() {
 
 const Key* FindFlag(std::string_view flag) {
   for (const auto& k : Keys()) {
-    if (flag == k.flag_name) return &k;
+    if (*k.flag_name != '\0' && flag == k.flag_name) return &k;
   }
   return nullptr;
 }
@@ -495,6 +521,8 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
         value = n;
         break;
       }
+      case Kind::kObject:  // no flag has this kind (FindFlag never returns one)
+        return InvalidArgumentError(where + ": only settable in the config file");
       case Kind::kAddressMap: {
         // --node-address HOST=ADDR[,ADDR...]
         const size_t eq = f.value.find('=');

@@ -13,8 +13,11 @@
 //   mpurl               Mizar-MP controller URL, http:// or https:// (required in controller mode)
 //   project, subnet     Mizar-MP project and subnet ids (defaults: the seed's one-box ids)
 //   dialect             "auto" (default) | "v0.1" | "alcor"
+//   tls                 TLS towards Mizar-MP in the CNI plugin's shape: {"caFile", "certFile",
+//                       "keyFile", "insecureSkipVerify"} (config file only)
 //   mpCaFile, mpCertFile, mpKeyFile, mpInsecureSkipVerify
-//                       TLS towards Mizar-MP, as in the plugin's config
+//                       the same settings as flat keys (flags --mp-ca-file, ...); whichever
+//                       comes later in the file wins
 //   tokenFile           bearer token for Mizar-MP, read from this file (never a literal)
 //   stateDir            the plugin's attachment records (default /var/lib/cni/mizarmp)
 //   fenceStore          SQLite file of the fence state (default /var/lib/mizarmp/fence.db)

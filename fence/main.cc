@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "fence/config.h"
+#include "fence/fence_service.h"
 #include "fence/identity.h"
 #include "fence/server.h"
 #include "keyrotation/service.h"
@@ -20,27 +21,27 @@
 #endif
 
 namespace mz = mizarmp;
-namespace fence = mizarmp::fence;
+namespace mzf = mizarmp::fence;
 
 int main(int argc, char** argv) {
   // Before any thread exists, so every gRPC thread inherits the blocked mask.
-  fence::TerminationSignals signals;
+  mzf::TerminationSignals signals;
 
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = fence::ParseCommandLine(args);
+  auto parsed = mzf::ParseCommandLine(args);
   if (!parsed.ok()) {
     std::fprintf(stderr, "mizarmp-addons: %s\n", parsed.status().message().c_str());
     return 2;
   }
   if (parsed->help) {
-    std::fputs(fence::Usage().c_str(), stdout);
+    std::fputs(mzf::Usage().c_str(), stdout);
     return 0;
   }
   if (parsed->version) {
     std::printf("mizarmp-addons %s (%s)\n", MIZARMP_VERSION, MIZARMP_GIT_COMMIT);
     return 0;
   }
-  const fence::ServerConfig& config = parsed->config;
+  const mzf::ServerConfig& config = parsed->config;
 
   mz::log::SetTag("mizarmp-addons");
   mz::log::SetLevel(config.log_level);
@@ -49,19 +50,28 @@ int main(int argc, char** argv) {
     return 2;
   }
   MZ_LOG(kInfo) << "mizarmp-addons " << MIZARMP_VERSION << " (" << MIZARMP_GIT_COMMIT
-                << ") mode=" << fence::ModeName(config.mode) << " driver=" << config.drivername
+                << ") mode=" << mzf::ModeName(config.mode) << " driver=" << config.drivername
                 << " endpoint=" << config.endpoint
-                << " mpurl=" << fence::RedactUrl(config.mizarmp.base_url);
+                << " mpurl=" << mzf::RedactUrl(config.mizarmp.base_url);
 
-  fence::IdentityService identity(fence::IdentityOptions::FromConfig(config));
-  fence::Server server(fence::ServerOptions::FromConfig(config));
+  mzf::IdentityService identity(mzf::IdentityOptions::FromConfig(config));
+  mzf::Server server(mzf::ServerOptions::FromConfig(config));
   server.AddService(&identity, identity::Identity::service_full_name());
   // Operation services plug in here, each adding its capabilities to `identity` as it is
-  // registered (FenceController: identity.AddNetworkFenceCapabilities() in controller mode).
+  // registered.
+
+  // Controller mode: FenceController (fence/fence_service.h). The store opens on a background
+  // thread (Probe says ready=false meanwhile), then the reconcile loop runs.
+  std::unique_ptr<mzf::FenceService> fencing;
+  if (config.mode == mzf::Mode::kController) {
+    fencing = std::make_unique<mzf::FenceService>(mzf::FenceOptions::FromConfig(config));
+    server.AddService(fencing.get(), ::fence::FenceController::service_full_name());
+    fencing->RegisterWith(identity);
+  }
 
   // Node mode: EncryptionKeyRotationController (keyrotation/), advertised by Identity.
   std::unique_ptr<mz::keyrotation::NodeKeyRotation> keyrotation;
-  if (config.mode == fence::Mode::kNode) {
+  if (config.mode == mzf::Mode::kNode) {
     auto made = mz::keyrotation::NodeKeyRotation::Create(
         {config.key_store_dir, config.mount_table, config.expected_secrets});
     if (!made.ok()) {
@@ -79,9 +89,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mizarmp-addons: %s\n", s.message().c_str());
     return 1;
   }
+  if (fencing) fencing->Start();
 
   const int sig = signals.Wait();
   MZ_LOG(kInfo) << "received signal " << sig;
   server.Shutdown();
+  if (fencing) fencing->Stop();
   return 0;
 }

@@ -237,7 +237,7 @@ Result<std::vector<Cidr>> FenceStore::RemoveFences(const std::vector<Cidr>& cidr
   MZ_RETURN_IF_ERROR(Begin());
   Status s;
   std::vector<Cidr> removed;
-  // Which stored fences go: exact matches and those inside a listed CIDR.
+  // Which stored fences go: exact matches of the listed CIDRs (canonical).
   {
     Stmt all;
     if (sqlite3_prepare_v2(db_, "SELECT cidr FROM fences", -1, all.out(), nullptr) != SQLITE_OK) {
@@ -252,7 +252,7 @@ Result<std::vector<Cidr>> FenceStore::RemoveFences(const std::vector<Cidr>& cidr
         continue;
       }
       for (const Cidr& want : cidrs) {
-        if (Cidr(want.network(), want.prefix_len()).Contains(*c)) {
+        if (Cidr(want.network(), want.prefix_len()) == *c) {
           removed.push_back(*c);
           break;
         }

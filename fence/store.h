@@ -59,8 +59,9 @@ class FenceStore {
   // Adds fences (new ones pending; an existing one becomes pending again so the next pass
   // re-checks it) and drops any pending unfence of the same CIDRs. One transaction.
   Status AddFences(const std::vector<Cidr>& cidrs);
-  // Removes the listed fences, and every stored fence contained in one of them, recording each
-  // removed fence as a pending unfence. One transaction. Returns the removed fences.
+  // Removes the listed fences (exact, canonical match: a wider CIDR does not lift narrower
+  // fences, so a retried unfence never lifts a fence made since), recording each removed fence
+  // as a pending unfence. Unknown CIDRs are ignored. One transaction. Returns the removed ones.
   Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs);
   // Marks fences enforced (those still stored; others are ignored).
   Status MarkEnforced(const std::vector<Cidr>& cidrs);

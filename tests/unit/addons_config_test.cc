@@ -249,5 +249,35 @@ TEST(AddonsConfig, DriverNameRules) {
   ExpectInvalid(Valid({"--drivername", "bad_name"}), "drivername");
 }
 
+TEST(AddonsConfig, PluginShapedTlsObject) {
+  TempDir dir;
+  const std::string ca = dir.path() + "/ca.pem";
+  ASSERT_TRUE(WriteFileAtomic(ca, "-----BEGIN CERTIFICATE-----\n").ok());
+  ServerConfig c;
+  ASSERT_TRUE(ApplyConfigJson(R"({"tls": {"caFile": ")" + ca + R"(", "certFile": "/c.pem",
+                                 "keyFile": "/k.pem", "insecureSkipVerify": true}})",
+                              c)
+                  .ok());
+  EXPECT_EQ(c.mizarmp.tls.ca_file, ca);
+  EXPECT_EQ(c.mizarmp.tls.cert_file, "/c.pem");
+  EXPECT_EQ(c.mizarmp.tls.key_file, "/k.pem");
+  EXPECT_TRUE(c.mizarmp.tls.insecure_skip_verify);
+  // The flat keys still work and mean the same.
+  ServerConfig flat;
+  ASSERT_TRUE(ApplyConfigJson(R"({"mpCaFile": ")" + ca + R"("})", flat).ok());
+  EXPECT_EQ(flat.mizarmp.tls.ca_file, ca);
+  // Errors name the nested key.
+  ServerConfig bad;
+  Status s = ApplyConfigJson(R"({"tls": {"caFile": 7}})", bad);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("tls.caFile"), std::string::npos) << s.message();
+  s = ApplyConfigJson(R"({"tls": {"cafile": "x"}})", bad);
+  EXPECT_NE(s.message().find("tls.cafile"), std::string::npos) << s.message();
+  s = ApplyConfigJson(R"({"tls": "on"})", bad);
+  EXPECT_NE(s.message().find("\"tls\""), std::string::npos) << s.message();
+  // No flag named after the object.
+  ExpectInvalid({"--mpurl", "http://127.0.0.1:1", "--tls", "x"}, "--tls");
+}
+
 }  // namespace
 }  // namespace mizarmp::fence

@@ -441,7 +441,8 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   const std::string sock = dir.path() + "/csi-addons.sock";
   const pid_t pid = mizarmp::testing::SpawnProcess(
       {mizarmp::testing::BinDir() + "/mizarmp-addons", "--endpoint", "unix://" + sock, "--mpurl",
-       mock->base_url(), "--probe-timeout-ms", "10000", "--log-level", "debug"},
+       mock->base_url(), "--probe-timeout-ms", "10000", "--log-level", "debug", "--fence-store",
+       dir.path() + "/fence.db", "--state-dir", dir.path() + "/cni"},
       {}, "", dir.path() + "/addons.log");
   ASSERT_GT(pid, 0);
   struct Reaper {

@@ -100,8 +100,10 @@ TEST_F(FenceStoreTest, RemoveRecordsPendingUnfencesAcrossReopen) {
     auto store = Open();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->AddFences({C("10.0.0.0/24"), C("10.0.1.0/24"), C("10.9.0.0/16")}).ok());
-    // Unfencing a wider CIDR lifts the fences inside it; an unknown CIDR is harmless.
-    auto removed = store->RemoveFences({C("10.0.0.0/23"), C("192.168.0.0/16")});
+    // Exact matches only (a wider CIDR does not lift the fences inside it, so a retried
+    // unfence never lifts a newer, narrower fence); an unknown CIDR is harmless.
+    auto removed = store->RemoveFences(
+        {C("10.0.0.0/24"), C("10.0.1.0/24"), C("10.8.0.0/15"), C("192.168.0.0/16")});
     ASSERT_TRUE(removed.ok()) << removed.status().ToString();
     std::vector<std::string> names;
     for (const auto& c : *removed) names.push_back(CanonicalCidr(c));

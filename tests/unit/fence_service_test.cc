@@ -1,0 +1,443 @@
+// The FenceController against the in-process mizarmp-mock (no agent: loopback HTTP only):
+// what each RPC answers and what it does to the ports at Mizar-MP, the store across a restart,
+// faults, the reconcile, secrets, readiness and the Identity wiring.
+#include "fence/fence_service.h"
+
+#include <grpcpp/server_context.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cni/records.h"
+#include "common/fileutil.h"
+#include "mock-server/mock.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::fence {
+namespace {
+
+using mizarmp::testing::TempDir;
+
+constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
+constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+constexpr const char* kSubnet6 = "b87e0f87-a2d9-44ef-9194-9a62f178594f";
+
+class FenceServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    mock::Options o;
+    o.cidr = "10.240.0.0/16";
+    o.subnet6_id = kSubnet6;
+    o.cidr6 = "fd00:240::/64";
+    auto m = mock::MockServer::Create(o);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    mock_ = std::move(*m);
+    ASSERT_TRUE(mock_->Start().ok());
+    client::ClientConfig cc;
+    cc.base_url = mock_->base_url();
+    auto c = client::Client::Create(cc);
+    ASSERT_TRUE(c.ok());
+    mp_ = std::move(*c);
+  }
+
+  void TearDown() override {
+    if (service_) service_->Stop();
+    service_.reset();
+  }
+
+  FenceOptions Options() const {
+    FenceOptions o;
+    o.mizarmp.base_url = mock_->base_url();
+    o.mizarmp.project_id = kProject;
+    o.mizarmp.max_attempts = 2;
+    o.mizarmp.request_timeout = std::chrono::milliseconds(3000);
+    o.state_dir = dir_.path() + "/cni";
+    o.fence_store = dir_.path() + "/lib/fence.db";
+    o.reconcile_interval = std::chrono::hours(1);  // tests call Reconcile() themselves
+    return o;
+  }
+
+  FenceService& Start(FenceOptions o) {
+    if (service_) service_->Stop();
+    service_ = std::make_unique<FenceService>(std::move(o));
+    Status s = service_->StartAndWait();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return *service_;
+  }
+  FenceService& Start() { return Start(Options()); }
+
+  // A port at the mock with this v4 address on this host.
+  std::string Port(const std::string& id, const std::string& ip, const std::string& host) {
+    client::PortSpec s;
+    s.project_id = kProject;
+    s.id = id;
+    s.name = "k8s_" + id;
+    s.network_id = kSubnet;
+    s.veth_name = "eth0";
+    s.network_ns = "/var/run/netns/none-" + id;
+    s.host_id = host;
+    s.fixed_ips.push_back({kSubnet, ip});
+    auto p = mp_->CreatePort(s);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return id;
+  }
+
+  std::map<std::string, bool> AdminUp() const {
+    std::map<std::string, bool> out;
+    for (const auto& p : mock_->Ports()) out[p.id] = p.admin_state_up;
+    return out;
+  }
+
+  grpc::Status Fence(const std::vector<std::string>& cidrs,
+                     const std::map<std::string, std::string>& secrets = {}) {
+    ::fence::FenceClusterNetworkRequest req;
+    for (const auto& c : cidrs) req.add_cidrs()->set_cidr(c);
+    for (const auto& [k, v] : secrets) (*req.mutable_secrets())[k] = v;
+    ::fence::FenceClusterNetworkResponse resp;
+    grpc::ServerContext ctx;
+    return service_->FenceClusterNetwork(&ctx, &req, &resp);
+  }
+
+  grpc::Status Unfence(const std::vector<std::string>& cidrs,
+                       const std::map<std::string, std::string>& secrets = {}) {
+    ::fence::UnfenceClusterNetworkRequest req;
+    for (const auto& c : cidrs) req.add_cidrs()->set_cidr(c);
+    for (const auto& [k, v] : secrets) (*req.mutable_secrets())[k] = v;
+    ::fence::UnfenceClusterNetworkResponse resp;
+    grpc::ServerContext ctx;
+    return service_->UnfenceClusterNetwork(&ctx, &req, &resp);
+  }
+
+  std::vector<std::string> List(grpc::Status* status = nullptr,
+                                const std::map<std::string, std::string>& secrets = {}) {
+    ::fence::ListClusterFenceRequest req;
+    for (const auto& [k, v] : secrets) (*req.mutable_secrets())[k] = v;
+    ::fence::ListClusterFenceResponse resp;
+    grpc::ServerContext ctx;
+    grpc::Status s = service_->ListClusterFence(&ctx, &req, &resp);
+    if (status) *status = s;
+    EXPECT_TRUE(status != nullptr || s.ok()) << s.error_message();
+    std::vector<std::string> out;
+    for (const auto& c : resp.cidrs()) out.push_back(c.cidr());
+    return out;
+  }
+
+  // id -> addresses
+  std::map<std::string, std::vector<std::string>> Clients(
+      const std::map<std::string, std::string>& params = {}, grpc::Status* status = nullptr) {
+    ::fence::GetFenceClientsRequest req;
+    for (const auto& [k, v] : params) (*req.mutable_parameters())[k] = v;
+    ::fence::GetFenceClientsResponse resp;
+    grpc::ServerContext ctx;
+    grpc::Status s = service_->GetFenceClients(&ctx, &req, &resp);
+    if (status) *status = s;
+    EXPECT_TRUE(status != nullptr || s.ok()) << s.error_message();
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& c : resp.clients()) {
+      auto& v = out[c.id()];
+      for (const auto& a : c.addresses()) v.push_back(a.cidr());
+    }
+    return out;
+  }
+
+  void Record(const std::string& container, const std::string& host,
+              const std::vector<std::string>& addresses, const std::string& network = "net1") {
+    cni::Record r;
+    r.state = cni::Record::State::kComplete;
+    r.network = network;
+    r.container_id = container;
+    r.ifname = "eth0";
+    r.netns = "/var/run/netns/" + container;
+    r.port_id = "port-" + container;
+    r.host_id = host;
+    r.mac = "02:00:00:00:00:01";
+    for (const auto& a : addresses) r.ips.push_back({a, ""});
+    ASSERT_TRUE(cni::RecordStore(dir_.path() + "/cni").Write(r).ok());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<mock::MockServer> mock_;
+  std::unique_ptr<client::Client> mp_;
+  std::unique_ptr<FenceService> service_;
+};
+
+TEST_F(FenceServiceTest, FenceDisablesExactlyThePortsInside) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("a2", "10.240.1.11", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  Start();
+  grpc::Status s = Fence({"10.240.1.10", "10.240.1.11/32"});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}, {"b1", true}}));
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.10/32", "10.240.1.11/32"}));
+  // Repeating it is harmless: same answer, same store, same ports.
+  ASSERT_TRUE(Fence({"10.240.1.10/32", "10.240.1.11"}).ok());
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.10/32", "10.240.1.11/32"}));
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}, {"b1", true}}));
+}
+
+TEST_F(FenceServiceTest, Ipv6FenceCoversDualStackPorts) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  std::string v6_of_a1;
+  for (const auto& p : mock_->Ports()) {
+    if (p.id != "a1") continue;
+    for (const auto& ip : p.ips) {
+      if (ip.find(':') != std::string::npos) v6_of_a1 = ip;
+    }
+  }
+  ASSERT_FALSE(v6_of_a1.empty()) << "the mock gives every port an IPv6 address";
+  Start();
+  ASSERT_TRUE(Fence({v6_of_a1 + "/128"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"b1", true}}));
+  ASSERT_TRUE(Fence({"fd00:240::/64"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"b1", false}}));
+  EXPECT_EQ(List(), (std::vector<std::string>{"fd00:240::/64", v6_of_a1 + "/128"}));
+}
+
+TEST_F(FenceServiceTest, BadAndMissingCidrsAreInvalidArgumentNamingTheValue) {
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  struct Case {
+    std::vector<std::string> cidrs;
+    std::string named;
+  };
+  for (const Case& c : std::vector<Case>{{{}, "cidrs"},
+                                         {{"10.240.1.0/24", "10.240.1.1/24"}, "10.240.1.1/24"},
+                                         {{"300.1.1.1"}, "300.1.1.1"},
+                                         {{""}, "cidrs[0]"},
+                                         {{"fd00::/200"}, "fd00::/200"},
+                                         {{"10.240.0.0/16", "x"}, "\"x\""}}) {
+    grpc::Status s = Fence(c.cidrs);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.named;
+    EXPECT_NE(s.error_message().find(c.named), std::string::npos) << s.error_message();
+    grpc::Status u = Unfence(c.cidrs);
+    EXPECT_EQ(u.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.named;
+  }
+  // Nothing was stored or disabled by the refused requests.
+  EXPECT_TRUE(List().empty());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
+}
+
+TEST_F(FenceServiceTest, UnfenceReenablesOnlyWhatNoRemainingFenceCovers) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("a2", "10.240.1.200", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  Start();
+  ASSERT_TRUE(Fence({"10.240.1.0/24", "10.240.1.128/25"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}, {"b1", true}}));
+  // Lifting the /24 leaves a2 covered by the /25.
+  grpc::Status s = Unfence({"10.240.1.0/24"});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", false}, {"b1", true}}));
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.128/25"}));
+  // Unfencing what is not fenced is harmless, also a retry of the same unfence: the /25
+  // inside the /24 stays (unfencing matches stored fences exactly).
+  ASSERT_TRUE(Unfence({"192.168.0.0/16", "10.240.1.0/24"}).ok());
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.128/25"}));
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", false}, {"b1", true}}));
+  ASSERT_TRUE(Unfence({"10.240.1.128/25"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", true}, {"b1", true}}));
+  EXPECT_TRUE(List().empty());
+}
+
+TEST_F(FenceServiceTest, FenceSurvivesARestartAndPortsStayDisabled) {
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  ASSERT_TRUE(Fence({"10.240.1.0/24"}).ok());
+  service_->Stop();
+  service_.reset();
+  // A new server process on the same store.
+  Start();
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.0/24"}));
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}}));
+}
+
+TEST_F(FenceServiceTest, MizarMpDownKeepsTheIntentAndTheReconcileFinishesIt) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("a2", "10.240.1.11", "node-a");
+  Start();
+  mock::Faults f;
+  f.close_connections = 1000;
+  mock_->SetFaults(f);
+  grpc::Status s = Fence({"10.240.1.0/24"});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_NE(s.error_message().find("10.240.1.0/24"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("stored"), std::string::npos) << s.error_message();
+  // The intent is kept...
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.0/24"}));
+  mock_->SetFaults({});
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", true}}));
+  // ...and the reconcile completes it.
+  auto r = service_->Reconcile();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->disabled, 2);
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}}));
+  auto store = FenceStore::Open(Options().fence_store);
+  ASSERT_TRUE(store.ok());
+  auto fences = (*store)->ListFences();
+  ASSERT_TRUE(fences.ok());
+  ASSERT_EQ(fences->size(), 1u);
+  EXPECT_EQ((*fences)[0].state, FenceState::kEnforced);
+
+  // An interrupted unfence is finished the same way.
+  mock_->SetFaults(f);
+  s = Unfence({"10.240.1.0/24"});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_TRUE(List().empty());
+  mock_->SetFaults({});
+  ASSERT_TRUE(service_->Reconcile().ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", true}}));
+}
+
+TEST_F(FenceServiceTest, ReconcileDisablesPortsCreatedLaterInsideAFence) {
+  Port("a1", "10.240.1.10", "node-a");
+  FenceOptions o = Options();
+  o.reconcile_interval = std::chrono::milliseconds(50);
+  Start(o);
+  ASSERT_TRUE(Fence({"10.240.1.0/24"}).ok());
+  Port("a3", "10.240.1.77", "node-a");
+  Port("b2", "10.240.2.77", "node-b");
+  // The periodic pass (not a call from the test) disables it; generous bound.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (AdminUp()["a3"] && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a3", false}, {"b2", true}}));
+  EXPECT_GE(service_->reconcile_passes(), 2u);
+}
+
+TEST_F(FenceServiceTest, SecretsMustMatch) {
+  Port("a1", "10.240.1.10", "node-a");
+  FenceOptions o = Options();
+  o.expected_secrets = {{"user", "fencer"}, {"key", "s3cr3t-value"}};
+  Start(o);
+  const std::map<std::string, std::string> good = {{"user", "fencer"}, {"key", "s3cr3t-value"}};
+  const std::map<std::string, std::string> bad = {{"user", "fencer"}, {"key", "wrong"}};
+  grpc::Status s = Fence({"10.240.1.0/24"}, bad);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(s.error_message().find("wrong"), std::string::npos) << "a value leaked";
+  EXPECT_EQ(s.error_message().find("s3cr3t"), std::string::npos) << "a value leaked";
+  EXPECT_EQ(Fence({"10.240.1.0/24"}).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Unfence({"10.240.1.0/24"}, bad).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::Status ls;
+  List(&ls, bad);
+  EXPECT_EQ(ls.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  ::fence::GetFenceClientsRequest req;
+  ::fence::GetFenceClientsResponse resp;
+  grpc::ServerContext ctx;
+  EXPECT_EQ(service_->GetFenceClients(&ctx, &req, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
+  ASSERT_TRUE(Fence({"10.240.1.0/24"}, good).ok());
+  EXPECT_EQ(List(&ls, good), (std::vector<std::string>{"10.240.1.0/24"}));
+}
+
+TEST_F(FenceServiceTest, FenceClientsFromRecordsAndNodeAddresses) {
+  Record("c1", "node-a", {"10.240.1.10/16"});
+  Record("c2", "node-a", {"10.240.1.11/16"});
+  Record("c3", "node-b", {"10.240.2.10/16", "fd00:240::5/64"}, "net2");
+  Record("c4", "", {"10.240.3.1/16"});  // no host id in the record: the configured hostId
+  FenceOptions o = Options();
+  o.host_id = "node-c";
+  o.node_addresses = {{"node-a", {"192.168.10.4/24"}}, {"node-d", {"172.16.0.0/30"}}};
+  Start(o);
+  EXPECT_EQ(Clients(), (std::map<std::string, std::vector<std::string>>{
+                           {"node-a", {"10.240.1.10/31", "192.168.10.4/32"}},
+                           {"node-b", {"10.240.2.10/32", "fd00:240::5/128"}},
+                           {"node-c", {"10.240.3.1/32"}},
+                           {"node-d", {"172.16.0.0/30"}}}));
+  EXPECT_EQ(Clients({{kHostIdParameter, "node-b"}}),
+            (std::map<std::string, std::vector<std::string>>{
+                {"node-b", {"10.240.2.10/32", "fd00:240::5/128"}}}));
+  EXPECT_TRUE(Clients({{kHostIdParameter, "nobody"}}).empty());
+  grpc::Status s;
+  Clients({{kHostIdParameter, ""}}, &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(FenceServiceTest, FenceClientsFromThePortList) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("a2", "10.240.1.11", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  Record("c9", "node-e", {"10.240.9.9/16"});
+  FenceOptions o = Options();
+  o.use_port_list = true;
+  Start(o);
+  auto clients = Clients();
+  ASSERT_EQ(clients.size(), 3u);
+  // Every port also has an IPv6 address from the mock; check the IPv4 part exactly.
+  auto v4 = [](const std::vector<std::string>& v) {
+    std::vector<std::string> out;
+    for (const auto& s : v) {
+      if (s.find(':') == std::string::npos) out.push_back(s);
+    }
+    return out;
+  };
+  EXPECT_EQ(v4(clients["node-a"]), (std::vector<std::string>{"10.240.1.10/31"}));
+  EXPECT_EQ(v4(clients["node-b"]), (std::vector<std::string>{"10.240.2.10/32"}));
+  EXPECT_EQ(clients["node-e"], (std::vector<std::string>{"10.240.9.9/32"}));
+  auto only_b = Clients({{kHostIdParameter, "node-b"}});
+  ASSERT_EQ(only_b.size(), 1u);
+  EXPECT_EQ(v4(only_b["node-b"]), (std::vector<std::string>{"10.240.2.10/32"}));
+  // Mizar-MP unreachable: UNAVAILABLE naming it.
+  mock::Faults f;
+  f.close_connections = 1000;
+  mock_->SetFaults(f);
+  grpc::Status s;
+  Clients({}, &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_NE(s.error_message().find("Mizar-MP"), std::string::npos) << s.error_message();
+  mock_->SetFaults({});
+}
+
+TEST_F(FenceServiceTest, UnusableStoreIsReportedByProbeAndRpcs) {
+  // A directory where the database file should be.
+  FenceOptions o = Options();
+  ASSERT_TRUE(MakeDirs(o.fence_store).ok());
+  service_ = std::make_unique<FenceService>(o);
+  EXPECT_FALSE(service_->StoreReadiness().ready) << "opening";
+  EXPECT_FALSE(service_->StartAndWait().ok());
+  Readiness r = service_->StoreReadiness();
+  EXPECT_FALSE(r.error.ok());
+  EXPECT_NE(r.error.message().find(o.fence_store), std::string::npos) << r.error.message();
+  grpc::Status s = Fence({"10.240.1.0/24"});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+
+  IdentityOptions io;
+  io.mizarmp.base_url = mock_->base_url();
+  IdentityService identity(io);
+  service_->RegisterWith(identity);
+  identity::ProbeResponse resp;
+  grpc::ServerContext ctx;
+  grpc::Status p = identity.Probe(&ctx, nullptr, &resp);
+  EXPECT_EQ(p.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(p.error_message().find("fence store"), std::string::npos) << p.error_message();
+}
+
+TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
+  Start();
+  IdentityOptions io;
+  io.mizarmp.base_url = mock_->base_url();
+  IdentityService identity(io);
+  service_->RegisterWith(identity);
+  std::set<std::string> caps;
+  for (const auto& c : identity.Capabilities()) {
+    if (c.has_network_fence()) {
+      caps.insert(identity::Capability::NetworkFence::Type_Name(c.network_fence().type()));
+    }
+  }
+  EXPECT_EQ(caps, (std::set<std::string>{"NETWORK_FENCE", "GET_CLIENTS_TO_FENCE"}));
+  auto ready = identity.CheckReady();
+  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+  EXPECT_TRUE(*ready);
+}
+
+}  // namespace
+}  // namespace mizarmp::fence
