@@ -48,3 +48,12 @@ mizarmp_add_test(NAME fence_store_test SOURCES unit/fence_store_test.cc
 mizarmp_add_test(NAME fence_service_test SOURCES unit/fence_service_test.cc
                  LIBS mizarmp_fence mizarmp_fence_records mizarmp_mock LABELS unit TIMEOUT 180)
 
+
+# FenceController end to end (root, real netns): mizarmp-mock with its agent and mizarmp-addons
+# as processes, the real plugin putting pods of two nodes into namespaces.
+if(TARGET mizarmp AND NOT TARGET fence_e2e_test)
+  mizarmp_add_test(NAME fence_e2e_test SOURCES integration/fence_e2e_test.cc
+    LIBS mizarmp_client mizarmp_proto mizarmp_common nlohmann_json::nlohmann_json
+    LABELS "netns;root" TIMEOUT 300)
+  add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
+endif()

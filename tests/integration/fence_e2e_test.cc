@@ -1,0 +1,518 @@
+// FenceController end to end (root): mizarmp-mock runs as a process with its host agent in its
+// own netns, the real mizarmp plugin binary puts pods of two nodes (separate hostId and state
+// dir per node) into real network namespaces, and mizarmp-addons runs as a process, driven
+// over its unix socket through the generated C++ stubs. What is asserted is what an operator
+// sees: the clients listed, the ports' admin state at Mizar-MP, who can still ping whom, and
+// the fences that survive a kill -9 of the server.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/fileutil.h"
+#include "common/ipaddr.h"
+#include "fence.grpc.pb.h"
+#include "identity.grpc.pb.h"
+#include "mizarmp-client/client.h"
+#include "tests/support/support.h"
+
+namespace mizarmp {
+namespace {
+
+using nlohmann::json;
+using testing::ProcessResult;
+using testing::ScopedNetns;
+using testing::UniqueName;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kSubnetCidr = "10.242.0.0/24";
+constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
+constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+// Node A's pod block, configured as one of node A's own addresses (nodeAddresses); the test
+// steers the mock's next-fit allocator so that node A's pods land inside it. Pods added to A
+// later land inside it too, which is what lets the reconcile find them inside the fence.
+constexpr const char* kNodeABlock = "10.242.0.8/29";
+constexpr const char* kNodeAAddress = "192.168.77.1";
+constexpr const char* kNodeBAddress = "192.168.77.2";
+
+// A child process killed (SIGKILL) and reaped on destruction unless stopped before.
+class Child {
+ public:
+  Child() = default;
+  explicit Child(pid_t pid) : pid_(pid) {}
+  ~Child() { Kill(SIGKILL); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  Child& operator=(Child&& o) noexcept {
+    if (this != &o) {
+      Kill(SIGKILL);
+      pid_ = o.pid_;
+      o.pid_ = -1;
+    }
+    return *this;
+  }
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  // Sends `sig` and reaps the process (SIGKILL after 20 s if it does not exit). Returns the
+  // raw wait status, or -1 when there was no process.
+  int Kill(int sig) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    int status = testing::WaitProcess(pid_, std::chrono::seconds(20));
+    if (status == -1) {
+      ::kill(pid_, SIGKILL);
+      status = testing::WaitProcess(pid_, std::chrono::seconds(20));
+    }
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Polls `done` every 100 ms until it returns true or `timeout` passes.
+template <typename F>
+bool WaitFor(F done, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::string StatusText(const grpc::Status& s) {
+  return std::to_string(static_cast<int>(s.error_code())) + " " + s.error_message();
+}
+
+std::unique_ptr<grpc::ClientContext> Ctx() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  return ctx;
+}
+
+// Every address a list of CIDRs covers (the blocks here are small).
+std::set<std::string> Expand(const std::vector<std::string>& cidrs) {
+  std::set<std::string> out;
+  for (const auto& text : cidrs) {
+    auto c = Cidr::Parse(text, /*allow_bare=*/true);
+    EXPECT_TRUE(c.ok()) << text;
+    if (!c.ok()) continue;
+    EXPECT_FALSE(c->has_host_bits()) << text << " is not in canonical network form";
+    EXPECT_GE(c->prefix_len(), c->address().bits() - 8) << text << " is larger than expected";
+    if (c->prefix_len() < c->address().bits() - 8) continue;
+    const uint64_t n = uint64_t{1} << (c->address().bits() - c->prefix_len());
+    for (uint64_t i = 0; i < n; ++i) out.insert(c->network().Plus(i).ToString());
+  }
+  return out;
+}
+
+std::set<std::string> Range(const std::string& cidr) { return Expand({cidr}); }
+
+class FenceE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MZ_REQUIRE_NETNS();
+    host_ = std::make_unique<ScopedNetns>(UniqueName("mzh"));
+    ASSERT_TRUE(MakeDirs(dir_.path() + "/a", 0700).ok());
+    ASSERT_TRUE(MakeDirs(dir_.path() + "/b", 0700).ok());
+    StartMock();
+    if (HasFatalFailure()) return;
+    client::ClientConfig cc;
+    cc.base_url = mpurl_;
+    cc.project_id = kProject;
+    auto c = client::Client::Create(cc);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    mp_ = std::move(*c);
+  }
+
+  void TearDown() override {
+    addons_.Kill(SIGTERM);
+    mock_.Kill(SIGTERM);  // the mock tears its veths and bridge down
+    pods_.clear();
+    host_.reset();
+  }
+
+  void StartMock() {
+    const std::string port_file = dir_.path() + "/mock.port";
+    pid_t pid = testing::SpawnProcess(
+        {testing::BinDir() + "/mizarmp-mock", "--listen", "127.0.0.1:0", "--port-file", port_file,
+         "--agent", "--bridge", UniqueName("mzbr"), "--agent-netns", host_->path(), "--cidr",
+         kSubnetCidr, "--log-level", "debug"},
+        {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "", dir_.path() + "/mock.log");
+    ASSERT_GT(pid, 0);
+    mock_ = Child(pid);
+    std::string port;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto text = ReadFile(port_file);
+          if (!text.ok() || text->empty()) return false;
+          port = *text;
+          while (!port.empty() && (port.back() == '\n' || port.back() == ' ')) port.pop_back();
+          return !port.empty();
+        },
+        std::chrono::seconds(20)))
+        << "mizarmp-mock did not write its port file; log:\n"
+        << Log("mock.log");
+    mpurl_ = "http://127.0.0.1:" + port;
+  }
+
+  std::string Log(const std::string& name) const {
+    auto text = ReadFile(dir_.path() + "/" + name);
+    return text.ok() ? *text : std::string("(no log)");
+  }
+
+  std::string StateDir(char node) const { return dir_.path() + "/" + std::string(1, node); }
+  std::string SocketPath() const { return dir_.path() + "/run/csi-addons.sock"; }
+
+  // The server: controller mode, node A's records in its state dir, the whole cluster from the
+  // Mizar-MP port list, a short reconcile interval.
+  void StartAddons() {
+    json config = {
+        {"endpoint", "unix://" + SocketPath()},
+        {"mpurl", mpurl_},
+        {"project", kProject},
+        {"subnet", kSubnet},
+        {"stateDir", StateDir('a')},
+        {"hostId", "node-a"},
+        {"fenceStore", dir_.path() + "/store/fence.db"},
+        {"usePortList", true},
+        {"nodeAddresses", {{"node-a", {kNodeABlock, kNodeAAddress}}, {"node-b", {kNodeBAddress}}}},
+        {"reconcileIntervalMs", 300},
+        {"logLevel", "debug"},
+        {"logFile", dir_.path() + "/addons.log"},
+    };
+    const std::string path = dir_.path() + "/addons.json";
+    ASSERT_TRUE(WriteFileAtomic(path, config.dump(2)).ok());
+    pid_t pid = testing::SpawnProcess({testing::BinDir() + "/mizarmp-addons", "--config", path},
+                                      {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "",
+                                      dir_.path() + "/addons.out");
+    ASSERT_GT(pid, 0);
+    addons_ = Child(pid);
+    auto channel = grpc::CreateChannel("unix:" + SocketPath(), grpc::InsecureChannelCredentials());
+    identity_ = identity::Identity::NewStub(channel);
+    fence_ = ::fence::FenceController::NewStub(channel);
+    // Ready once Probe says so (the store opens in the background).
+    grpc::Status last;
+    const bool ready = WaitFor(
+        [&] {
+          identity::ProbeRequest req;
+          identity::ProbeResponse resp;
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+          last = identity_->Probe(&ctx, req, &resp);
+          return last.ok() && resp.has_ready() && resp.ready().value();
+        },
+        std::chrono::seconds(30));
+    ASSERT_TRUE(ready) << "mizarmp-addons never became ready: " << StatusText(last) << "\nlog:\n"
+                       << Log("addons.log") << Log("addons.out");
+  }
+
+  json PluginConfig(char node) const {
+    return json{{"cniVersion", "1.0.0"},
+                {"name", network_},
+                {"type", "mizarmp"},
+                {"mpurl", mpurl_},
+                {"project", kProject},
+                {"subnet", kSubnet},
+                {"hostId", std::string("node-") + node},
+                {"stateDir", StateDir(node)},
+                {"logLevel", "debug"},
+                {"timeouts", {{"readyMs", 10000}, {"nicMs", 10000}}}};
+  }
+
+  ProcessResult Plugin(const std::string& command, char node, const std::string& container,
+                       const std::string& netns) const {
+    std::map<std::string, std::string> env = {
+        {"CNI_COMMAND", command},        {"CNI_CONTAINERID", container},
+        {"CNI_IFNAME", "eth0"},          {"CNI_NETNS", netns},
+        {"CNI_PATH", testing::BinDir()}, {"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
+    return testing::RunProcess({testing::BinDir() + "/mizarmp"}, env, PluginConfig(node).dump(),
+                               std::chrono::seconds(60));
+  }
+
+  struct Pod {
+    ScopedNetns* ns = nullptr;
+    std::string container;
+    std::string ip;
+  };
+
+  // ADD of a new pod on `node`; its address (without the prefix length).
+  Pod AddPod(char node, const std::string& container) {
+    pods_.push_back(std::make_unique<ScopedNetns>(UniqueName("mzp")));
+    Pod pod{pods_.back().get(), container, ""};
+    ProcessResult r = Plugin("ADD", node, container, pod.ns->path());
+    EXPECT_EQ(r.exit_code, 0) << "ADD " << container << ": " << r.out << "\n" << r.err;
+    json res = json::parse(r.out, nullptr, false);
+    if (r.exit_code != 0 || res.is_discarded() || !res.contains("ips") || res["ips"].empty()) {
+      ADD_FAILURE() << "ADD " << container << " gave no address: " << r.out;
+      return pod;
+    }
+    std::string addr = res["ips"][0]["address"].get<std::string>();
+    pod.ip = addr.substr(0, addr.find('/'));
+    return pod;
+  }
+
+  void DelPod(char node, const Pod& pod) {
+    ProcessResult r = Plugin("DEL", node, pod.container, pod.ns->path());
+    EXPECT_EQ(r.exit_code, 0) << "DEL " << pod.container << ": " << r.out << "\n" << r.err;
+  }
+
+  // Pods on node B are created and deleted until the mock's next-fit cursor is right before
+  // node A's block, so node A's pods land inside it.
+  void SteerAllocatorToNodeABlock() {
+    const std::set<std::string> block = Range(kNodeABlock);
+    const std::string before_block = "10.242.0.7";
+    for (int i = 0; i < 20; ++i) {
+      Pod filler = AddPod('b', "filler" + std::to_string(i));
+      ASSERT_FALSE(filler.ip.empty());
+      ASSERT_EQ(block.count(filler.ip), 0u) << "allocator ran past " << kNodeABlock;
+      DelPod('b', filler);
+      if (filler.ip == before_block) return;
+    }
+    FAIL() << "the mock never handed out " << before_block;
+  }
+
+  // Every port at Mizar-MP with one of `ips`, by address.
+  std::map<std::string, client::Port> PortsByIp() const {
+    std::map<std::string, client::Port> out;
+    auto ports = mp_->ListPorts();
+    EXPECT_TRUE(ports.ok()) << ports.status().ToString();
+    if (!ports.ok()) return out;
+    for (const auto& p : *ports) {
+      for (const auto& f : p.fixed_ips) out[f.ip_address] = p;
+    }
+    return out;
+  }
+
+  // admin_state_up of the port holding `ip`; fails the test when there is none.
+  bool AdminUp(const std::string& ip) const {
+    auto ports = PortsByIp();
+    auto it = ports.find(ip);
+    EXPECT_NE(it, ports.end()) << "no port holds " << ip;
+    return it == ports.end() ? true : it->second.admin_state_up;
+  }
+
+  bool WaitAdmin(const std::string& ip, bool up, std::chrono::milliseconds timeout) const {
+    return WaitFor([&] { return AdminUp(ip) == up; }, timeout);
+  }
+
+  static bool Ping(const Pod& from, const std::string& to) {
+    return from.ns->Exec("ping -c1 -W1 " + to + " >/dev/null 2>&1") == 0;
+  }
+  bool PingFromGateway(const std::string& to) const {
+    return host_->Exec("ping -c1 -W1 " + to + " >/dev/null 2>&1") == 0;
+  }
+  // Reachable within `timeout` (ARP and link state may take a moment after a change).
+  static bool EventuallyPings(const Pod& from, const std::string& to,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+    return WaitFor([&] { return Ping(from, to); }, timeout);
+  }
+  // Unreachable: several attempts, none answered.
+  static bool NeverPings(const Pod& from, const std::string& to) {
+    return from.ns->Exec("ping -c3 -i0.3 -W1 " + to + " >/dev/null 2>&1") != 0;
+  }
+
+  // RPC helpers.
+  std::map<std::string, std::vector<std::string>> Clients(
+      const std::map<std::string, std::string>& params = {}) {
+    ::fence::GetFenceClientsRequest req;
+    for (const auto& [k, v] : params) (*req.mutable_parameters())[k] = v;
+    ::fence::GetFenceClientsResponse resp;
+    auto ctx = Ctx();
+    grpc::Status s = fence_->GetFenceClients(ctx.get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << "GetFenceClients: " << StatusText(s);
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& c : resp.clients()) {
+      EXPECT_EQ(out.count(c.id()), 0u) << "node " << c.id() << " listed twice";
+      auto& list = out[c.id()];
+      for (const auto& a : c.addresses()) list.push_back(a.cidr());
+    }
+    return out;
+  }
+
+  grpc::Status Fence(const std::vector<std::string>& cidrs) {
+    ::fence::FenceClusterNetworkRequest req;
+    for (const auto& c : cidrs) req.add_cidrs()->set_cidr(c);
+    ::fence::FenceClusterNetworkResponse resp;
+    auto ctx = Ctx();
+    return fence_->FenceClusterNetwork(ctx.get(), req, &resp);
+  }
+
+  grpc::Status Unfence(const std::vector<std::string>& cidrs) {
+    ::fence::UnfenceClusterNetworkRequest req;
+    for (const auto& c : cidrs) req.add_cidrs()->set_cidr(c);
+    ::fence::UnfenceClusterNetworkResponse resp;
+    auto ctx = Ctx();
+    return fence_->UnfenceClusterNetwork(ctx.get(), req, &resp);
+  }
+
+  std::vector<std::string> ListFences() {
+    ::fence::ListClusterFenceRequest req;
+    ::fence::ListClusterFenceResponse resp;
+    auto ctx = Ctx();
+    grpc::Status s = fence_->ListClusterFence(ctx.get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << "ListClusterFence: " << StatusText(s);
+    std::vector<std::string> out;
+    for (const auto& c : resp.cidrs()) out.push_back(c.cidr());
+    return out;
+  }
+
+  // The common start: B1 on node B, then two pods on node A inside node A's block.
+  void CreateCluster() {
+    b1_ = AddPod('b', "b1");
+    ASSERT_FALSE(b1_.ip.empty());
+    SteerAllocatorToNodeABlock();
+    if (HasFatalFailure()) return;
+    a1_ = AddPod('a', "a1");
+    a2_ = AddPod('a', "a2");
+    ASSERT_FALSE(a1_.ip.empty());
+    ASSERT_FALSE(a2_.ip.empty());
+    const auto block = Range(kNodeABlock);
+    ASSERT_EQ(block.count(a1_.ip), 1u) << a1_.ip;
+    ASSERT_EQ(block.count(a2_.ip), 1u) << a2_.ip;
+    ASSERT_EQ(block.count(b1_.ip), 0u) << b1_.ip;
+    // Everyone talks to everyone before any fence.
+    EXPECT_TRUE(EventuallyPings(a1_, b1_.ip));
+    EXPECT_TRUE(EventuallyPings(a2_, b1_.ip));
+    EXPECT_TRUE(EventuallyPings(b1_, a1_.ip));
+  }
+
+  testing::TempDir dir_;
+  std::string network_ = "mzt-" + UniqueName("f");
+  std::unique_ptr<ScopedNetns> host_;
+  std::vector<std::unique_ptr<ScopedNetns>> pods_;
+  Child mock_;
+  Child addons_;
+  std::string mpurl_;
+  std::unique_ptr<client::Client> mp_;
+  std::unique_ptr<identity::Identity::Stub> identity_;
+  std::unique_ptr<::fence::FenceController::Stub> fence_;
+  Pod a1_, a2_, b1_;
+};
+
+TEST_F(FenceE2eTest, FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores) {
+  CreateCluster();
+  if (HasFatalFailure()) return;
+  StartAddons();
+  if (HasFatalFailure()) return;
+
+  // GetFenceClients: node A and node B, each with exactly its own addresses and its pods'.
+  auto clients = Clients();
+  ASSERT_EQ(clients.size(), 2u) << Log("addons.log");
+  ASSERT_EQ(clients.count("node-a"), 1u);
+  ASSERT_EQ(clients.count("node-b"), 1u);
+  std::set<std::string> want_a = Range(kNodeABlock);  // holds a1 and a2
+  want_a.insert(kNodeAAddress);
+  EXPECT_EQ(Expand(clients["node-a"]), want_a);
+  EXPECT_EQ(clients["node-a"],
+            (std::vector<std::string>{kNodeABlock, std::string(kNodeAAddress) + "/32"}));
+  EXPECT_EQ(Expand(clients["node-b"]), (std::set<std::string>{b1_.ip, kNodeBAddress}));
+  EXPECT_EQ(clients["node-b"].size(), 2u);
+  // The "hostId" parameter narrows the answer to one node.
+  auto only_b = Clients({{"hostId", "node-b"}});
+  ASSERT_EQ(only_b.size(), 1u);
+  EXPECT_EQ(only_b.begin()->first, "node-b");
+
+  // Fence node A: its ports go down at Mizar-MP, its pods lose the network, node B's pod
+  // stays reachable.
+  const std::vector<std::string> fence_a = clients["node-a"];
+  grpc::Status s = Fence(fence_a);
+  ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
+  EXPECT_FALSE(AdminUp(a1_.ip));
+  EXPECT_FALSE(AdminUp(a2_.ip));
+  EXPECT_TRUE(AdminUp(b1_.ip));
+  EXPECT_TRUE(NeverPings(a1_, b1_.ip));
+  EXPECT_TRUE(NeverPings(a2_, b1_.ip));
+  EXPECT_TRUE(NeverPings(b1_, a1_.ip));
+  EXPECT_TRUE(WaitFor([&] { return PingFromGateway(b1_.ip); }, std::chrono::seconds(10)))
+      << "node B's pod must stay reachable";
+  EXPECT_EQ(ListFences(), fence_a);
+  // Repeating the fence is harmless.
+  s = Fence(fence_a);
+  EXPECT_TRUE(s.ok()) << StatusText(s);
+  EXPECT_EQ(ListFences(), fence_a);
+
+  // A pod added to node A after the fence lands inside it and the reconcile disables it.
+  Pod a3 = AddPod('a', "a3");
+  ASSERT_FALSE(a3.ip.empty());
+  ASSERT_EQ(Range(kNodeABlock).count(a3.ip), 1u) << a3.ip;
+  EXPECT_TRUE(WaitAdmin(a3.ip, false, std::chrono::seconds(20)))
+      << "the reconcile did not disable " << a3.ip << "\n"
+      << Log("addons.log");
+  EXPECT_TRUE(NeverPings(a3, b1_.ip));
+  EXPECT_TRUE(AdminUp(b1_.ip));
+
+  // Unfence: every port of node A comes back, and so does the traffic.
+  s = Unfence(fence_a);
+  ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
+  EXPECT_TRUE(ListFences().empty());
+  EXPECT_TRUE(WaitAdmin(a1_.ip, true, std::chrono::seconds(20)));
+  EXPECT_TRUE(WaitAdmin(a2_.ip, true, std::chrono::seconds(20)));
+  EXPECT_TRUE(WaitAdmin(a3.ip, true, std::chrono::seconds(20)));
+  EXPECT_TRUE(EventuallyPings(a1_, b1_.ip));
+  EXPECT_TRUE(EventuallyPings(a2_, b1_.ip));
+  EXPECT_TRUE(EventuallyPings(a3, b1_.ip));
+  EXPECT_TRUE(EventuallyPings(b1_, a1_.ip));
+  // Unfencing what is not fenced is harmless.
+  s = Unfence(fence_a);
+  EXPECT_TRUE(s.ok()) << StatusText(s);
+}
+
+TEST_F(FenceE2eTest, AcknowledgedFenceSurvivesKill9OfTheServer) {
+  CreateCluster();
+  if (HasFatalFailure()) return;
+  StartAddons();
+  if (HasFatalFailure()) return;
+
+  auto clients = Clients();
+  ASSERT_EQ(clients.count("node-a"), 1u);
+  const std::vector<std::string> fence_a = clients["node-a"];
+  ASSERT_FALSE(fence_a.empty());
+
+  // kill -9 the moment the fence is acknowledged.
+  grpc::Status s = Fence(fence_a);
+  ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
+  const int status = addons_.Kill(SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "raw status " << status;
+
+  // While the server is down, someone re-enables one of node A's ports behind its back.
+  {
+    auto ports = PortsByIp();
+    ASSERT_EQ(ports.count(a1_.ip), 1u);
+    auto up = mp_->UpdatePort(ports[a1_.ip].id, json{{"admin_state_up", true}});
+    ASSERT_TRUE(up.ok()) << up.status().ToString();
+    EXPECT_TRUE(AdminUp(a1_.ip));
+  }
+
+  // Restart on the same store: the fence is still there, and the reconcile keeps node A's
+  // ports disabled.
+  StartAddons();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(ListFences(), fence_a);
+  EXPECT_TRUE(WaitAdmin(a1_.ip, false, std::chrono::seconds(20))) << Log("addons.log");
+  EXPECT_FALSE(AdminUp(a2_.ip));
+  EXPECT_TRUE(AdminUp(b1_.ip));
+  EXPECT_TRUE(NeverPings(a1_, b1_.ip));
+  EXPECT_TRUE(NeverPings(a2_, b1_.ip));
+  EXPECT_TRUE(WaitFor([&] { return PingFromGateway(b1_.ip); }, std::chrono::seconds(10)));
+  // Several reconcile passes later nothing has changed.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(AdminUp(a1_.ip));
+  EXPECT_FALSE(AdminUp(a2_.ip));
+  EXPECT_EQ(ListFences(), fence_a);
+}
+
+}  // namespace
+}  // namespace mizarmp
