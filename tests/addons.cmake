@@ -48,12 +48,13 @@ mizarmp_add_test(NAME fence_store_test SOURCES unit/fence_store_test.cc
 mizarmp_add_test(NAME fence_service_test SOURCES unit/fence_service_test.cc
                  LIBS mizarmp_fence mizarmp_fence_records mizarmp_mock LABELS unit TIMEOUT 180)
 
-
-# FenceController end to end (root, real netns): mizarmp-mock with its agent and mizarmp-addons
-# as processes, the real plugin putting pods of two nodes into namespaces.
-if(TARGET mizarmp AND NOT TARGET fence_e2e_test)
-  mizarmp_add_test(NAME fence_e2e_test SOURCES integration/fence_e2e_test.cc
-    LIBS mizarmp_client mizarmp_proto mizarmp_common nlohmann_json::nlohmann_json
-    LABELS "netns;root" TIMEOUT 300)
-  add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
+# The FenceController through the independent Python client: every RPC over the unix socket
+# and over (mutual) TLS, the error scheme, kill -9 durability (mizarmp-mock without agent).
+if(MIZARMP_PYTHON_GRPC)
+  add_test(NAME python_fence
+           COMMAND ${MIZARMP_PYTHON_GRPC} -m unittest -v test_fence
+           WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+  set_tests_properties(python_fence PROPERTIES
+    LABELS python TIMEOUT 300
+    ENVIRONMENT "MIZARMP_BIN_DIR=${PROJECT_BINARY_DIR}/bin;MIZARMP_PROTO_DIR=${MIZARMP_PROTO_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()

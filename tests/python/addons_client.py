@@ -194,7 +194,10 @@ class MizarMpMock:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self):
+        # id() values are reused once an object is gone: never read a previous mock's port.
         port_file = os.path.join(self.workdir, f"mock-{id(self)}.port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [binary("mizarmp-mock"), "--listen", "127.0.0.1:0", "--port-file", port_file,
@@ -238,8 +241,12 @@ class AddonsServer:
     explicit endpoint string. Extra flags go in `args`."""
 
     def __init__(self, workdir, mpurl=None, endpoint=None, tls=None, client_ca=False, args=(),
-                 name="addons"):
+                 name="addons", fence_store=None, state_dir=None):
         self.workdir = workdir
+        # Never the system defaults (/var/lib/...): a store and a records dir per server name
+        # unless the test shares one between servers (a restart on the same store).
+        self.fence_store = fence_store or os.path.join(workdir, f"{name}-lib", "fence.db")
+        self.state_dir = state_dir or os.path.join(workdir, f"{name}-cni")
         self.mpurl = mpurl or f"http://127.0.0.1:{free_port()}"
         self.tls = tls
         self.client_ca = client_ca
@@ -266,7 +273,8 @@ class AddonsServer:
 
     def command(self):
         cmd = [binary("mizarmp-addons"), "--endpoint", self.endpoint, "--mpurl", self.mpurl,
-               "--log-level", "debug"]
+               "--log-level", "debug", "--fence-store", self.fence_store,
+               "--state-dir", self.state_dir]
         if self.tls:
             cmd += ["--tls-cert-file", self.tls["server_cert"],
                     "--tls-key-file", self.tls["server_key"]]
@@ -314,6 +322,12 @@ class AddonsServer:
                 self.proc.wait()
                 raise
         return self.proc.returncode
+
+    def kill(self):
+        """SIGKILL, no chance to clean up (a crash)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def log_text(self):
         return _tail(self.log, limit=1 << 20)

@@ -1,0 +1,249 @@
+"""mizarmp-addons FenceController, seen by an independent Python gRPC client.
+
+Every RPC over the unix socket and over TLS on TCP, against mizarmp-mock as a process (no agent,
+no root): the ports' admin state at the mock is what a fence changes. Stubs are generated from
+the project's protos at test time; the TLS material is made with openssl at test time.
+
+Run: MIZARMP_BIN_DIR=build/bin python3 -m unittest -v test_fence   (from tests/python)
+"""
+
+import json
+import os
+import urllib.request
+import unittest
+
+import grpc
+
+import addons_client as ac
+
+TIMEOUT = 20  # seconds per RPC; generous, never asserted on
+PROJECT = ac.DEFAULT_PROJECT
+SUBNET = ac.DEFAULT_SUBNET
+
+# port id -> (IPv4 address, host id); the mock's default subnet is 10.240.0.0/16.
+PORTS = {
+    "a1": ("10.240.1.10", "node-a"),
+    "a2": ("10.240.1.11", "node-a"),
+    "b1": ("10.240.2.10", "node-b"),
+}
+
+
+# Loopback only: never through an http_proxy from the environment.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def mock_request(mock, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(mock.base_url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with _OPENER.open(req, timeout=TIMEOUT) as resp:
+        return json.loads(resp.read().decode() or "null")
+
+
+def create_port(mock, port_id, ip, host):
+    mock_request(mock, "POST", f"/project/{PROJECT}/ports", {"port": {
+        "project_id": PROJECT, "id": port_id, "name": "k8s_" + port_id,
+        "network_id": SUBNET, "veth_name": "eth0", "network_ns": "/var/run/netns/x-" + port_id,
+        "binding:host_id": host, "admin_state_up": True,
+        "fixed_ips": [{"subnet_id": SUBNET, "ip_address": ip}]}})
+
+
+def admin_state(mock):
+    ports = mock_request(mock, "GET", f"/project/{PROJECT}/ports")["ports"]
+    return {p["id"]: p["admin_state_up"] for p in ports}
+
+
+class FenceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = ac.Workdir()
+        cls.stubs = ac.generate_stubs(os.path.join(cls.work.path, "stubs"))
+        cls.tls = ac.make_tls_material(cls.work.path)
+        cls.secrets_file = os.path.join(cls.work.path, "secrets.json")
+        with open(cls.secrets_file, "w", encoding="utf-8") as f:
+            json.dump({"fence-key": "open-sesame"}, f)
+        os.chmod(cls.secrets_file, 0o600)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.work.cleanup()
+
+    def setUp(self):
+        # A fresh controller per test, so port states never leak between tests.
+        self.mock = ac.MizarMpMock(self.work.path).start()
+        self.addCleanup(self.mock.stop)
+        for port_id, (ip, host) in PORTS.items():
+            create_port(self.mock, port_id, ip, host)
+
+    def server(self, **kwargs):
+        kwargs.setdefault("mpurl", self.mock.base_url)
+        kwargs.setdefault("name", self.id().rsplit(".", 1)[-1])
+        srv = ac.AddonsServer(self.work.path, **kwargs)
+        srv.start()
+        self.addCleanup(srv.stop)
+        return srv
+
+    def fence_stub(self, srv):
+        channel = srv.channel()
+        self.addCleanup(channel.close)
+        return self.stubs.fence_pb2_grpc.FenceControllerStub(channel)
+
+    def cidrs(self, *texts):
+        return [self.stubs.fence_pb2.CIDR(cidr=t) for t in texts]
+
+    def assert_code(self, code, call, *needles):
+        with self.assertRaises(grpc.RpcError) as ctx:
+            call()
+        self.assertEqual(ctx.exception.code(), code, ctx.exception.details())
+        for needle in needles:
+            self.assertIn(needle, ctx.exception.details())
+        return ctx.exception
+
+    # --- every RPC, over both transports ---------------------------------------------------
+
+    def exercise_every_rpc(self, srv, secrets=None):
+        pb = self.stubs.fence_pb2
+        stub = self.fence_stub(srv)
+        sec = secrets or {}
+
+        clients = stub.GetFenceClients(pb.GetFenceClientsRequest(secrets=sec), timeout=TIMEOUT)
+        got = {c.id: [a.cidr for a in c.addresses] for c in clients.clients}
+        self.assertEqual(got, {"node-a": ["10.240.1.10/31"], "node-b": ["10.240.2.10/32"]})
+
+        narrowed = stub.GetFenceClients(
+            pb.GetFenceClientsRequest(parameters={"hostId": "node-b"}, secrets=sec),
+            timeout=TIMEOUT)
+        self.assertEqual([(c.id, [a.cidr for a in c.addresses]) for c in narrowed.clients],
+                         [("node-b", ["10.240.2.10/32"])])
+
+        stub.FenceClusterNetwork(pb.FenceClusterNetworkRequest(
+            cidrs=self.cidrs(*got["node-a"]), secrets=sec), timeout=TIMEOUT)
+        self.assertEqual(admin_state(self.mock), {"a1": False, "a2": False, "b1": True})
+        # Repeating the fence is harmless.
+        stub.FenceClusterNetwork(pb.FenceClusterNetworkRequest(
+            cidrs=self.cidrs("10.240.1.10/31", "10.240.1.10/31"), secrets=sec), timeout=TIMEOUT)
+        listed = stub.ListClusterFence(pb.ListClusterFenceRequest(secrets=sec), timeout=TIMEOUT)
+        self.assertEqual([c.cidr for c in listed.cidrs], ["10.240.1.10/31"])
+
+        stub.UnfenceClusterNetwork(pb.UnfenceClusterNetworkRequest(
+            cidrs=self.cidrs("10.240.1.10/31"), secrets=sec), timeout=TIMEOUT)
+        self.assertEqual(admin_state(self.mock), {"a1": True, "a2": True, "b1": True})
+        listed = stub.ListClusterFence(pb.ListClusterFenceRequest(secrets=sec), timeout=TIMEOUT)
+        self.assertEqual(list(listed.cidrs), [])
+
+    def test_every_rpc_over_the_unix_socket(self):
+        self.exercise_every_rpc(self.server(args=["--use-port-list"]))
+
+    def test_every_rpc_over_tls(self):
+        srv = self.server(endpoint="tcp", tls=self.tls, args=["--use-port-list"])
+        self.exercise_every_rpc(srv)
+
+    def test_every_rpc_over_mutual_tls_with_secrets(self):
+        srv = self.server(endpoint="tcp", tls=self.tls, client_ca=True,
+                          args=["--use-port-list", "--secrets-file", self.secrets_file])
+        self.exercise_every_rpc(srv, secrets={"fence-key": "open-sesame"})
+
+    # --- the error scheme ----------------------------------------------------------------
+
+    def test_bad_and_missing_cidrs_are_invalid_argument(self):
+        srv = self.server()
+        pb = self.stubs.fence_pb2
+        stub = self.fence_stub(srv)
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        for req_type, rpc in ((pb.FenceClusterNetworkRequest, stub.FenceClusterNetwork),
+                              (pb.UnfenceClusterNetworkRequest, stub.UnfenceClusterNetwork)):
+            self.assert_code(invalid, lambda: rpc(req_type(), timeout=TIMEOUT), "cidrs")
+            for bad in ("10.240.1.1/24", "10.0.0.0/33", "not-a-cidr", "fd00::/129", "",
+                        "1.2.3"):
+                self.assert_code(invalid, lambda: rpc(req_type(cidrs=self.cidrs(
+                    "10.240.0.0/16", bad)), timeout=TIMEOUT), f'"{bad}"')
+        listed = stub.ListClusterFence(pb.ListClusterFenceRequest(), timeout=TIMEOUT)
+        self.assertEqual(list(listed.cidrs), [])
+        self.assertEqual(admin_state(self.mock), {"a1": True, "a2": True, "b1": True})
+
+    def test_wrong_secret_is_unauthenticated(self):
+        srv = self.server(args=["--secrets-file", self.secrets_file])
+        pb = self.stubs.fence_pb2
+        stub = self.fence_stub(srv)
+        unauth = grpc.StatusCode.UNAUTHENTICATED
+        for secrets in ({}, {"fence-key": "guess"}, {"other": "open-sesame"}):
+            calls = [
+                lambda: stub.FenceClusterNetwork(pb.FenceClusterNetworkRequest(
+                    cidrs=self.cidrs("10.240.1.0/24"), secrets=secrets), timeout=TIMEOUT),
+                lambda: stub.UnfenceClusterNetwork(pb.UnfenceClusterNetworkRequest(
+                    cidrs=self.cidrs("10.240.1.0/24"), secrets=secrets), timeout=TIMEOUT),
+                lambda: stub.ListClusterFence(pb.ListClusterFenceRequest(secrets=secrets),
+                                              timeout=TIMEOUT),
+                lambda: stub.GetFenceClients(pb.GetFenceClientsRequest(secrets=secrets),
+                                             timeout=TIMEOUT),
+            ]
+            for call in calls:
+                err = self.assert_code(unauth, call)
+                self.assertNotIn("guess", err.details())
+                self.assertNotIn("open-sesame", err.details())
+        self.assertEqual(admin_state(self.mock), {"a1": True, "a2": True, "b1": True})
+        # The secret values never reach the log either.
+        srv.stop()
+        log = srv.log_text()
+        self.assertNotIn("open-sesame", log)
+        self.assertNotIn("guess", log)
+
+    def test_methods_not_served_are_unimplemented(self):
+        srv = self.server()
+        channel = srv.channel()
+        self.addCleanup(channel.close)
+        ekr = self.stubs.encryptionkeyrotation_pb2
+        stub = self.stubs.encryptionkeyrotation_pb2_grpc.EncryptionKeyRotationControllerStub(
+            channel)
+        req = ekr.EncryptionKeyRotateRequest(volume_id="vol-1")
+        req.volume_capability.block.SetInParent()
+        self.assert_code(grpc.StatusCode.UNIMPLEMENTED,
+                         lambda: stub.EncryptionKeyRotate(req, timeout=TIMEOUT))
+        # A CSI-Addons service this server has no part of (replication), as raw bytes.
+        raw = channel.unary_unary("/replication.Controller/EnableVolumeReplication",
+                                  request_serializer=None, response_deserializer=None)
+        self.assert_code(grpc.StatusCode.UNIMPLEMENTED, lambda: raw(b"", timeout=TIMEOUT))
+
+    # --- capabilities, probe, durability ------------------------------------------------------
+
+    def test_identity_advertises_fencing_and_probe_is_ready(self):
+        srv = self.server()
+        channel = srv.channel()
+        self.addCleanup(channel.close)
+        ipb = self.stubs.identity_pb2
+        ident = self.stubs.identity_pb2_grpc.IdentityStub(channel)
+        caps = ident.GetCapabilities(ipb.GetCapabilitiesRequest(), timeout=TIMEOUT)
+        fence_types = {ipb.Capability.NetworkFence.Type.Name(c.network_fence.type)
+                       for c in caps.capabilities if c.WhichOneof("type") == "network_fence"}
+        self.assertEqual(fence_types, {"NETWORK_FENCE", "GET_CLIENTS_TO_FENCE"})
+        self.assertTrue(ident.Probe(ipb.ProbeRequest(), timeout=TIMEOUT).ready.value)
+
+    def test_unusable_store_fails_the_probe(self):
+        store = os.path.join(self.work.path, "store-is-a-dir")
+        os.makedirs(store, exist_ok=True)
+        srv = self.server(fence_store=store)
+        channel = srv.channel()
+        self.addCleanup(channel.close)
+        ipb = self.stubs.identity_pb2
+        ident = self.stubs.identity_pb2_grpc.IdentityStub(channel)
+        self.assert_code(grpc.StatusCode.FAILED_PRECONDITION,
+                         lambda: ident.Probe(ipb.ProbeRequest(), timeout=TIMEOUT), "fence store")
+
+    def test_acknowledged_fence_survives_kill_9(self):
+        store = os.path.join(self.work.path, "kill9", "fence.db")
+        srv = self.server(fence_store=store, name="kill9a")
+        pb = self.stubs.fence_pb2
+        self.fence_stub(srv).FenceClusterNetwork(
+            pb.FenceClusterNetworkRequest(cidrs=self.cidrs("10.240.2.10")), timeout=TIMEOUT)
+        srv.kill()
+        self.assertEqual(os.stat(store).st_mode & 0o777, 0o600)
+        self.assertEqual(os.stat(os.path.dirname(store)).st_mode & 0o777, 0o700)
+        again = self.server(fence_store=store, name="kill9b")
+        listed = self.fence_stub(again).ListClusterFence(pb.ListClusterFenceRequest(),
+                                                         timeout=TIMEOUT)
+        self.assertEqual([c.cidr for c in listed.cidrs], ["10.240.2.10/32"])
+        self.assertEqual(admin_state(self.mock), {"a1": True, "a2": True, "b1": False})
+
+
+if __name__ == "__main__":
+    unittest.main()
