@@ -58,3 +58,12 @@ if(MIZARMP_PYTHON_GRPC)
     LABELS python TIMEOUT 300
     ENVIRONMENT "MIZARMP_BIN_DIR=${PROJECT_BINARY_DIR}/bin;MIZARMP_PROTO_DIR=${MIZARMP_PROTO_DIR};PYTHONDONTWRITEBYTECODE=1")
 endif()
+
+# FenceController end to end (root, real netns): mizarmp-mock with its agent and mizarmp-addons
+# as processes, the real plugin putting pods of two nodes into namespaces.
+if(TARGET mizarmp AND NOT TARGET fence_e2e_test)
+  mizarmp_add_test(NAME fence_e2e_test SOURCES integration/fence_e2e_test.cc
+    LIBS mizarmp_client mizarmp_proto mizarmp_common nlohmann_json::nlohmann_json
+    LABELS "netns;root" TIMEOUT 300)
+  add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
+endif()
