@@ -369,6 +369,15 @@ class FenceE2eTest : public ::testing::Test {
     return out;
   }
 
+  // Replaces the mock's injected faults (its control endpoint, not part of Mizar-MP).
+  void SetFaults(const json& faults) const {
+    std::string out;
+    const int rc = testing::Shell("curl -sS -f -X POST -H 'Content-Type: application/json' -d '" +
+                                      faults.dump() + "' " + mpurl_ + "/mock/faults",
+                                  &out);
+    ASSERT_EQ(rc, 0) << "POST /mock/faults: " << out;
+  }
+
   // The common start: B1 on node B, then two pods on node A inside node A's block.
   void CreateCluster() {
     b1_ = AddPod('b', "b1");
@@ -511,6 +520,42 @@ TEST_F(FenceE2eTest, AcknowledgedFenceSurvivesKill9OfTheServer) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_FALSE(AdminUp(a1_.ip));
   EXPECT_FALSE(AdminUp(a2_.ip));
+  EXPECT_EQ(ListFences(), fence_a);
+}
+
+TEST_F(FenceE2eTest, FenceInterruptedAtMizarMpIsKeptAndFinishedByTheReconcile) {
+  CreateCluster();
+  if (HasFatalFailure()) return;
+  StartAddons();
+  if (HasFatalFailure()) return;
+  auto clients = Clients();
+  ASSERT_EQ(clients.count("node-a"), 1u);
+  const std::vector<std::string> fence_a = clients["node-a"];
+  ASSERT_FALSE(fence_a.empty());
+
+  // Mizar-MP drops every REST connection: the fence cannot be enforced now.
+  SetFaults({{"close_connections", 100000}});
+  if (HasFatalFailure()) return;
+  grpc::Status s = Fence(fence_a);
+  ASSERT_FALSE(s.ok()) << "a fence that could not be enforced was acknowledged as done";
+  EXPECT_TRUE(s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+              s.error_code() == grpc::StatusCode::UNKNOWN)
+      << StatusText(s);
+  EXPECT_NE(s.error_message().find(fence_a[0]), std::string::npos)
+      << "the error should name the fence left to do: " << s.error_message();
+  // The intent is kept, and nothing was enforced yet: node A still talks.
+  EXPECT_EQ(ListFences(), fence_a);
+  EXPECT_TRUE(EventuallyPings(a1_, b1_.ip));
+
+  // Mizar-MP recovers: the reconcile finishes the fence without another call.
+  SetFaults(json::object());
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(WaitAdmin(a1_.ip, false, std::chrono::seconds(20))) << Log("addons.log");
+  EXPECT_TRUE(WaitAdmin(a2_.ip, false, std::chrono::seconds(20)));
+  EXPECT_TRUE(AdminUp(b1_.ip));
+  EXPECT_TRUE(NeverPings(a1_, b1_.ip));
+  EXPECT_TRUE(NeverPings(a2_, b1_.ip));
+  EXPECT_TRUE(WaitFor([&] { return PingFromGateway(b1_.ip); }, std::chrono::seconds(10)));
   EXPECT_EQ(ListFences(), fence_a);
 }
 
