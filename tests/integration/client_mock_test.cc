@@ -33,9 +33,11 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// Copies the Status: `status_expr` is often `Make().status()`, a reference into a temporary
+// Result that is gone at the end of this declaration (ASan: stack-use-after-scope).
 #define EXPECT_CODE(status_expr, want_code)                               \
   do {                                                                    \
-    const ::mizarmp::Status& mz_st_ = (status_expr);                      \
+    const ::mizarmp::Status mz_st_ = (status_expr);                       \
     EXPECT_EQ(mz_st_.code(), (want_code)) << "got " << mz_st_.ToString(); \
   } while (0)
 
