@@ -10,7 +10,8 @@
 #      address through the mizarmp plugin, and they ping each other over the Mizar-MP network,
 #   5. shows the ports at the controller (curl) and the plugin's attachment records,
 #   6. starts mizarmp-addons (CSI-Addons server) on a unix socket and asks it Identity
-#      GetIdentity / GetCapabilities / Probe from Python (stubs generated from proto/),
+#      GetIdentity / GetCapabilities / Probe and FenceController GetFenceClients from Python
+#      (stubs generated from proto/),
 #   7. removes the containers and shows that no port, record or veth is left,
 #   8. stops the servers. Everything it created is removed on any exit.
 #
@@ -177,7 +178,7 @@ done
 [[ -S "$ADDONS_SOCK" ]] || { echo "demo: mizarmp-addons did not open $ADDONS_SOCK"; exit 1; }
 echo "listening on unix://$ADDONS_SOCK"
 echo
-echo "Identity over gRPC from Python (Debian's python3-grpcio; stubs generated from proto/):"
+echo "Identity and GetFenceClients over gRPC from Python (Debian's python3-grpcio; stubs generated from proto/):"
 /usr/bin/python3 - "$ROOT" "$WORK/stubs" "$ADDONS_SOCK" <<'EOF'
 import sys
 root, stubs_dir, sock = sys.argv[1:4]
@@ -206,6 +207,13 @@ with grpc.insecure_channel("unix:" + sock) as channel:
     print("  Probe:           ready=%s" % ready)
     if not ready:
         sys.exit("Probe did not report ready")
+    # FenceController: the clients a fence would act on (this node's pods, from the plugin's
+    # attachment records).
+    fence = stubs.fence_pb2_grpc.FenceControllerStub(channel)
+    clients = fence.GetFenceClients(stubs.fence_pb2.GetFenceClientsRequest(), timeout=10)
+    for client in clients.clients:
+        print("  GetFenceClients: %s: %s" % (client.id,
+                                             ", ".join(c.cidr for c in client.addresses)))
 EOF
 stop_pid "$ADDONS_PID"
 ADDONS_PID=""
