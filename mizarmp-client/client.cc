@@ -610,7 +610,11 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
       if (cancelled()) return cancelled_error();
       std::this_thread::sleep_for(std::min<Clock::duration>(wake - now, milliseconds(10)));
     }
-    interval = std::min(cap, std::chrono::duration_cast<milliseconds>(interval * factor));
+    const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    const milliseconds cap_now = std::max(
+        cap, milliseconds(static_cast<int64_t>(static_cast<double>(waited.count()) *
+                                               std::max(0.0, options.max_fraction))));
+    interval = std::min(cap_now, std::chrono::duration_cast<milliseconds>(interval * factor));
     if (interval.count() < 1) interval = milliseconds(1);
   }
 }

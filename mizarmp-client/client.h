@@ -48,7 +48,12 @@ struct ClientConfig {
 
 struct PollOptions {
   std::chrono::milliseconds initial{1};  // first re-poll this soon after the first GET
-  std::chrono::milliseconds max{50};     // interval grows by `factor` up to this cap
+  // The interval grows by `factor` up to this cap, so a port that becomes ready within the first
+  // second or so is seen at most `max` late. Past that the cap rises with the time already
+  // waited (`max_fraction` of it): lateness stays a small share of the wait, and a port that
+  // takes a minute costs the controller hundreds of GETs rather than thousands.
+  std::chrono::milliseconds max{5};
+  double max_fraction = 0.01;
   double factor = 2.0;
   std::chrono::milliseconds deadline{60000};  // overall, from the call
   // Checked between polls; when it returns true the wait ends with CANCELLED.
