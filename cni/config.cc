@@ -17,10 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 Status WrongType(const std::string& key, const char* want, const json& got) {
-  return InvalidArgumentError("config key " + Quote(key) + " must be " + want + " (got " +
+  return InvalidArgumentError("config key " + Quoted(key) + " must be " + want + " (got " +
                               got.type_name() + ")");
 }
 
@@ -41,10 +39,10 @@ Status ReadString(const json& obj, const char* key, const std::string& path, std
 
 Status RequireString(const json& obj, const char* key, std::string* out) {
   const json* v = Find(obj, key);
-  if (v == nullptr) return InvalidArgumentError("config is missing required key " + Quote(key));
+  if (v == nullptr) return InvalidArgumentError("config is missing required key " + Quoted(key));
   if (!v->is_string()) return WrongType(key, "a string", *v);
   *out = v->get<std::string>();
-  if (out->empty()) return InvalidArgumentError("config key " + Quote(key) + " is empty");
+  if (out->empty()) return InvalidArgumentError("config key " + Quoted(key) + " is empty");
   return Status::Ok();
 }
 
@@ -65,7 +63,7 @@ Status ReadInt(const json& obj, const char* key, const std::string& path, int64_
                   ? INT64_MAX
                   : v->get<int64_t>();
   if (n < min || n > max) {
-    return InvalidArgumentError("config key " + Quote(path) + " is " + v->dump() + ", want " +
+    return InvalidArgumentError("config key " + Quoted(path) + " is " + v->dump() + ", want " +
                                 std::to_string(min) + ".." + std::to_string(max));
   }
   *out = n;
@@ -148,7 +146,7 @@ Status ValidateNetworkName(std::string_view name) {
     ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   }
   if (ok) return Status::Ok();
-  return InvalidArgumentError("config key \"name\": " + Quote(name) +
+  return InvalidArgumentError("config key \"name\": " + Quoted(name) +
                               " is not a valid network name (want [A-Za-z0-9][A-Za-z0-9_.-]*)");
 }
 
@@ -163,11 +161,11 @@ Result<NetConf> ParseNetConf(const json& doc) {
   MZ_RETURN_IF_ERROR(RequireString(doc, "mpurl", &c.mpurl));
   MZ_RETURN_IF_ERROR(RequireString(doc, "project", &c.project));
   if (!IsUuid(c.project)) {
-    return InvalidArgumentError("config key \"project\": " + Quote(c.project) + " is not a UUID");
+    return InvalidArgumentError("config key \"project\": " + Quoted(c.project) + " is not a UUID");
   }
   MZ_RETURN_IF_ERROR(RequireString(doc, "subnet", &c.subnet));
   if (!IsUuid(c.subnet)) {
-    return InvalidArgumentError("config key \"subnet\": " + Quote(c.subnet) + " is not a UUID");
+    return InvalidArgumentError("config key \"subnet\": " + Quoted(c.subnet) + " is not a UUID");
   }
   MZ_RETURN_IF_ERROR(ReadString(doc, "hostId", "hostId", &c.host_id));
   c.network_id = c.subnet;
@@ -183,13 +181,13 @@ Result<NetConf> ParseNetConf(const json& doc) {
   } else if (dialect == "alcor") {
     c.dialect = client::Dialect::kAlcor;
   } else {
-    return InvalidArgumentError("config key \"dialect\": " + Quote(dialect) +
+    return InvalidArgumentError("config key \"dialect\": " + Quoted(dialect) +
                                 " is not one of \"auto\", \"v0.1\", \"alcor\"");
   }
 
   MZ_RETURN_IF_ERROR(ReadString(doc, "stateDir", "stateDir", &c.state_dir));
   if (c.state_dir.empty() || c.state_dir[0] != '/') {
-    return InvalidArgumentError("config key \"stateDir\": " + Quote(c.state_dir) +
+    return InvalidArgumentError("config key \"stateDir\": " + Quoted(c.state_dir) +
                                 " is not an absolute path");
   }
   MZ_RETURN_IF_ERROR(ReadString(doc, "logFile", "logFile", &c.log_file));

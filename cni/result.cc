@@ -92,12 +92,12 @@ Result<AddResult> ResultFromJson(const json& j) {
       IpResult ip;
       MZ_ASSIGN_OR_RETURN(std::string addr, OptString(jip, "address", where));
       auto cidr = Cidr::Parse(addr);
-      if (!cidr.ok()) return Bad(where + ".address", "\"" + addr + "\" is not an address/prefix");
+      if (!cidr.ok()) return Bad(where + ".address", Quoted(addr) + " is not an address/prefix");
       ip.address = *cidr;
       MZ_ASSIGN_OR_RETURN(std::string gw, OptString(jip, "gateway", where));
       if (!gw.empty()) {
         auto g = IpAddress::Parse(gw);
-        if (!g.ok()) return Bad(where + ".gateway", "\"" + gw + "\" is not an address");
+        if (!g.ok()) return Bad(where + ".gateway", Quoted(gw) + " is not an address");
         ip.gateway = *g;
       }
       if (auto f = jip.find("interface"); f != jip.end() && !f->is_null()) {
@@ -116,12 +116,12 @@ Result<AddResult> ResultFromJson(const json& j) {
       RouteResult rr;
       MZ_ASSIGN_OR_RETURN(std::string dst, OptString(jr, "dst", where));
       auto d = Cidr::Parse(dst);
-      if (!d.ok()) return Bad(where + ".dst", "\"" + dst + "\" is not a prefix");
+      if (!d.ok()) return Bad(where + ".dst", Quoted(dst) + " is not a prefix");
       rr.dst = *d;
       MZ_ASSIGN_OR_RETURN(std::string gw, OptString(jr, "gw", where));
       if (!gw.empty()) {
         auto g = IpAddress::Parse(gw);
-        if (!g.ok()) return Bad(where + ".gw", "\"" + gw + "\" is not an address");
+        if (!g.ok()) return Bad(where + ".gw", Quoted(gw) + " is not an address");
         rr.gw = *g;
       }
       r.routes.push_back(std::move(rr));

@@ -20,7 +20,7 @@ Result<SemVer> ParseVersion(std::string_view text) {
     if (i == 2) return v;
     rest.remove_prefix(end + 1);
   }
-  return InvalidArgumentError("\"" + std::string(text) + "\" is not a version (want X.Y.Z)");
+  return InvalidArgumentError(Quoted(text) + " is not a version (want X.Y.Z)");
 }
 
 bool IsSupported(std::string_view version) {

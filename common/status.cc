@@ -7,23 +7,40 @@ namespace mizarmp {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kCancelled: return "CANCELLED";
-    case Code::kUnknown: return "UNKNOWN";
-    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Code::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case Code::kNotFound: return "NOT_FOUND";
-    case Code::kAlreadyExists: return "ALREADY_EXISTS";
-    case Code::kPermissionDenied: return "PERMISSION_DENIED";
-    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case Code::kAborted: return "ABORTED";
-    case Code::kOutOfRange: return "OUT_OF_RANGE";
-    case Code::kUnimplemented: return "UNIMPLEMENTED";
-    case Code::kInternal: return "INTERNAL";
-    case Code::kUnavailable: return "UNAVAILABLE";
-    case Code::kDataLoss: return "DATA_LOSS";
-    case Code::kUnauthenticated: return "UNAUTHENTICATED";
+    case Code::kOk:
+      return "OK";
+    case Code::kCancelled:
+      return "CANCELLED";
+    case Code::kUnknown:
+      return "UNKNOWN";
+    case Code::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case Code::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case Code::kNotFound:
+      return "NOT_FOUND";
+    case Code::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case Code::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case Code::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case Code::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case Code::kAborted:
+      return "ABORTED";
+    case Code::kOutOfRange:
+      return "OUT_OF_RANGE";
+    case Code::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case Code::kInternal:
+      return "INTERNAL";
+    case Code::kUnavailable:
+      return "UNAVAILABLE";
+    case Code::kDataLoss:
+      return "DATA_LOSS";
+    case Code::kUnauthenticated:
+      return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }
@@ -44,18 +61,53 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(m));
 }
 
+std::string Quoted(std::string_view s) {
+  // Built by appending: g++ 12 at -O3 warns falsely (-Wrestrict, GCC bug 105329) on the
+  // equivalent "\"" + std::string(s) + "\"".
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
+
 Status ErrnoError(std::string_view what, int err) {
   Code code = Code::kInternal;
   switch (err) {
-    case ENOENT: case ENODEV: case ESRCH: case ENXIO: code = Code::kNotFound; break;
-    case EEXIST: code = Code::kAlreadyExists; break;
-    case EACCES: case EPERM: code = Code::kPermissionDenied; break;
-    case EINVAL: case ERANGE: case ENAMETOOLONG: code = Code::kInvalidArgument; break;
-    case EAGAIN: case EBUSY: case ETIMEDOUT: case ECONNREFUSED: case ECONNRESET:
+    case ENOENT:
+    case ENODEV:
+    case ESRCH:
+    case ENXIO:
+      code = Code::kNotFound;
+      break;
+    case EEXIST:
+      code = Code::kAlreadyExists;
+      break;
+    case EACCES:
+    case EPERM:
+      code = Code::kPermissionDenied;
+      break;
+    case EINVAL:
+    case ERANGE:
+    case ENAMETOOLONG:
+      code = Code::kInvalidArgument;
+      break;
+    case EAGAIN:
+    case EBUSY:
+    case ETIMEDOUT:
+    case ECONNREFUSED:
+    case ECONNRESET:
       code = Code::kUnavailable;
       break;
-    case ENOSPC: case ENOMEM: case EMFILE: case ENFILE: code = Code::kResourceExhausted; break;
-    default: break;
+    case ENOSPC:
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+      code = Code::kResourceExhausted;
+      break;
+    default:
+      break;
   }
   std::string m(what);
   m += ": ";

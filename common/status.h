@@ -79,11 +79,12 @@ inline Status CancelledError(std::string m) { return {Code::kCancelled, std::mov
 inline Status PermissionDeniedError(std::string m) {
   return {Code::kPermissionDenied, std::move(m)};
 }
-inline Status UnauthenticatedError(std::string m) {
-  return {Code::kUnauthenticated, std::move(m)};
-}
+inline Status UnauthenticatedError(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 inline Status UnimplementedError(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {Code::kDataLoss, std::move(m)}; }
+
+// `s` in double quotes, for naming a value in an error message.
+std::string Quoted(std::string_view s);
 
 // errno as a Status: "what: strerror(err)", with a code chosen from the errno.
 Status ErrnoError(std::string_view what, int err);
@@ -92,7 +93,7 @@ Status ErrnoError(std::string_view what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK status");
   }
@@ -122,10 +123,10 @@ class [[nodiscard]] Result {
 #define MZ_CONCAT_INNER_(a, b) a##b
 #define MZ_CONCAT_(a, b) MZ_CONCAT_INNER_(a, b)
 
-#define MZ_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::mizarmp::Status mz_status_ = (expr);       \
-    if (!mz_status_.ok()) return mz_status_;     \
+#define MZ_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::mizarmp::Status mz_status_ = (expr);   \
+    if (!mz_status_.ok()) return mz_status_; \
   } while (0)
 
 #define MZ_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

@@ -73,7 +73,7 @@ void MergeFamily(std::vector<Range> ranges, int bits, IpAddress::Family family,
 }  // namespace
 
 Result<Cidr> ParseFenceCidr(std::string_view text) {
-  const std::string quoted = "\"" + std::string(text) + "\"";
+  const std::string quoted = Quoted(text);
   if (text.empty()) return InvalidArgumentError("CIDR \"\": empty");
   if (text.find_first_of(" \t\r\n") != std::string_view::npos) {
     return InvalidArgumentError("CIDR " + quoted + ": contains whitespace");

@@ -257,7 +257,7 @@ std::string Endpoint::GrpcAddress() const {
 }
 
 Result<Endpoint> ParseEndpoint(std::string_view text) {
-  const std::string quoted = "\"" + std::string(text) + "\"";
+  const std::string quoted = Quoted(text);
   Endpoint ep;
   if (text.starts_with("unix://")) {
     ep.kind = Endpoint::Kind::kUnix;

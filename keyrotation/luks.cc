@@ -58,8 +58,8 @@ Result<LuksDevice> LuksDevice::Open(const std::string& device) {
     return ErrnoError("device \"" + device + "\"", e);
   }
   if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)) {
-    return FailedPreconditionError("\"" + device +
-                                   "\" is neither a block device nor an image file, so not a "
+    return FailedPreconditionError(Quoted(device) +
+                                   " is neither a block device nor an image file, so not a "
                                    "LUKS2 device");
   }
   crypt_device* cd = nullptr;
@@ -69,11 +69,11 @@ Result<LuksDevice> LuksDevice::Open(const std::string& device) {
   rc = crypt_load(cd, CRYPT_LUKS, nullptr);
   if (rc < 0) {
     return FailedPreconditionError(
-        "\"" + device + "\" is not a LUKS2 device (no LUKS header: " + std::strerror(-rc) + ")");
+        Quoted(device) + " is not a LUKS2 device (no LUKS header: " + std::strerror(-rc) + ")");
   }
   const char* type = crypt_get_type(cd);
   if (type == nullptr || std::strcmp(type, CRYPT_LUKS2) != 0) {
-    return FailedPreconditionError("\"" + device + "\" is not a LUKS2 device (its header is " +
+    return FailedPreconditionError(Quoted(device) + " is not a LUKS2 device (its header is " +
                                    (type != nullptr ? std::string(type) : "unknown") + ")");
   }
   return luks;

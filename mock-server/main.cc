@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   auto num = [](int* field, int min, int max) {
     return [field, min, max](const std::string& v) -> std::string {
       if (!ParseInt(v, min, max, field)) {
-        return "\"" + v + "\" is not an integer in " + std::to_string(min) + ".." +
+        return mizarmp::Quoted(v) + " is not an integer in " + std::to_string(min) + ".." +
                std::to_string(max);
       }
       return "";

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -1226,6 +1228,17 @@ Status MockServer::Start() {
   s.set_keep_alive_timeout(1);
   s.set_read_timeout(5, 0);
   s.set_write_timeout(5, 0);
+  // Small JSON replies on kept-alive connections: without TCP_NODELAY each one waits out the
+  // client's delayed ACK (~40 ms) behind Nagle. Set on the listening socket, Linux hands it on
+  // to every accepted one.
+  s.set_tcp_nodelay(true);
+  // The packaged library listens with a backlog of 5 (a compile-time constant), which drops SYNs
+  // when a burst of plugins connects at once. Keep the listening socket so it can be widened.
+  int listen_fd = -1;
+  s.set_socket_options([&listen_fd](int fd) {
+    httplib::default_socket_options(fd);
+    listen_fd = fd;
+  });
   m.Routes(s);
 
   int port = o.port;
@@ -1239,6 +1252,10 @@ Status MockServer::Start() {
                                  " (address in use or not local?)"));
   }
   m.bound_port = port;
+  // listen() again on a listening socket only resizes its accept queue (capped by somaxconn).
+  if (listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
+    MZ_LOG(kWarn) << "mock: cannot widen the listen backlog: " << std::strerror(errno);
+  }
   m.listen_thread = std::thread([&s] { s.listen_after_bind(); });
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (!s.is_running() && Clock::now() < deadline) {

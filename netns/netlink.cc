@@ -332,7 +332,7 @@ Status Netlink::SetMac(std::string_view name, std::string_view mac) {
   const std::string m(mac);
   if (nl_addr_parse(m.c_str(), AF_LLC, &raw) < 0 || nl_addr_get_len(raw) != 6) {
     if (raw != nullptr) nl_addr_put(raw);
-    return InvalidArgumentError("\"" + m + "\" is not a MAC address");
+    return InvalidArgumentError(Quoted(m) + " is not a MAC address");
   }
   NlAddrPtr addr(raw);
   LinkPtr ch(rtnl_link_alloc());
@@ -494,7 +494,7 @@ Status Netlink::CreateVeth(std::string_view name, std::string_view peer_name, co
     const std::string m(peer_mac);
     if (nl_addr_parse(m.c_str(), AF_LLC, &raw) < 0 || nl_addr_get_len(raw) != 6) {
       if (raw != nullptr) nl_addr_put(raw);
-      return InvalidArgumentError("\"" + m + "\" is not a MAC address");
+      return InvalidArgumentError(Quoted(m) + " is not a MAC address");
     }
     mac.reset(raw);
     rtnl_link_set_addr(peer.get(), mac.get());

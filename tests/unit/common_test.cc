@@ -72,6 +72,25 @@ TEST(Uuid, Version5MatchesRfcExample) {
   EXPECT_FALSE(UuidV5("not-a-uuid", "x").ok());
 }
 
+// Names whose SHA-1 input (16-byte namespace + name) ends around the 55/56/64-byte padding
+// boundaries and spans several blocks. Expected values from Python's uuid.uuid5.
+TEST(Uuid, V5AcrossSha1BlockBoundaries) {
+  const std::pair<size_t, const char*> cases[] = {
+      {0, "dfd5945f-fbdc-588b-8b20-68a741267cfe"},   {39, "c19af088-3b11-5ce2-9a44-1e885703e198"},
+      {40, "e6b7fe3a-7e38-5dc4-a606-7a9af1d9245c"},  {47, "445046f9-dcec-5c64-9ca1-9e1d862455c7"},
+      {48, "5ae0352e-cd20-54e9-8f53-fe3fad67d27f"},  {55, "f4154e49-ea67-5445-ac7d-446bb6a0201d"},
+      {56, "684afd3c-2ddc-5803-a8d9-c910a29983aa"},  {119, "e235cdbc-eda3-5dd1-bda7-51033a7c4905"},
+      {200, "f35c8ea3-64c9-5b2a-89db-f8284b2577eb"},
+  };
+  for (const auto& [len, want] : cases) {
+    std::string name;
+    for (size_t i = 0; i < len; ++i) name += static_cast<char>('a' + i % 26);
+    auto got = UuidV5(kPortIdNamespace, name);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, want) << "name of " << len << " bytes";
+  }
+}
+
 TEST(FileUtil, AtomicWriteSetsModeAndReplaces) {
   testing::TempDir dir;
   const std::string p = dir.path() + "/sub/dir/file.json";
