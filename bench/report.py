@@ -133,10 +133,6 @@ def main():
       "(the machine is shared with other engineers' builds) |")
     p(f"| source | commit {M.get('commit', '?')} ({M.get('dirty', '?')} uncommitted files under the measured folders) |")
     p(f"| build | CMAKE_BUILD_TYPE={M.get('build_type', '?')} (`{M.get('cxx_flags_release', '')}`), {M.get('compiler', '?')} |")
-    p("| build note | the bench build adds `-Wno-error=restrict`: at -O3 g++ 12 reports a false `-Wrestrict` in "
-      "std::string's `operator+` (GCC bugs 105329/105651) at cni/config.cc:20 and cni/version.cc:21, so the "
-      "project's own `-DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON` build fails there today (its default "
-      "RelWithDebInfo, -O2, does not) |")
     p(f"| reference plugins | {M.get('ptp', '?')} (`/usr/lib/cni/ptp` + `host-local`) |")
     p(f"| last commit touching fence/ | {M.get('fence_log', '?') or 'none'} |")
     p("")

@@ -1,4 +1,4 @@
-// The mizarmp network configuration (stdin JSON). See cni/README.md for every key.
+// The mizarmp network configuration (stdin JSON). Every key is listed in the README (plugin configuration).
 #pragma once
 
 #include <chrono>

@@ -9,7 +9,7 @@
 
 namespace mizarmp::cni {
 
-// Codes 1-99 are the CNI spec's; 100+ are this plugin's (see cni/README.md).
+// Codes 1-99 are the CNI spec's; 100+ are this plugin's (listed in the README).
 enum ErrorCode : int {
   kIncompatibleVersion = 1,
   kUnsupportedField = 2,
