@@ -398,26 +398,37 @@ Result<std::vector<FenceClient>> FenceService::FenceClients(
   return out;
 }
 
+Result<FenceService::Admitted> FenceService::Admit(
+    const char* rpc, const google::protobuf::Map<std::string, std::string>& secrets,
+    const google::protobuf::RepeatedPtrField<::fence::CIDR>* cidrs) {
+  if (Status s = CheckSecrets(secrets, options_.expected_secrets); !s.ok()) {
+    MZ_LOG(kWarn) << rpc << " refused: " << s.message();
+    return s;
+  }
+  Admitted out;
+  if (cidrs != nullptr) {
+    MZ_ASSIGN_OR_RETURN(out.cidrs, RequestCidrs(*cidrs));
+  }
+  MZ_ASSIGN_OR_RETURN(out.store, Store());
+  return out;
+}
+
 grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
                                                const ::fence::FenceClusterNetworkRequest* request,
                                                ::fence::FenceClusterNetworkResponse*) {
-  if (Status s = CheckSecrets(request->secrets(), options_.expected_secrets); !s.ok()) {
-    MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
-    return ToGrpcStatus(s);
-  }
-  auto cidrs = RequestCidrs(request->cidrs());
-  if (!cidrs.ok()) return ToGrpcStatus(cidrs.status());
-  auto store = Store();
-  if (!store.ok()) return ToGrpcStatus(store.status());
+  auto call = Admit("FenceClusterNetwork", request->secrets(), &request->cidrs());
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  const CidrSet& cidrs = call->cidrs;
+  FenceStore* store = call->store;
 
   std::lock_guard<std::mutex> lock(enforce_mu_);
   // Durable first: once this returns, a crash cannot lose the fence.
-  if (Status s = (*store)->AddFences(cidrs->cidrs()); !s.ok()) {
+  if (Status s = store->AddFences(cidrs.cidrs()); !s.ok()) {
     NoteStoreError(s);
     MZ_LOG(kError) << "FenceClusterNetwork: " << s.ToString();
     return ToGrpcStatus(s.WithContext("storing the fence"));
   }
-  const std::string names = Join(cidrs->Strings());
+  const std::string names = Join(cidrs.Strings());
   MZ_LOG(kInfo) << "fence stored: " << names;
   auto report = EnforceLocked();
   if (!report.ok()) {
@@ -431,23 +442,19 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
 grpc::Status FenceService::UnfenceClusterNetwork(
     grpc::ServerContext*, const ::fence::UnfenceClusterNetworkRequest* request,
     ::fence::UnfenceClusterNetworkResponse*) {
-  if (Status s = CheckSecrets(request->secrets(), options_.expected_secrets); !s.ok()) {
-    MZ_LOG(kWarn) << "UnfenceClusterNetwork refused: " << s.message();
-    return ToGrpcStatus(s);
-  }
-  auto cidrs = RequestCidrs(request->cidrs());
-  if (!cidrs.ok()) return ToGrpcStatus(cidrs.status());
-  auto store = Store();
-  if (!store.ok()) return ToGrpcStatus(store.status());
+  auto call = Admit("UnfenceClusterNetwork", request->secrets(), &request->cidrs());
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  const CidrSet& cidrs = call->cidrs;
+  FenceStore* store = call->store;
 
   std::lock_guard<std::mutex> lock(enforce_mu_);
-  auto removed = (*store)->RemoveFences(cidrs->cidrs());
+  auto removed = store->RemoveFences(cidrs.cidrs());
   if (!removed.ok()) {
     NoteStoreError(removed.status());
     MZ_LOG(kError) << "UnfenceClusterNetwork: " << removed.status().ToString();
     return ToGrpcStatus(removed.status().WithContext("removing the fence"));
   }
-  const std::string names = Join(cidrs->Strings());
+  const std::string names = Join(cidrs.Strings());
   MZ_LOG(kInfo) << "unfence of " << names << ": lifted "
                 << (removed->empty() ? std::string("nothing (not fenced)")
                                      : Join(CidrTexts(*removed)));
@@ -464,13 +471,10 @@ grpc::Status FenceService::UnfenceClusterNetwork(
 grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,
                                             const ::fence::ListClusterFenceRequest* request,
                                             ::fence::ListClusterFenceResponse* response) {
-  if (Status s = CheckSecrets(request->secrets(), options_.expected_secrets); !s.ok()) {
-    MZ_LOG(kWarn) << "ListClusterFence refused: " << s.message();
-    return ToGrpcStatus(s);
-  }
-  auto store = Store();
-  if (!store.ok()) return ToGrpcStatus(store.status());
-  auto fences = (*store)->ListFences();
+  auto call = Admit("ListClusterFence", request->secrets(), nullptr);
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  FenceStore* store = call->store;
+  auto fences = store->ListFences();
   if (!fences.ok()) {
     NoteStoreError(fences.status());
     return ToGrpcStatus(fences.status());

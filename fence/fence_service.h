@@ -119,6 +119,15 @@ class FenceService final : public ::fence::FenceController::Service {
   Status OpenStore();
   void Run(bool initial_pass);
   Result<FenceStore*> Store() const;
+  // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
+  // `cidrs` is given), the store. Logs a refusal by the secrets check under `rpc`'s name.
+  struct Admitted {
+    CidrSet cidrs;
+    FenceStore* store = nullptr;
+  };
+  Result<Admitted> Admit(const char* rpc,
+                         const google::protobuf::Map<std::string, std::string>& secrets,
+                         const google::protobuf::RepeatedPtrField<::fence::CIDR>* cidrs);
   Result<std::unique_ptr<client::Client>> NewClient() const;
   // Call with enforce_mu_ held.
   Result<EnforceReport> EnforceLocked();

@@ -578,6 +578,20 @@ struct MockServer::Impl {
       }
     };
     bool want4 = true, want6 = pool6.has_value();
+    // The next free address of one family; on failure everything taken so far goes back.
+    auto allocate = [&](bool six) -> Status {
+      AddressPool& pool = six ? *pool6 : pool4;
+      auto ip = pool.Allocate();
+      if (!ip.ok()) {
+        undo();
+        *http = 503;
+        return ip.status();
+      }
+      taken.push_back(*ip);
+      fixed.push_back({six ? opts.subnet6_id : opts.subnet_id, ip->ToString()});
+      (six ? want6 : want4) = false;
+      return Status::Ok();
+    };
     for (size_t k = 0; k < r.port.fixed_ips.size(); ++k) {
       const client::FixedIp& req = r.port.fixed_ips[k];
       const std::string w = where + ".fixed_ips[" + std::to_string(k) + "]";
@@ -595,16 +609,7 @@ struct MockServer::Impl {
       }
       if (req.ip_address.empty()) {
         if (req.subnet_id.empty()) continue;
-        AddressPool& pool = six ? *pool6 : pool4;
-        auto ip = pool.Allocate();
-        if (!ip.ok()) {
-          undo();
-          *http = 503;
-          return ip.status();
-        }
-        taken.push_back(*ip);
-        fixed.push_back({six ? opts.subnet6_id : opts.subnet_id, ip->ToString()});
-        (six ? want6 : want4) = false;
+        MZ_RETURN_IF_ERROR(allocate(six));
         continue;
       }
       auto ip = IpAddress::Parse(req.ip_address);
@@ -631,16 +636,7 @@ struct MockServer::Impl {
     }
     for (int fam = 0; fam < 2; ++fam) {
       const bool six = fam == 1;
-      if (!(six ? want6 : want4)) continue;
-      AddressPool& pool = six ? *pool6 : pool4;
-      auto ip = pool.Allocate();
-      if (!ip.ok()) {
-        undo();
-        *http = 503;
-        return ip.status();
-      }
-      taken.push_back(*ip);
-      fixed.push_back({six ? opts.subnet6_id : opts.subnet_id, ip->ToString()});
+      if (six ? want6 : want4) MZ_RETURN_IF_ERROR(allocate(six));
     }
     std::stable_sort(fixed.begin(), fixed.end(), [this](const auto& a, const auto& b) {
       return a.subnet_id == opts.subnet_id && b.subnet_id != opts.subnet_id;
