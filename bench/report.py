@@ -374,7 +374,8 @@ def main():
     p("")
     if rpc:
         p("Three servers in turn: mizarmp-addons, the bare server, and the bare server with gRPC's default")
-        p("health service switched on (`grpc::EnableDefaultHealthCheckService(true)`, as fence/server.cc does).")
+        p("health service switched on (`grpc::EnableDefaultHealthCheckService(true)`, as fence/server.cc did before "
+          "it served its own sync health service, fence/health.h).")
         p("Server CPU per call = the server process's utime+stime (`/proc/PID/stat`) over the round / calls.")
         p("")
         p("| method | server | calls/s (median of rounds) | each round | latency median / p99 | server CPU per call | errors |")

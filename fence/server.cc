@@ -1,8 +1,8 @@
 #include "fence/server.h"
 
 #include <errno.h>
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
@@ -17,6 +17,7 @@
 #include "common/fd.h"
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "fence/health.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -67,7 +68,9 @@ ServerOptions ServerOptions::FromConfig(const ServerConfig& config) {
   return o;
 }
 
-Server::Server(ServerOptions options) : options_(std::move(options)) {}
+Server::Server(ServerOptions options)
+    : options_(std::move(options)),
+      health_(std::make_unique<HealthService>(HealthOptions{options_.health_watch_poll})) {}
 
 Server::~Server() { Shutdown(options_.shutdown_grace); }
 
@@ -75,7 +78,7 @@ void Server::AddService(grpc::Service* service, std::string health_name) {
   std::lock_guard<std::mutex> lock(mu_);
   assert(!started_ && "Server::AddService after Start");
   services_.push_back(service);
-  if (!health_name.empty()) service_names_.push_back(std::move(health_name));
+  if (!health_name.empty()) health_->AddServiceName(health_name);
 }
 
 Status Server::PrepareUnixSocket(const std::string& path) {
@@ -142,10 +145,14 @@ Status Server::Start() {
                                 "\": tcp:// needs a TLS certificate and key (or insecure-tcp)");
   }
 
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
+  // Health is served by our sync HealthService. gRPC's default one (callback API) would make
+  // this sync server run the callback queue's polling threads; keep it off even if something
+  // else in the process called grpc::EnableDefaultHealthCheckService(true).
+  builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
+  builder.RegisterService(health_.get());
   // gRPC sets SO_REUSEPORT by default, which would let a second server bind the same TCP port
   // and silently split the traffic. One server per endpoint.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -189,10 +196,7 @@ Status Server::Start() {
     address_ = bound.GrpcAddress();
   }
   started_ = true;
-  if (auto* health = server_->GetHealthCheckService()) {
-    health->SetServingStatus(true);
-    for (const auto& name : service_names_) health->SetServingStatus(name, true);
-  }
+  health_->SetServingStatus(true);
   MZ_LOG(kInfo) << "serving gRPC on " << address_;
   return Status::Ok();
 }
@@ -210,10 +214,7 @@ bool Server::running() const {
 void Server::SetServing(bool serving) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_ || shut_down_) return;
-  if (auto* health = server_->GetHealthCheckService()) {
-    health->SetServingStatus(serving);
-    for (const auto& name : service_names_) health->SetServingStatus(name, serving);
-  }
+  health_->SetServingStatus(serving);
 }
 
 void Server::RemoveOwnSocket() {
@@ -234,10 +235,9 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   if (!started_ || shut_down_) return;
   shut_down_ = true;
   MZ_LOG(kInfo) << "shutting down: draining in-flight calls for up to " << grace.count() << " ms";
-  if (auto* health = server_->GetHealthCheckService()) {
-    // Reports NOT_SERVING for everything and ignores later updates.
-    health->Shutdown();
-  }
+  // NOT_SERVING for everything from now on; every open Watch sends that and returns, so none
+  // of them holds the drain below until the grace period ends.
+  health_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   server_->Wait();
   RemoveOwnSocket();

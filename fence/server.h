@@ -1,6 +1,8 @@
 // The mizarmp-addons gRPC server: owns the grpc::Server, its listening endpoint, the standard
-// health service and server reflection. CSI-Addons services (Identity, FenceController,
-// EncryptionKeyRotationController) are plugged in with AddService() before Start().
+// health service (grpc.health.v1.Health, our own sync implementation in fence/health.h; gRPC's
+// default one stays off, so this sync server runs no callback-queue threads) and server
+// reflection. CSI-Addons services (Identity, FenceController, EncryptionKeyRotationController)
+// are plugged in with AddService() before Start().
 //
 // Unix socket endpoints: the parent directory is created 0700 when missing; an existing path is
 // replaced only when it is a socket nobody answers on (a live server makes Start() fail with
@@ -30,6 +32,8 @@ class Service;
 
 namespace mizarmp::fence {
 
+class HealthService;
+
 struct ServerOptions {
   std::string endpoint = kDefaultEndpoint;
   std::string tls_cert_file;
@@ -38,6 +42,8 @@ struct ServerOptions {
   bool insecure_tcp = false;
   // How long Shutdown() lets in-flight calls finish before cancelling them.
   std::chrono::milliseconds shutdown_grace{10000};
+  // How often an idle health Watch looks whether its client went away (HealthOptions).
+  std::chrono::milliseconds health_watch_poll{1000};
 
   static ServerOptions FromConfig(const ServerConfig& config);
 };
@@ -64,11 +70,13 @@ class Server {
   std::string address() const;
   int port() const { return bound_port_; }  // tcp: the bound port; unix: 0
 
-  // Health status reported by grpc.health.v1.Health for "" and every registered service.
+  // Health status reported by grpc.health.v1.Health for "" and every registered service
+  // (SERVING from Start() on).
   void SetServing(bool serving);
 
-  // Stops accepting calls, lets in-flight calls run until `grace` (then cancels them), waits
-  // for the server to stop and removes the unix socket. Idempotent; safe from any thread.
+  // Reports NOT_SERVING and ends every health Watch, stops accepting calls, lets in-flight
+  // calls run until `grace` (then cancels them), waits for the server to stop and removes the
+  // unix socket. Idempotent; safe from any thread.
   void Shutdown(std::chrono::milliseconds grace);
   void Shutdown() { Shutdown(options_.shutdown_grace); }
 
@@ -83,7 +91,8 @@ class Server {
 
   ServerOptions options_;
   std::vector<grpc::Service*> services_;
-  std::vector<std::string> service_names_;
+  // Declared before server_: the grpc::Server refers to it until it is destroyed.
+  std::unique_ptr<HealthService> health_;
   std::unique_ptr<grpc::Server> server_;
   mutable std::mutex mu_;
   bool started_ = false;

@@ -9,6 +9,11 @@ target_compile_definitions(addons_identity_test PRIVATE
   MIZARMP_VERSION="${PROJECT_VERSION}" MIZARMP_GIT_COMMIT="${MIZARMP_GIT_COMMIT}")
 # The binary is what the subprocess tests run.
 add_dependencies(addons_identity_test mizarmp-addons)
+# grpc.health.v1.Health (fence/health.h): Check, Watch, shutdown with open watches, no
+# callback-queue threads, in process and in the binary (unit: loopback only, no root).
+mizarmp_add_test(NAME addons_health_test SOURCES unit/addons_health_test.cc
+                 LIBS mizarmp_fence mizarmp_mock LABELS unit TIMEOUT 120)
+add_dependencies(addons_health_test mizarmp-addons)
 
 # The Python tests need Debian's python3-grpcio and python3-grpc-tools. The first python3 on
 # PATH may be another interpreter (pyenv, venv) without them, so pick one that has both.
@@ -32,6 +37,13 @@ if(MIZARMP_PYTHON_GRPC)
            COMMAND ${MIZARMP_PYTHON_GRPC} -m unittest -v test_identity
            WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
   set_tests_properties(python_identity PROPERTIES
+    LABELS python TIMEOUT 180
+    ENVIRONMENT "MIZARMP_BIN_DIR=${PROJECT_BINARY_DIR}/bin;MIZARMP_PROTO_DIR=${MIZARMP_PROTO_DIR};PYTHONDONTWRITEBYTECODE=1")
+  # grpc.health.v1.Health with stubs from proto/health.proto: Check per mode, Watch, SIGTERM.
+  add_test(NAME python_health
+           COMMAND ${MIZARMP_PYTHON_GRPC} -m unittest -v test_health
+           WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/python)
+  set_tests_properties(python_health PROPERTIES
     LABELS python TIMEOUT 180
     ENVIRONMENT "MIZARMP_BIN_DIR=${PROJECT_BINARY_DIR}/bin;MIZARMP_PROTO_DIR=${MIZARMP_PROTO_DIR};PYTHONDONTWRITEBYTECODE=1")
 else()

@@ -4,7 +4,7 @@ Nothing here comes from the C++ build except the binaries under test: the stubs 
 from the project's .proto files at test time with grpc_tools (Debian's python3-grpc-tools),
 TLS material is made with the openssl CLI, and the servers are real processes.
 
-    stubs = generate_stubs(tmpdir)               # identity_pb2, fence_pb2_grpc, ...
+    stubs = generate_stubs(tmpdir)               # identity_pb2, fence_pb2_grpc, health_pb2, ...
     with MizarMpMock(tmpdir) as mp, AddonsServer(tmpdir, mpurl=mp.base_url) as srv:
         ident = stubs.identity_pb2_grpc.IdentityStub(srv.channel())
         ident.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
@@ -32,12 +32,14 @@ PROTO_FILES = [
     "identity.proto",
     "fence.proto",
     "encryptionkeyrotation.proto",
+    "health.proto",
     "github.com/container-storage-interface/spec/lib/go/csi/csi.proto",
 ]
 STUB_MODULES = [
     "identity_pb2", "identity_pb2_grpc",
     "fence_pb2", "fence_pb2_grpc",
     "encryptionkeyrotation_pb2", "encryptionkeyrotation_pb2_grpc",
+    "health_pb2", "health_pb2_grpc",
 ]
 
 # The seed's one-box ids, which mizarmp-mock serves by default.
