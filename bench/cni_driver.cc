@@ -5,8 +5,9 @@
 // Sections (--sections, comma separated; default all):
 //   latency    mizarmp (against mizarmp-mock + its agent, ports ready at once) vs Debian's ptp +
 //              host-local: ADD and DEL, interleaved A,B / B,A per iteration
-//   ready      mock ready delay d = 0, 50, 500 ms: ADD with the default adaptive poll vs the poll
-//              fixed at 1 s (the upstream plugin's), interleaved
+//   ready      mock ready delay d = 0, 50, 500 ms: ADD with the default poll, the previous default
+//              (1 ms doubling to a 50 ms cap) and a poll fixed at 1 s (the upstream plugin's),
+//              interleaved; REST requests per ADD from the mock's counter
 //   burst      50 ADDs released at once, then 50 DELs; failures and leaks afterwards (ports at the
 //              mock, records, veths); mizarmp and ptp rounds interleaved
 //   footprint  peak RSS of ADD (from the latency runs), binary sizes, VERSION start-up vs ptp and
@@ -63,9 +64,6 @@ struct Options {
   int burst_rounds = 3;
   int version_iterations = 200;
   std::vector<std::string> profile_wrap;
-  // The plugin's figures are taken against mizarmp-mock with this LD_PRELOAD shim (TCP_NODELAY
-  // on accepted sockets, see bench/nodelay_shim.c); "" runs the stock mock everywhere.
-  std::string mock_preload = "libmizarmp_bench_nodelay.so";
 };
 
 json StatsJson(const mb::Stats& s) {
@@ -114,7 +112,7 @@ long TcpExt(const std::string& name) {
 // mizarmp-mock with its host agent in its own "host" netns.
 class Mock {
  public:
-  Mock(const Options& o, const mb::Netns& host, int ready_delay_ms, bool stock = false) {
+  Mock(const Options& o, const mb::Netns& host, int ready_delay_ms) {
     const std::string tag = mb::UniqueName("mk");
     port_file_ = o.work_dir + "/" + tag + ".port";
     log_ = o.work_dir + "/" + tag + ".log";
@@ -126,10 +124,7 @@ class Mock {
          "--agent", "--agent-netns", host.path(), "--bridge", bridge_, "--cidr", kMizarCidr,
          "--mtu", "1400", "--ready-delay-ms", std::to_string(ready_delay_ms), "--log-level",
          "warn"},
-        log_,
-        (stock || o.mock_preload.empty())
-            ? std::map<std::string, std::string>{}
-            : std::map<std::string, std::string>{{"LD_PRELOAD", o.bin_dir + "/" + o.mock_preload}});
+        log_);
     if (!ok_) return;
     std::string text = mb::WaitForFile(port_file_, std::chrono::seconds(10));
     port_ = std::atoi(text.c_str());
@@ -158,9 +153,8 @@ class Bench {
     fs::remove_all(state_dir_);
     fs::remove_all(ipam_dir_);
     host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbh"));
-    stock_host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbs"));
     ptp_host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbq"));
-    if (!host_->ok() || !stock_host_->ok() || !ptp_host_->ok()) {
+    if (!host_->ok() || !ptp_host_->ok()) {
       std::cerr << "cannot create network namespaces (needs root)\n";
       return 1;
     }
@@ -171,7 +165,6 @@ class Bench {
                           {"burst_rounds", o_.burst_rounds},
                           {"version_iterations", o_.version_iterations},
                           {"mizarmp", o_.bin_dir + "/mizarmp"},
-                          {"mock_preload", o_.mock_preload},
                           {"ptp", o_.ref_dir + "/ptp"},
                           {"mizarmp_config_example", MizarConfig("http://127.0.0.1:PORT")},
                           {"ptp_config_example", PtpConfig()}};
@@ -197,7 +190,7 @@ class Bench {
 
  private:
   // ----------------------------------------------------------------------------- plugin runs
-  json MizarConfig(const std::string& url, std::optional<int> fixed_poll_ms = std::nullopt) const {
+  json MizarConfig(const std::string& url) const {
     json c = {{"cniVersion", "1.0.0"},
               {"name", "mzbench"},
               {"type", "mizarmp"},
@@ -208,7 +201,6 @@ class Bench {
               {"stateDir", state_dir_},
               {"mtu", 1400},
               {"timeouts", {{"readyMs", 20000}, {"nicMs", 10000}}}};
-    if (fixed_poll_ms) c["poll"] = {{"initialMs", *fixed_poll_ms}, {"maxMs", *fixed_poll_ms}};
     return c;
   }
 
@@ -257,15 +249,13 @@ class Bench {
   }
 
   // -------------------------------------------------------------------------------- latency
-  // Three sides, in a rotating order per iteration: 0 mizarmp against the mock built with
-  // TCP_NODELAY, 1 ptp + host-local, 2 mizarmp against the stock mock.
+  // Two sides, in turn, the order alternating per iteration (A,B then B,A): 0 mizarmp against
+  // mizarmp-mock, 1 ptp + host-local.
   bool Latency() {
     Mock mock(o_, *host_, 0);
-    Mock stock(o_, *stock_host_, 0, /*stock=*/true);
     if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
-    if (!stock.ok()) return Fail("stock mock did not start (log " + stock.log() + ")");
-    const json cfg[3] = {MizarConfig(mock.url()), PtpConfig(), MizarConfig(stock.url())};
-    constexpr int kSides = 3;
+    const json cfg[2] = {MizarConfig(mock.url()), PtpConfig()};
+    constexpr int kSides = 2;
     std::vector<double> add[kSides], del[kSides], rss[kSides], cpu[kSides];
     int fails = 0;
     for (int i = -o_.warmup; i < o_.iterations; ++i) {
@@ -301,42 +291,35 @@ class Bench {
                   {"add_cpu", StatsJson(mb::Summarize(cpu[k]))},
                   {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
     };
-    json j = {{"mizarmp", side(0)},
-              {"ptp", side(1)},
-              {"mizarmp_stock_mock", side(2)},
-              {"failures", fails}};
-    auto ratio = [&j](const char* a, const char* op, const char* stat) {
-      return j[a][op][stat].get<double>() / j["ptp"][op][stat].get<double>();
+    json j = {{"mizarmp", side(0)}, {"ptp", side(1)}, {"failures", fails}};
+    auto ratio = [&j](const char* op, const char* stat) {
+      return j["mizarmp"][op][stat].get<double>() / j["ptp"][op][stat].get<double>();
     };
-    j["add_ratio_median"] = ratio("mizarmp", "add", "median_ms");
-    j["del_ratio_median"] = ratio("mizarmp", "del", "median_ms");
-    j["add_ratio_p99"] = ratio("mizarmp", "add", "p99_ms");
-    j["del_ratio_p99"] = ratio("mizarmp", "del", "p99_ms");
-    j["stock_add_ratio_median"] = ratio("mizarmp_stock_mock", "add", "median_ms");
-    j["stock_del_ratio_median"] = ratio("mizarmp_stock_mock", "del", "median_ms");
+    j["add_ratio_median"] = ratio("add", "median_ms");
+    j["del_ratio_median"] = ratio("del", "median_ms");
+    j["add_ratio_p99"] = ratio("add", "p99_ms");
+    j["del_ratio_p99"] = ratio("del", "p99_ms");
     auto st = MockState(mock.port());
     j["mock_ports_left"] = st ? (*st)["ports"] : json(nullptr);
     j["mock_requests"] = st ? (*st)["requests"] : json(nullptr);
     results_["latency"] = j;
     std::cerr << "   ADD median: mizarmp " << j["mizarmp"]["add"]["median_ms"] << " ms, ptp "
-              << j["ptp"]["add"]["median_ms"] << " ms, mizarmp/stock mock "
-              << j["mizarmp_stock_mock"]["add"]["median_ms"] << " ms; DEL "
-              << j["mizarmp"]["del"]["median_ms"] << " / " << j["ptp"]["del"]["median_ms"] << " / "
-              << j["mizarmp_stock_mock"]["del"]["median_ms"] << "\n";
+              << j["ptp"]["add"]["median_ms"] << " ms; DEL " << j["mizarmp"]["del"]["median_ms"]
+              << " / " << j["ptp"]["del"]["median_ms"] << " ms\n";
     return fails == 0;
   }
 
   // ---------------------------------------------------------------------------------- ready
-  // Poll variants, interleaved: the default adaptive poll (1 ms doubling to a 50 ms cap), the
-  // same with a 5 ms cap (what a tighter cap buys, and costs in GETs), and a fixed 1 s poll (the
-  // upstream plugin's).
+  // Poll variants, interleaved: the default (no "poll" key: 1 ms doubling to a 5 ms cap, past
+  // that 1% of the time already waited), the previous default (1 ms doubling to a 50 ms cap), and
+  // a fixed 1 s poll (the upstream plugin's).
   bool Ready() {
     struct Variant {
       const char* name;
       std::optional<std::pair<int, int>> poll;  // initialMs, maxMs
     };
-    const std::vector<Variant> variants = {{"adaptive", std::nullopt},
-                                           {"cap_5ms", std::make_pair(1, 5)},
+    const std::vector<Variant> variants = {{"default", std::nullopt},
+                                           {"previous_cap_50ms", std::make_pair(1, 50)},
                                            {"fixed_1s", std::make_pair(1000, 1000)}};
     json out = json::array();
     int fails = 0;
@@ -571,11 +554,11 @@ class Bench {
     progs.push_back({"exec_bin_true", plain({"/bin/true"})});
     progs.push_back({"version_mizarmp_static_cxx",
                      version("mizarmp", o_.bin_dir + "/mizarmp-bench-variant-static-cxx")});
-    for (const char* p : {"libc", "libstdcxx", "nl", "nl-crypto", "nl-ssl", "all"}) {
+    for (const char* p : {"libc", "libstdcxx", "nl", "nl-ssl", "all"}) {
       progs.push_back(
           {std::string("startup_") + p, plain({o_.bin_dir + "/mizarmp-bench-startup-" + p})});
     }
-    for (const char* m : {"none", "evp-sha1", "curl", "evp-sha1+curl", "noconf+curl"}) {
+    for (const char* m : {"none", "ssl-init", "ssl-noconf", "ssl-ctx"}) {
       progs.push_back(
           {std::string("init_") + m, plain({o_.bin_dir + "/mizarmp-bench-openssl-init", m})});
     }
@@ -699,7 +682,7 @@ class Bench {
 
   Options o_;
   std::string state_dir_, ipam_dir_;
-  std::unique_ptr<mb::Netns> host_, stock_host_, ptp_host_;
+  std::unique_ptr<mb::Netns> host_, ptp_host_;
   json results_;
   int failures_ = 0;
 };
@@ -746,8 +729,6 @@ int main(int argc, char** argv) {
       o.burst_rounds = num();
     } else if (a == "--version-iterations") {
       o.version_iterations = num();
-    } else if (a == "--mock-preload") {
-      o.mock_preload = next();
     } else if (a == "--profile-wrap") {
       o.profile_wrap = Split(next(), ' ');
     } else {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
 # bench/RESULTS.md. Needs root (network namespaces), Debian's containernetworking-plugins
-# (/usr/lib/cni/ptp, host-local), curl, valgrind, python3. Takes about 5 minutes.
+# (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional), python3. Takes about 10 minutes.
 #
 #   sudo bash bench/run.sh
 #
@@ -27,7 +27,7 @@ fi
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (the benchmarks create network namespaces)"
-for tool in cmake ip curl valgrind callgrind_annotate python3 strip; do
+for tool in cmake ip curl valgrind callgrind_annotate python3 strip readelf ldd; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
 [[ -x /usr/lib/cni/ptp && -x /usr/lib/cni/host-local ]] ||
@@ -54,6 +54,8 @@ M=$WORK/machine.txt
   echo "commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   echo "dirty=$(git -C "$ROOT" status --porcelain -- bench cni common mizarmp-client netns mock-server fence 2>/dev/null | wc -l)"
   echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
+  echo "health_log=$(git -C "$ROOT" log --oneline -1 -- fence/health.cc 2>/dev/null)"
+  echo "client_log=$(git -C "$ROOT" log --oneline -1 -- mizarmp-client 2>/dev/null)"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$M"
 
@@ -61,14 +63,26 @@ echo "== build ($BUILD, Release)"
 cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; die "cmake configure failed"; }
 TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons
-         mizarmp-bench-bare-grpc mizarmp_bench_nodelay mizarmp-bench-openssl-init
-         mizarmp-bench-variant-static-cxx)
-for p in libc libstdcxx nl nl-crypto nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
+         mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-static-cxx)
+for p in libc libstdcxx nl nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
   { tail -50 "$WORK/build.log"; die "build failed"; }
 BIN=$BUILD/mizarmp/bin
-echo "build_type=$(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)" >>"$M"
-echo "cxx_flags_release=$(grep -m1 '^CMAKE_CXX_FLAGS_RELEASE' "$BUILD/CMakeCache.txt" | cut -d= -f2)" >>"$M"
+{
+  echo "build_type=$(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
+  echo "cxx_flags_release=$(grep -m1 '^CMAKE_CXX_FLAGS_RELEASE' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
+  # Where g++ 12's false -Wrestrict fired in the files this build compiled (the last project
+  # frame of each warning), and how many files it compiled.
+  echo "wrestrict=$(grep -B30 -- '-Wrestrict' "$WORK/build.log" | grep -o "at $ROOT/[^:]*:[0-9]*" |
+    sed "s|at $ROOT/||" | sort -u | tr '\n' ' ')"
+  echo "compiled_files=$(grep -c 'Building C' "$WORK/build.log" || true)"
+  # What the plugin loads: its NEEDED entries, the whole ldd tree, the HTTP stack in it, and
+  # whether the "all" start-up probe loads the same (it links the plugin's library target).
+  echo "mizarmp_needed=$(readelf -d "$BIN/mizarmp" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  echo "startup_all_needed=$(readelf -d "$BIN/mizarmp-bench-startup-all" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  echo "mizarmp_ldd=$(ldd "$BIN/mizarmp" | awk '/=>/ {print $1}' | tr '\n' ' ')"
+  echo "startup_all_ldd=$(ldd "$BIN/mizarmp-bench-startup-all" | awk '/=>/ {print $1}' | tr '\n' ' ')"
+} >>"$M"
 
 # ------------------------------------------------------------------------------------- run
 echo "== CNI benchmarks"
@@ -89,10 +103,10 @@ done
 # The same for process start-up alone and for the library initialisations, one at a time.
 (CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version" "$BIN/mizarmp" </dev/null >/dev/null 2>"$P/cg.version.log") || true
 (CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version-static-cxx" "$BIN/mizarmp-bench-variant-static-cxx" </dev/null >/dev/null 2>"$P/cg.version-static-cxx.log") || true
-for m in none evp-sha1 curl evp-sha1+curl noconf+curl; do
+for m in none ssl-init ssl-noconf ssl-ctx; do
   valgrind --tool=callgrind --callgrind-out-file="$P/cg.init-$m" "$BIN/mizarmp-bench-openssl-init" "$m" >/dev/null 2>"$P/cg.init-$m.log" || true
 done
-for p in libc nl-ssl all; do
+for p in libc nl nl-ssl all; do
   valgrind --tool=callgrind --callgrind-out-file="$P/cg.startup-$p" "$BIN/mizarmp-bench-startup-$p" >/dev/null 2>"$P/cg.startup-$p.log" || true
 done
 # perf: hardware counters are often not exposed to VMs; software counters still tell page faults.
@@ -120,6 +134,6 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons --out WORK/addons.json ${ADDONS_ARGS[*]}"
 } >"$WORK/commands.txt"
 
-python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"
+/usr/bin/python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 echo "== wrote $OUT"
