@@ -202,9 +202,9 @@ def main():
     wr = M.get("wrestrict", "").strip()
     p("| build note | the bench build keeps `-Wrestrict` a warning (`-Wno-error=restrict`): at -O3 g++ 12 reports "
       "false `-Wrestrict` in std::string's `operator+` (GCC bugs 105329/105651). "
-      + (f"In this build it fired at {', '.join('`' + x + '`' for x in wr.split())}, so the project's own "
+      + (f"It fires at {', '.join('`' + x + '`' for x in wr.split())} (for fence/ owners), so the project's own "
          "`-DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON` build fails there today"
-         if wr else f"It did not fire in the {M.get('compiled_files', '?')} files this (incremental) build compiled")
+         if wr else "It fires nowhere in the current sources (as far as this build dir has compiled them)")
       + " |")
     p(f"| mizarmp's HTTP client | {http_stack} (`ldd`: {len(ldd)} shared libraries); last mizarmp-client commit: "
       f"{M.get('client_log', '?')} |")
