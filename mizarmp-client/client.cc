@@ -1,11 +1,17 @@
 #include "mizarmp-client/client.h"
 
-#include <curl/curl.h>
-#include <unistd.h>
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cctype>
-#include <mutex>
+#include <cerrno>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -23,15 +29,6 @@ namespace {
 
 constexpr size_t kExcerptMax = 200;
 constexpr milliseconds kMaxBackoff{1000};
-
-// curl_global_init is not thread-safe and must run once per process before any handle exists.
-std::once_flag g_curl_once;
-CURLcode g_curl_init = CURLE_OK;
-
-CURLcode GlobalInit() {
-  std::call_once(g_curl_once, [] { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  return g_curl_init;
-}
 
 // A short, single-line excerpt of a response body for error messages.
 std::string Excerpt(const std::string& body) {
@@ -96,52 +93,6 @@ Code CodeForHttp(long http) {
   return Code::kFailedPrecondition;
 }
 
-// Transport failures worth another attempt: the server may not have seen or answered the
-// request, or the answer was cut short.
-bool RetryableCurlError(CURLcode rc) {
-  switch (rc) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_BAD_CONTENT_ENCODING:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool IsTlsError(CURLcode rc) {
-  switch (rc) {
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-      return true;
-    default:
-      return false;
-  }
-}
-
-size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* body = static_cast<std::string*>(user);
-  body->append(data, size * nmemb);
-  return size * nmemb;
-}
-
 Status CheckReadable(const std::string& path, const char* what) {
   if (path.empty()) return Status::Ok();
   auto content = ReadFile(path);
@@ -152,21 +103,9 @@ Status CheckReadable(const std::string& path, const char* what) {
   return Status::Ok();
 }
 
-long ClampMs(milliseconds ms) {
-  // 0 means "no timeout" to libcurl: never pass it.
-  return static_cast<long>(std::max<int64_t>(1, ms.count()));
-}
-
 int64_t ElapsedMs(Clock::time_point since) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
 }
-
-struct CurlSlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-struct CurlEasyDeleter {
-  void operator()(CURL* h) const { curl_easy_cleanup(h); }
-};
 
 enum class Method { kGet, kPost, kPut, kDelete };
 
@@ -203,15 +142,145 @@ struct Response {
   bool success() const { return http >= 200 && http < 300; }
 };
 
+// Where base_url points: scheme, host, port and an optional path prefix.
+struct Endpoint {
+  bool https = false;
+  std::string host;  // without IPv6 brackets, as getaddrinfo wants it
+  int port = 0;
+  std::string host_header;  // "host", "host:port", "[v6]:port"
+  std::string prefix;       // "" or "/api", never ending in '/'
+};
+
+// `base` has a scheme, no trailing '/', no whitespace. Errors never echo credentials.
+Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& original) {
+  Endpoint ep;
+  ep.https = base.rfind("https://", 0) == 0;
+  const size_t authority_start = ep.https ? 8 : 7;
+  if (base.find_first_of("?#") != std::string::npos) {
+    return InvalidArgumentError("base_url \"" + original +
+                                "\" must not carry a query or a fragment");
+  }
+  const size_t slash = base.find('/', authority_start);
+  const std::string authority = base.substr(
+      authority_start, slash == std::string::npos ? std::string::npos : slash - authority_start);
+  if (slash != std::string::npos) ep.prefix = base.substr(slash);
+  if (authority.find('@') != std::string::npos) {
+    // Not echoed: the part before '@' may be a password. Credentials go in token_file.
+    return InvalidArgumentError(
+        "base_url must not carry user credentials (user@host); use a token file");
+  }
+  std::string port_text;
+  if (!authority.empty() && authority[0] == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) {
+      return InvalidArgumentError("base_url \"" + original + "\" has an unterminated IPv6 host");
+    }
+    ep.host = authority.substr(1, close - 1);
+    const std::string rest = authority.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest[0] != ':') {
+        return InvalidArgumentError("base_url \"" + original + "\" has junk after the host");
+      }
+      port_text = rest.substr(1);
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    ep.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port_text = authority.substr(colon + 1);
+  }
+  if (ep.host.empty()) return InvalidArgumentError("base_url \"" + original + "\" has no host");
+  ep.port = ep.https ? 443 : 80;
+  if (!port_text.empty()) {
+    int port = 0;
+    for (char c : port_text) {
+      if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535) {
+        port = -1;
+        break;
+      }
+      port = port * 10 + (c - '0');
+    }
+    if (port < 1 || port > 65535) {
+      return InvalidArgumentError("base_url \"" + original + "\" has a bad port \"" + port_text +
+                                  "\"");
+    }
+    ep.port = port;
+  }
+  const bool v6 = ep.host.find(':') != std::string::npos;
+  ep.host_header = v6 ? "[" + ep.host + "]" : ep.host;
+  if (ep.port != (ep.https ? 443 : 80)) ep.host_header += ":" + std::to_string(ep.port);
+  return ep;
+}
+
+// Keeps a SIGPIPE raised by a write to a socket the peer closed from killing the process,
+// without touching the process-wide disposition: SIGPIPE is blocked in this thread for the
+// exchange (httplib sends without MSG_NOSIGNAL, and OpenSSL writes with plain write()), and one
+// raised meanwhile is consumed before the old mask comes back. The write itself fails with EPIPE
+// and httplib reports it as a transport error.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~ScopedSigpipeBlock() {
+    if (!blocked_) return;
+    if (!was_pending_) {
+      sigset_t pending;
+      sigemptyset(&pending);
+      if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+        const timespec zero{0, 0};
+        const int saved = errno;
+        while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
+        }
+        errno = saved;
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
+
+// The newest OpenSSL error on this thread, for TLS handshake failures ("" if none).
+std::string TakeOpenSslError() {
+  const unsigned long e = ERR_peek_last_error();
+  std::string text;
+  if (e != 0) {
+    const char* reason = ERR_reason_error_string(e);
+    text = reason != nullptr ? reason : "OpenSSL error " + std::to_string(e);
+  }
+  ERR_clear_error();
+  return text;
+}
+
+// How one HTTP exchange ended when it produced no complete response.
+struct TransportFailure {
+  std::string text;        // "cannot connect to 127.0.0.1:9090", "TLS: ..."
+  bool retryable = false;  // the server may not have seen or answered the request
+  bool timed_out = false;  // the attempt's time ran out
+  int partial_http = 0;    // the status line arrived, then the body was cut short
+};
+
 }  // namespace
 
 struct Client::Impl {
   Client* owner = nullptr;
-  std::unique_ptr<CURL, CurlEasyDeleter> curl;
-  std::unique_ptr<curl_slist, CurlSlistDeleter> headers;
-  std::string base;                     // base_url without trailing '/'
-  std::optional<Dialect> bulk_dialect;  // what bulk create turned out to speak (kAuto)
-  char errbuf[CURL_ERROR_SIZE] = {};
+  std::string base;  // base_url without trailing '/', for log lines
+  Endpoint endpoint;
+  httplib::Headers headers;  // sent with every request (holds the token: never log)
+  std::unique_ptr<httplib::ClientImpl> http;  // made by the first request, then kept (keep-alive)
+  httplib::SSLClient* tls_client = nullptr;   // == http.get() for https
+  std::optional<Dialect> bulk_dialect;        // what bulk create turned out to speak (kAuto)
 
   const ClientConfig& cfg() const { return owner->config_; }
 
@@ -220,61 +289,194 @@ struct Client::Impl {
     return ProjectPath() + "/ports/" + Escape(id);
   }
 
-  // One HTTP exchange. Returns the curl code; fills http and body.
-  CURLcode Perform(Method method, const std::string& path, const std::string* body,
-                   milliseconds timeout, long* http, std::string* out) {
-    CURL* h = curl.get();
-    // Reset keeps live connections, so the next request reuses the socket (and TLS session).
-    curl_easy_reset(h);
-    errbuf[0] = '\0';
-    const std::string url = base + path;
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     ClampMs(std::min(cfg().connect_timeout, timeout)));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ClampMs(timeout));
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &WriteBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+  // The connection object, made once: one socket (and TLS session) kept alive across calls.
+  // A TLS client certificate or key that OpenSSL cannot use is reported here, like any other
+  // TLS setup problem, rather than by Create().
+  Result<httplib::ClientImpl*> Connection() {
+    if (http) return http.get();
     const TlsConfig& tls = cfg().tls;
-    if (!tls.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, tls.ca_file.c_str());
-    if (!tls.cert_file.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, tls.cert_file.c_str());
-    if (!tls.key_file.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, tls.key_file.c_str());
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, tls.insecure_skip_verify ? 0L : 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, tls.insecure_skip_verify ? 0L : 2L);
-    switch (method) {
-      case Method::kGet:
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-        break;
-      case Method::kDelete:
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
-        break;
-      case Method::kPost:
-      case Method::kPut:
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body != nullptr ? body->data() : "");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-                         static_cast<curl_off_t>(body != nullptr ? body->size() : 0));
-        if (method == Method::kPut) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
-        break;
+    std::unique_ptr<httplib::ClientImpl> made;
+    if (endpoint.https) {
+      std::unique_ptr<httplib::SSLClient> ssl;
+      if (tls.cert_file.empty()) {
+        ssl = std::make_unique<httplib::SSLClient>(endpoint.host, endpoint.port);
+      } else {
+        // Without a key file the key is looked for in the certificate file (a combined PEM).
+        ssl = std::make_unique<httplib::SSLClient>(
+            endpoint.host, endpoint.port, tls.cert_file,
+            tls.key_file.empty() ? tls.cert_file : tls.key_file);
+      }
+      if (!ssl->is_valid()) {
+        const std::string detail = TakeOpenSslError();
+        return UnavailableError("TLS: cannot set up the client" +
+                                (tls.cert_file.empty()
+                                     ? std::string()
+                                     : " with certificate " + tls.cert_file + " and key " +
+                                           (tls.key_file.empty() ? tls.cert_file : tls.key_file)) +
+                                (detail.empty() ? "" : ": " + detail));
+      }
+      if (!tls.ca_file.empty()) ssl->set_ca_cert_path(tls.ca_file);
+      ssl->enable_server_certificate_verification(!tls.insecure_skip_verify);
+      if (!tls.insecure_skip_verify) {
+        // OpenSSL checks the host name as part of the chain (RFC 6125: the subjectAltName
+        // names, the CN only when there are none). httplib's own check, which runs as well,
+        // also accepts a matching CN beside subjectAltNames that do not match.
+        MZ_RETURN_IF_ERROR(ExpectHost(ssl->ssl_context()));
+      }
+      tls_client = ssl.get();
+      made = std::move(ssl);
+    } else {
+      made = std::make_unique<httplib::ClientImpl>(endpoint.host, endpoint.port);
     }
-    ++owner->requests_sent_;
-    CURLcode rc = curl_easy_perform(h);
-    *http = 0;
-    if (rc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, http);
-    return rc;
+    made->set_keep_alive(true);
+    made->set_tcp_nodelay(true);
+    made->set_follow_location(false);
+    made->set_url_encode(false);  // paths are escaped here already
+    http = std::move(made);
+    return http.get();
   }
 
-  std::string CurlErrorText(CURLcode rc) const {
-    std::string text = curl_easy_strerror(rc);
-    std::string detail = Trim(errbuf);
-    if (!detail.empty() && detail != text) text += ": " + detail;
-    if (IsTlsError(rc)) text = "TLS: " + text;
-    return text;
+  Status ExpectHost(SSL_CTX* ctx) const {
+    X509_VERIFY_PARAM* param = ctx != nullptr ? SSL_CTX_get0_param(ctx) : nullptr;
+    const std::string& host = endpoint.host;
+    unsigned char addr[16];
+    const bool ip =
+        inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1;
+    const int rc = param == nullptr ? 0
+                   : ip             ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
+                                    : X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
+    if (rc != 1) {
+      ERR_clear_error();
+      return UnavailableError("TLS: cannot set up host name verification for " + host);
+    }
+    return Status::Ok();
+  }
+
+  // One HTTP exchange bounded by `timeout`. On success fills *http and *out; else says why.
+  std::optional<TransportFailure> Perform(Method method, const std::string& path,
+                                          const std::string* body, milliseconds timeout,
+                                          long* http_status, std::string* out) {
+    *http_status = 0;
+    auto conn = Connection();
+    if (!conn.ok()) {
+      ++owner->requests_sent_;  // an attempt, failed before anything was sent
+      return TransportFailure{conn.status().message(), false, false, 0};
+    }
+    httplib::ClientImpl& c = **conn;
+    // httplib bounds the connect and TLS handshake (connection timeout) and each wait on the
+    // socket (read/write timeouts); the progress callback below ends the attempt once `timeout`
+    // has passed while a body arrives, so a server trickling its body cannot stretch it. Only a
+    // server trickling the status line and headers could (each wait is bounded, not their sum).
+    c.set_connection_timeout(std::max(std::min(cfg().connect_timeout, timeout), milliseconds(1)));
+    c.set_read_timeout(timeout);
+    c.set_write_timeout(timeout);
+
+    httplib::Request req;
+    req.method = MethodName(method);
+    req.path = endpoint.prefix + path;
+    req.headers = headers;
+    if (body != nullptr) {
+      req.body = *body;
+      req.set_header("Content-Type", "application/json");
+    } else if (method == Method::kPost || method == Method::kPut) {
+      req.set_header("Content-Type", "application/json");
+    }
+    const auto started = Clock::now();
+    const auto attempt_deadline = started + timeout;
+    bool overran = false;
+    req.progress = [&overran, attempt_deadline](uint64_t, uint64_t) {
+      if (Clock::now() < attempt_deadline) return true;
+      overran = true;
+      return false;
+    };
+
+    httplib::Response res;
+    httplib::Error err = httplib::Error::Success;
+    ++owner->requests_sent_;
+    bool ok = false;
+    {
+      ScopedSigpipeBlock no_sigpipe;
+      ERR_clear_error();
+      ok = c.send(req, res, err);
+    }
+    if (ok && err == httplib::Error::Success) {
+      *http_status = res.status;
+      *out = std::move(res.body);
+      return std::nullopt;
+    }
+    *out = std::move(res.body);  // what arrived of a body cut short, for the excerpt
+    const int64_t elapsed = ElapsedMs(started);
+    const bool out_of_time = overran || Clock::now() >= attempt_deadline;
+    const std::string where = endpoint.host_header;
+    TransportFailure f;
+    f.retryable = true;
+    switch (err) {
+      case httplib::Error::Connection:
+        f.text = "cannot connect to " + where;
+        break;
+      case httplib::Error::ConnectionTimeout:
+        f.text = "connecting to " + where + " timed out after " + std::to_string(elapsed) + " ms";
+        f.timed_out = true;
+        break;
+      case httplib::Error::Read:
+      case httplib::Error::Canceled:
+        if (out_of_time) {
+          f.text =
+              "no complete response within " + std::to_string(timeout.count()) + " ms (timed out)";
+          f.timed_out = true;
+        } else if (res.status > 0) {
+          f.text = "connection closed after HTTP " + std::to_string(res.status) + " and " +
+                   std::to_string(out->size()) + " bytes of the body";
+        } else {
+          f.text = "connection closed with no response";
+        }
+        if (res.status > 0) f.partial_http = res.status;
+        break;
+      case httplib::Error::Write:
+        f.text = out_of_time ? "sending the request timed out after " +
+                                   std::to_string(timeout.count()) + " ms"
+                             : "sending the request failed (connection closed)";
+        f.timed_out = out_of_time;
+        break;
+      case httplib::Error::SSLConnection: {
+        const std::string detail = TakeOpenSslError();
+        f.text = "TLS: handshake with " + where + " failed" + (detail.empty() ? "" : ": " + detail);
+        f.timed_out = out_of_time;
+        break;
+      }
+      case httplib::Error::SSLServerVerification: {
+        const long v = tls_client != nullptr ? tls_client->get_openssl_verify_result() : 0;
+        if (v == X509_V_OK || v == X509_V_ERR_HOSTNAME_MISMATCH ||
+            v == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+          f.text = "TLS: server certificate does not match the host name " + endpoint.host;
+        } else {
+          f.text = "TLS: server certificate verification failed: " +
+                   std::string(X509_verify_cert_error_string(v));
+        }
+        f.retryable = false;
+        ERR_clear_error();
+        break;
+      }
+      case httplib::Error::SSLLoadingCerts:
+        f.text = "TLS: cannot load CA certificates from " +
+                 (cfg().tls.ca_file.empty() ? std::string("the system store") : cfg().tls.ca_file);
+        f.retryable = false;
+        ERR_clear_error();
+        break;
+      case httplib::Error::Compression:
+        f.text = "the response body could not be decompressed";
+        break;
+      default:
+        f.text = "HTTP client error: " + httplib::to_string(err);
+        f.retryable = false;
+        break;
+    }
+    if (endpoint.https && (err == httplib::Error::Read || err == httplib::Error::Write)) {
+      // e.g. TLS 1.3 servers refuse a missing client certificate only after the handshake.
+      const std::string detail = TakeOpenSslError();
+      if (!detail.empty()) f.text += " (TLS: " + detail + ")";
+    }
+    return f;
   }
 
   // Sends a request with bounded retries (all calls here are idempotent: ids are client-chosen).
@@ -318,23 +520,21 @@ struct Client::Impl {
       resp.body.clear();
       resp.doc = nullptr;
       const auto started = Clock::now();
-      CURLcode rc = Perform(method, path, body, timeout, &resp.http, &resp.body);
-      if (rc != CURLE_OK) {
-        std::string text = CurlErrorText(rc);
-        MZ_LOG(kDebug) << resp.call << " -> " << text << " after " << ElapsedMs(started) << " ms";
-        if (rc == CURLE_OPERATION_TIMEDOUT && clipped) {
-          return DeadlineExceededError(resp.call + ": deadline reached: " + text);
+      auto failure = Perform(method, path, body, timeout, &resp.http, &resp.body);
+      if (failure) {
+        const TransportFailure& f = *failure;
+        MZ_LOG(kDebug) << resp.call << " -> " << f.text << " after " << ElapsedMs(started) << " ms";
+        if (f.timed_out && clipped) {
+          return DeadlineExceededError(resp.call + ": deadline reached: " + f.text);
         }
-        long partial_http = 0;
-        curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &partial_http);
-        if (rc == CURLE_PARTIAL_FILE && expect_json && partial_http >= 200 && partial_http < 300) {
+        if (!f.timed_out && expect_json && f.partial_http >= 200 && f.partial_http < 300) {
           // A success whose body was cut short: a garbled answer, not an unreachable server.
-          last = InternalError(resp.call + ": HTTP " + std::to_string(partial_http) +
-                               ": response cut short (" + text + "): " + Excerpt(resp.body));
+          last = InternalError(resp.call + ": HTTP " + std::to_string(f.partial_http) +
+                               ": response cut short (" + f.text + "): " + Excerpt(resp.body));
         } else {
-          last = UnavailableError(resp.call + ": " + text);
+          last = UnavailableError(resp.call + ": " + f.text);
         }
-        if (!RetryableCurlError(rc)) return last;
+        if (!f.retryable) return last;
         continue;
       }
       MZ_LOG(kDebug) << resp.call << " -> HTTP " << resp.http << " in " << ElapsedMs(started)
@@ -457,6 +657,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
       return InvalidArgumentError("base_url \"" + config.base_url + "\" contains whitespace");
     }
   }
+  MZ_ASSIGN_OR_RETURN(Endpoint endpoint, ParseBaseUrl(base, config.base_url));
   if (config.project_id.empty()) return InvalidArgumentError("project_id is empty");
   if (config.max_attempts < 1) {
     return InvalidArgumentError("max_attempts must be at least 1, got " +
@@ -490,28 +691,14 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
     }
   }
 
-  if (CURLcode rc = GlobalInit(); rc != CURLE_OK) {
-    return InternalError(std::string("curl_global_init: ") + curl_easy_strerror(rc));
-  }
-
   std::unique_ptr<Client> client(new Client(std::move(config)));
   Impl& impl = *client->impl_;
   impl.base = base;
-  impl.curl.reset(curl_easy_init());
-  if (!impl.curl) return InternalError("curl_easy_init failed");
-
-  curl_slist* list = nullptr;
-  auto append = [&list](const std::string& h) -> bool {
-    curl_slist* next = curl_slist_append(list, h.c_str());
-    if (next == nullptr) return false;
-    list = next;
-    return true;
-  };
-  bool ok = append("Content-Type: application/json") && append("Accept: application/json") &&
-            append("Expect:");  // no 100-continue round trip before a body
-  if (ok && !token.empty()) ok = append("Authorization: Bearer " + token);
-  impl.headers.reset(list);
-  if (!ok) return InternalError("curl_slist_append failed");
+  impl.endpoint = std::move(endpoint);
+  // The connection itself is opened by the first request (see Impl::Connection).
+  impl.headers.emplace("Host", impl.endpoint.host_header);
+  impl.headers.emplace("Accept", "application/json");
+  if (!token.empty()) impl.headers.emplace("Authorization", "Bearer " + token);
   return client;
 }
 

@@ -1,8 +1,8 @@
-// The Mizar-MP REST client (libcurl + nlohmann_json).
+// The Mizar-MP REST client (cpp-httplib + nlohmann_json).
 //
-// One Client owns one curl easy handle, so calls made through it reuse the connection. A Client
-// is not thread-safe; use one per thread. Errors name the call, the HTTP status and a short
-// excerpt of the body, e.g.
+// One Client owns one HTTP connection (kept alive, TLS session included), so calls made through
+// it reuse the connection. A Client is not thread-safe; use one per thread (or guard it).
+// Errors name the call, the HTTP status and a short excerpt of the body, e.g.
 //   UNAVAILABLE: GET /project/p/ports/x: HTTP 503: {"error":"overloaded"...
 // Codes: connection failures and timeouts after retries -> UNAVAILABLE (DEADLINE_EXCEEDED for
 // the poll deadline); 400 -> INVALID_ARGUMENT; 401 -> UNAUTHENTICATED; 403 -> PERMISSION_DENIED;

@@ -617,14 +617,14 @@ TEST_P(ClientMockTest, BearerToken) {
   EXPECT_TRUE(Contains(r.status().message(), c.token_file)) << r.status().message();
 }
 
-// A throwaway CA, a server certificate for 127.0.0.1 and a client certificate, made with the
-// openssl CLI in a temporary directory.
+// A throwaway CA, a server certificate for 127.0.0.1 (or the names in `san`) and a client
+// certificate, made with the openssl CLI in a temporary directory.
 struct Pki {
   testing::TempDir dir;
   std::string ca, server_cert, server_key, client_cert, client_key;
   std::string error;
 
-  Pki() {
+  explicit Pki(const std::string& san = "IP:127.0.0.1,DNS:localhost") {
     const std::string d = dir.path();
     ca = d + "/ca.crt";
     server_cert = d + "/server.crt";
@@ -632,7 +632,7 @@ struct Pki {
     client_cert = d + "/client.crt";
     client_key = d + "/client.key";
     WriteText(d + "/server.ext",
-              "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+              "subjectAltName=" + san + "\nextendedKeyUsage=serverAuth\n");
     WriteText(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
     const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     const std::string script =
@@ -691,6 +691,31 @@ TEST_P(ClientMockTest, TlsVerifiesTheServerAgainstTheCa) {
   ASSERT_FALSE(bad.ok());
   EXPECT_CODE(bad.status(), Code::kInvalidArgument);
   EXPECT_TRUE(Contains(bad.status().message(), c.tls.ca_file)) << bad.status().message();
+}
+
+TEST_P(ClientMockTest, TlsChecksTheHostName) {
+  // Signed by the CA the client trusts, but for another name: the host check must refuse it.
+  Pki pki("DNS:other.example");
+  ASSERT_TRUE(pki.error.empty()) << pki.error;
+  mock::Options o = MockOptions();
+  o.tls_cert_file = pki.server_cert;
+  o.tls_key_file = pki.server_key;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+
+  ClientConfig c = Config();
+  c.tls.ca_file = pki.ca;
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    c.base_url = "https://" + host + ":" + std::to_string(server_->port());
+    auto client = MakeClient(c);
+    ASSERT_NE(client, nullptr);
+    auto denied = client->GetPort("any");
+    ASSERT_FALSE(denied.ok()) << host;
+    EXPECT_CODE(denied.status(), Code::kUnavailable);
+    EXPECT_TRUE(Contains(denied.status().message(), "TLS")) << denied.status().message();
+    EXPECT_TRUE(Contains(denied.status().message(), host)) << denied.status().message();
+    EXPECT_EQ(client->requests_sent(), 1u) << "a certificate problem is not retried";
+  }
+  EXPECT_EQ(server_->requests(), 0u);
 }
 
 TEST_P(ClientMockTest, MutualTls) {
