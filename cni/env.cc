@@ -130,7 +130,7 @@ Result<Env> ParseEnv(const std::map<std::string, std::string>& vars) {
   if (!missing.empty()) {
     std::string msg =
         missing.size() == 1 ? "missing environment variable: " : "missing environment variables: ";
-    for (size_t i = 0; i < missing.size(); ++i) msg += (i ? ", " : "") + missing[i];
+    msg += Joined(missing, ", ");
     msg += " (required for " + std::string(CommandName(env.command)) + ")";
     return InvalidArgumentError(msg);
   }

@@ -598,7 +598,7 @@ class Plugin {
     if (!failures.empty()) {
       std::string msg =
           "GC could not remove " + std::to_string(failures.size()) + " stale attachment(s): ";
-      for (size_t i = 0; i < failures.size(); ++i) msg += (i ? "; " : "") + failures[i];
+      msg += Joined(failures, "; ");
       return Fail(MakeError(kTryAgainLater, msg));
     }
     return Ok();

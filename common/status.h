@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace mizarmp {
 
@@ -85,6 +86,9 @@ inline Status DataLossError(std::string m) { return {Code::kDataLoss, std::move(
 
 // `s` in double quotes, for naming a value in an error message.
 std::string Quoted(std::string_view s);
+
+// The parts with `sep` between them, for listing values in a message: Joined({"a","b"}, ", ").
+std::string Joined(const std::vector<std::string>& parts, std::string_view sep);
 
 // errno as a Status: "what: strerror(err)", with a code chosen from the errno.
 Status ErrnoError(std::string_view what, int err);

@@ -61,7 +61,9 @@ std::string PortLabel(const client::Port& port, const std::vector<IpAddress>& ip
   std::string label = "port " + port.id;
   if (!ips.empty()) {
     label += " (";
-    for (size_t i = 0; i < ips.size(); ++i) label += (i ? " " : "") + ips[i].ToString();
+    std::vector<std::string> texts;
+    for (const auto& ip : ips) texts.push_back(ip.ToString());
+    label += Joined(texts, " ");
     label += ")";
   }
   return label;
