@@ -1,18 +1,22 @@
 #include "fence/server.h"
 
 #include <errno.h>
+#include <grpc/grpc.h>
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <thread>
 
 #include "common/fd.h"
 #include "common/fileutil.h"
@@ -58,6 +62,70 @@ Result<std::string> ReadPem(const char* what, const std::string& path) {
 
 }  // namespace
 
+// How many calls the server is running, from the moment gRPC hands a call to the server until
+// it is finished: each call gets a CountingInterceptor, made when the call arrives and destroyed
+// with the call. Shutdown() waits on it for the drain to empty.
+class CallCounter {
+ public:
+  void Enter() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++in_flight_;
+  }
+  void Leave() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--in_flight_ == 0) cv_.notify_all();
+  }
+  // Wakes WaitIdle() for good (the server stopped by itself).
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  // True once no call is in flight; false at `deadline` or after Stop().
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_until(lock, deadline, [this] { return in_flight_ == 0 || stopped_; });
+    return in_flight_ == 0 && !stopped_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;
+  bool stopped_ = false;
+};
+
+namespace {
+
+class CountingInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit CountingInterceptor(std::shared_ptr<CallCounter> calls) : calls_(std::move(calls)) {
+    calls_->Enter();
+  }
+  ~CountingInterceptor() override { calls_->Leave(); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  std::shared_ptr<CallCounter> calls_;
+};
+
+class CountingInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CountingInterceptorFactory(std::shared_ptr<CallCounter> calls)
+      : calls_(std::move(calls)) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo*) override {
+    return new CountingInterceptor(calls_);
+  }
+
+ private:
+  std::shared_ptr<CallCounter> calls_;
+};
+
+}  // namespace
+
 ServerOptions ServerOptions::FromConfig(const ServerConfig& config) {
   ServerOptions o;
   o.endpoint = config.endpoint;
@@ -70,7 +138,8 @@ ServerOptions ServerOptions::FromConfig(const ServerConfig& config) {
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
-      health_(std::make_unique<HealthService>(HealthOptions{options_.health_watch_poll})) {}
+      health_(std::make_unique<HealthService>(HealthOptions{options_.health_watch_poll})),
+      calls_(std::make_shared<CallCounter>()) {}
 
 Server::~Server() { Shutdown(options_.shutdown_grace); }
 
@@ -160,6 +229,9 @@ Status Server::Start() {
   const std::string grpc_address = ep.GrpcAddress();
   builder.AddListeningPort(grpc_address, creds, &selected_port);
   for (grpc::Service* s : services_) builder.RegisterService(s);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
+  counting.push_back(std::make_unique<CountingInterceptorFactory>(calls_));
+  builder.experimental().SetInterceptorCreators(std::move(counting));
 
   // The socket file is created by bind() inside BuildAndStart: with umask 077 it is born 0600
   // (no window in which another user could connect). The umask is process-wide, so keep the
@@ -238,7 +310,27 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   // NOT_SERVING for everything from now on; every open Watch sends that and returns, so none
   // of them holds the drain below until the grace period ends.
   health_->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  // gRPC's drain (stop accepting; let calls finish until `grace`, then cancel them) also waits
+  // for every client connection to go, which an idle client takes seconds to do after the
+  // GOAWAY. So the drain runs on its own thread, and once no call is left, the connections are
+  // closed: cancelling all calls when none is running disconnects them and nothing else.
+  grpc::Server* server = server_.get();
+  std::shared_ptr<CallCounter> calls = calls_;
+  std::thread drain([server, calls, grace] {
+    server->Shutdown(std::chrono::system_clock::now() + grace);
+    calls->Stop();
+  });
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  if (calls_->WaitIdle(deadline)) {
+    // A call gRPC matched just before the shutdown may not have reached its interceptor yet:
+    // give it a moment to show up before closing connections under it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (calls_->WaitIdle(std::chrono::steady_clock::now())) {
+      MZ_LOG(kDebug) << "no call in flight: closing idle client connections";
+      grpc_server_cancel_all_calls(server->c_server());
+    }
+  }
+  drain.join();
   server_->Wait();
   RemoveOwnSocket();
   MZ_LOG(kInfo) << "gRPC server stopped";

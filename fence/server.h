@@ -33,6 +33,7 @@ class Service;
 namespace mizarmp::fence {
 
 class HealthService;
+class CallCounter;
 
 struct ServerOptions {
   std::string endpoint = kDefaultEndpoint;
@@ -76,7 +77,9 @@ class Server {
 
   // Reports NOT_SERVING and ends every health Watch, stops accepting calls, lets in-flight
   // calls run until `grace` (then cancels them), waits for the server to stop and removes the
-  // unix socket. Idempotent; safe from any thread.
+  // unix socket. Once no call is in flight, idle client connections are closed at once rather
+  // than left to the HTTP/2 GOAWAY handshake (which can take the client seconds). Idempotent;
+  // safe from any thread.
   void Shutdown(std::chrono::milliseconds grace);
   void Shutdown() { Shutdown(options_.shutdown_grace); }
 
@@ -93,6 +96,7 @@ class Server {
   std::vector<grpc::Service*> services_;
   // Declared before server_: the grpc::Server refers to it until it is destroyed.
   std::unique_ptr<HealthService> health_;
+  std::shared_ptr<CallCounter> calls_;  // shared with the interceptor factory gRPC owns
   std::unique_ptr<grpc::Server> server_;
   mutable std::mutex mu_;
   bool started_ = false;

@@ -128,6 +128,22 @@ class HealthTest(unittest.TestCase):
         self.assertIsNone(updates.get(timeout=TIMEOUT))
         self.assertEqual(call.code(), grpc.StatusCode.OK)
 
+    def test_sigterm_does_not_wait_for_an_idle_client(self):
+        # A client that made a call and keeps its channel open, as kubelet or a sidecar does.
+        srv = ac.AddonsServer(self.work.path, mpurl=self.mock.base_url, name="sigterm-idle")
+        srv.start()
+        self.addCleanup(srv.stop)
+        stub = self.health(srv)
+        self.assertEqual(self.check(stub, ""), "SERVING")
+        start = time.monotonic()
+        rc = srv.stop(timeout=20)
+        elapsed = time.monotonic() - start
+        self.assertEqual(rc, 0, srv.log_text())
+        # Nothing was in flight, so the drain (10 s grace) has nothing to wait for; left to the
+        # client, an idle HTTP/2 connection closes ~5 s after the server's GOAWAY.
+        self.assertLess(elapsed, 2.5, srv.log_text())
+        self.assertEqual(self.check(stub, ""), grpc.StatusCode.UNAVAILABLE)
+
     def test_reflection_lists_health(self):
         srv = self.server()
         channel = srv.channel()
