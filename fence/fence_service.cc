@@ -336,26 +336,27 @@ Result<std::vector<FenceClient>> FenceService::FenceClients(
   auto wanted = [&](const std::string& host) { return only.empty() || host == only; };
 
   // 1. The plugin's attachment records on this node.
-  cni::RecordStore records(options_.state_dir);
-  auto listed = records.ListAll();
+  auto listed = records_.Snapshot();
   if (!listed.ok()) {
     return UnavailableError("reading the plugin's attachment records under \"" +
                             options_.state_dir + "\": " + listed.status().message());
   }
-  for (const cni::Record& r : *listed) {
-    const std::string host = r.host_id.empty() ? options_.host_id : r.host_id;
-    if (host.empty()) {
-      MZ_LOG(kDebug) << "record " << r.network << "/" << r.container_id
-                     << " has no host id and no hostId is configured; skipped";
-      continue;
+  for (const auto& network : *listed) {
+    for (const cni::Record& r : *network) {
+      const std::string host = r.host_id.empty() ? options_.host_id : r.host_id;
+      if (host.empty()) {
+        MZ_LOG(kDebug) << "record " << r.network << "/" << r.container_id
+                       << " has no host id and no hostId is configured; skipped";
+        continue;
+      }
+      if (!wanted(host)) continue;
+      for (const auto& ip : r.ips) {
+        auto c = Cidr::Parse(ip.address, /*allow_bare=*/true);
+        if (!c.ok()) continue;
+        by_node[host].push_back(HostCidr(c->address()));
+      }
+      if (r.ips.empty()) by_node[host];  // the node exists even before its pod has an address
     }
-    if (!wanted(host)) continue;
-    for (const auto& ip : r.ips) {
-      auto c = Cidr::Parse(ip.address, /*allow_bare=*/true);
-      if (!c.ok()) continue;
-      by_node[host].push_back(HostCidr(c->address()));
-    }
-    if (r.ips.empty()) by_node[host];  // the node exists even before its pod has an address
   }
 
   // 2. Configured node addresses.

@@ -43,6 +43,7 @@
 #include "fence/cidrset.h"
 #include "fence/config.h"
 #include "fence/identity.h"
+#include "fence/record_cache.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
 
@@ -134,6 +135,7 @@ class FenceService final : public ::fence::FenceController::Service {
   void NoteStoreError(const Status& s);
 
   FenceOptions options_;
+  RecordCache records_{options_.state_dir};  // GetFenceClients' view of the plugin's records
 
   mutable std::mutex store_mu_;
   std::unique_ptr<FenceStore> store_;

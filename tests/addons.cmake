@@ -79,3 +79,6 @@ if(TARGET mizarmp AND NOT TARGET fence_e2e_test)
     LABELS "netns;root" TIMEOUT 300)
   add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
 endif()
+# GetFenceClients' cache of the plugin's records (a directory is re-read only when it changed).
+mizarmp_add_test(NAME fence_record_cache_test SOURCES unit/fence_record_cache_test.cc
+                 LIBS mizarmp_fence LABELS unit)
