@@ -199,13 +199,6 @@ def main():
     p(f"| source | commit {M.get('commit', '?')} ({M.get('dirty', '?')} uncommitted files under the measured folders) |")
     p(f"| build | CMAKE_BUILD_TYPE={M.get('build_type', '?')} (`{M.get('cxx_flags_release', '')}`), "
       f"`-DMIZARMP_WERROR=ON`, {M.get('compiler', '?')} |")
-    wr = M.get("wrestrict", "").strip()
-    p("| build note | the bench build keeps `-Wrestrict` a warning (`-Wno-error=restrict`): at -O3 g++ 12 reports "
-      "false `-Wrestrict` in std::string's `operator+` (GCC bugs 105329/105651). "
-      + (f"It fires at {', '.join('`' + x + '`' for x in wr.split())} (for fence/ owners), so the project's own "
-         "`-DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON` build fails there today"
-         if wr else "It fires nowhere in the current sources (as far as this build dir has compiled them)")
-      + " |")
     p(f"| mizarmp's HTTP client | {http_stack} (`ldd`: {len(ldd)} shared libraries); last mizarmp-client commit: "
       f"{M.get('client_log', '?')} |")
     p(f"| reference plugins | {M.get('ptp', '?')} (`/usr/lib/cni/ptp` + `host-local`) |")

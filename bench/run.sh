@@ -72,37 +72,6 @@ BIN=$BUILD/mizarmp/bin
   echo "build_type=$(grep -m1 '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
   echo "cxx_flags_release=$(grep -m1 '^CMAKE_CXX_FLAGS_RELEASE' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
   echo "compiled_files=$(grep -c 'Building C' "$WORK/build.log" || true)"
-  # Where g++ 12's false -Wrestrict fires (the project frames of each warning). Builds here are
-  # incremental, so the places are kept in $BUILD/bench-wrestrict.txt: a file compiled again
-  # drops its old entries and adds what fired this time.
-  echo "wrestrict=$(/usr/bin/python3 - "$WORK/build.log" "$BUILD/bench-wrestrict.txt" "$ROOT" <<'PY'
-import re, sys
-log, state, root = sys.argv[1:4]
-text = open(log, errors="replace").read()
-rel = root.strip("/") + "/"
-compiled = set()
-for m in re.finditer(r"Building CXX object (\S+)\.o", text):
-    m2 = re.match(r"(?:mizarmp/)?(.*?)/?CMakeFiles/[^/]+\.dir/(.*)", m.group(1))
-    if m2:
-        d, src = m2.groups()
-        compiled.add(src[len(rel):] if src.startswith(rel) else (d or "bench") + "/" + src)
-found = set()
-lines = text.splitlines()
-for i, line in enumerate(lines):
-    if re.search(r"\[-W(error=)?restrict\]", line):
-        for prev in lines[max(0, i - 30):i + 1]:
-            for loc in re.findall(r"(?:at |^)" + re.escape(root) + r"/([^:\s]+):(\d+):", prev):
-                found.add(f"{loc[0]}:{loc[1]}")
-try:
-    kept = {x.strip() for x in open(state) if x.strip()}
-except OSError:
-    kept = set()
-kept = {x for x in kept if x.rsplit(":", 1)[0] not in compiled} | found
-with open(state, "w") as f:
-    f.write("".join(x + "\n" for x in sorted(kept)))
-print(" ".join(sorted(kept)))
-PY
-)"
   # What the plugin loads: its NEEDED entries, the whole ldd tree, the HTTP stack in it, and
   # whether the "all" start-up probe loads the same (it links the plugin's library target).
   echo "mizarmp_needed=$(readelf -d "$BIN/mizarmp" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
