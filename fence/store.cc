@@ -195,11 +195,13 @@ Result<std::unique_ptr<FenceStore>> FenceStore::Open(const std::string& path) {
 }
 
 FenceStore::~FenceStore() {
+  if (data_version_ != nullptr) sqlite3_finalize(data_version_);
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }
 
 Status FenceStore::AddFences(const std::vector<Cidr>& cidrs) {
   std::lock_guard<std::mutex> lock(mu_);
+  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   const std::string now = NowUtc();
   Stmt upsert;
@@ -234,6 +236,7 @@ Status FenceStore::AddFences(const std::vector<Cidr>& cidrs) {
 
 Result<std::vector<Cidr>> FenceStore::RemoveFences(const std::vector<Cidr>& cidrs) {
   std::lock_guard<std::mutex> lock(mu_);
+  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   Status s;
   std::vector<Cidr> removed;
@@ -294,6 +297,7 @@ Result<std::vector<Cidr>> FenceStore::RemoveFences(const std::vector<Cidr>& cidr
 Status FenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
   if (cidrs.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
+  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   const std::string now = NowUtc();
   Stmt upd;
@@ -319,6 +323,7 @@ Status FenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
 Status FenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
   if (cidrs.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
+  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   Stmt del;
   Status s;
@@ -337,8 +342,31 @@ Status FenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
   return s;
 }
 
+Result<int64_t> FenceStore::DataVersion() const {
+  if (data_version_ == nullptr) {
+    // Prepared on first use, under mu_; kept until the store closes.
+    if (sqlite3_prepare_v2(db_, "PRAGMA data_version", -1, &data_version_, nullptr) != SQLITE_OK) {
+      return SqlError("reading the data version");
+    }
+  }
+  sqlite3_reset(data_version_);
+  if (sqlite3_step(data_version_) != SQLITE_ROW) return SqlError("reading the data version");
+  const int64_t v = sqlite3_column_int64(data_version_, 0);
+  sqlite3_reset(data_version_);
+  return v;
+}
+
 Result<StoreSnapshot> FenceStore::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
+  MZ_ASSIGN_OR_RETURN(const int64_t version, DataVersion());
+  if (cached_ && version == cached_version_) return *cached_;
+  MZ_ASSIGN_OR_RETURN(StoreSnapshot snap, ReadSnapshot());
+  cached_ = std::make_shared<const StoreSnapshot>(snap);
+  cached_version_ = version;
+  return snap;
+}
+
+Result<StoreSnapshot> FenceStore::ReadSnapshot() const {
   StoreSnapshot snap;
   // One read transaction, so both tables are seen at the same point.
   MZ_RETURN_IF_ERROR(Exec("BEGIN"));

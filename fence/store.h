@@ -14,8 +14,14 @@
 // CIDRs are stored in canonical form (fence/cidrset.h).
 //
 // Thread-safe: one connection, one mutex.
+//
+// Snapshot() answers from the last snapshot it read while nothing changed since: this store's
+// own writes drop it, and another connection's commit (a second server or an operator's sqlite3
+// on the same file) shows in `PRAGMA data_version`, which is read on every call (one step of a
+// statement prepared once, instead of a transaction with two queries and their parsing).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +31,7 @@
 #include "common/status.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace mizarmp::fence {
 
@@ -81,10 +88,16 @@ class FenceStore {
   Status Commit() const;
   void Rollback() const;
   Status SqlError(const std::string& what) const;
+  Result<int64_t> DataVersion() const;
+  Result<StoreSnapshot> ReadSnapshot() const;
 
   std::string path_;
   sqlite3* db_ = nullptr;
   mutable std::mutex mu_;
+  mutable sqlite3_stmt* data_version_ = nullptr;  // PRAGMA data_version, prepared once
+  // The last snapshot read and the data_version it was read at; reset by every write here.
+  mutable std::shared_ptr<const StoreSnapshot> cached_;
+  mutable int64_t cached_version_ = -1;
 };
 
 }  // namespace mizarmp::fence

@@ -55,7 +55,7 @@ endif()
 mizarmp_add_test(NAME fence_cidrset_test SOURCES unit/fence_cidrset_test.cc
                  LIBS mizarmp_fence LABELS unit)
 mizarmp_add_test(NAME fence_store_test SOURCES unit/fence_store_test.cc
-                 LIBS mizarmp_fence LABELS unit)
+                 LIBS mizarmp_fence sqlite3 LABELS unit)
 # The FenceController against the in-process mizarmp-mock (loopback HTTP, no agent, no root).
 mizarmp_add_test(NAME fence_service_test SOURCES unit/fence_service_test.cc
                  LIBS mizarmp_fence mizarmp_fence_records mizarmp_mock LABELS unit TIMEOUT 180)

@@ -1,6 +1,7 @@
 // fence/store: the SQLite fence store, across reopen, with its file modes and its errors.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -182,6 +183,46 @@ TEST_F(FenceStoreTest, TwoHandlesSeeEachOthersCommits) {
   ASSERT_TRUE(a->AddFences({C("10.3.0.0/16")}).ok());
   EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=pending"}));
   EXPECT_TRUE(b->Check().ok());
+}
+
+TEST_F(FenceStoreTest, RepeatedSnapshotsFollowEveryChange) {
+  // Snapshot() answers repeated reads from memory; each kind of change must still show at once,
+  // in the handle that made it and in another one on the same file.
+  auto a = Open();
+  auto b = Open();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->AddFences({C("10.3.0.0/16")}).ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.3.0.0/16=pending"}));
+    EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=pending"}));
+  }
+  ASSERT_TRUE(a->MarkEnforced({C("10.3.0.0/16")}).ok());
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.3.0.0/16=enforced"}));
+  EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=enforced"}));
+  ASSERT_TRUE(b->AddFences({C("fd00::/64")}).ok());
+  EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=enforced", "fd00::/64=pending"}));
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.3.0.0/16=enforced", "fd00::/64=pending"}));
+  auto removed = a->RemoveFences({C("10.3.0.0/16")});
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"fd00::/64=pending"}));
+  EXPECT_EQ(Fences(*b), (std::vector<std::string>{"fd00::/64=pending"}));
+  auto snap = b->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->unfences.size(), 1u);
+  ASSERT_TRUE(a->CompleteUnfences({C("10.3.0.0/16")}).ok());
+  snap = b->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_TRUE(snap->unfences.empty());
+
+  // A write by something else entirely (an operator's sqlite3 on the file).
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(Path().c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE fences SET state = 'enforced'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"fd00::/64=enforced"}));
+  EXPECT_EQ(Fences(*b), (std::vector<std::string>{"fd00::/64=enforced"}));
 }
 
 }  // namespace
