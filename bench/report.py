@@ -12,15 +12,13 @@ import os
 import re
 import sys
 
-# The previous run (commit 72cad1b, 2026-11-23T02:46Z), for "what changed and what it moved".
+# The previous run (commit 7f8c1a5, 2026-11-23T07:02Z), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "72cad1b",
-    "add": 15.4, "ptp_add": 10.9, "del": 28.6, "ptp_del": 27.3,
-    "ready": {0: 14.8, 50: 83.3, 500: 540.5},
-    "ready_requests": {0: 4.0, 50: 9.0, 500: 18.0},
-    "rss_kib": 13800, "version_ms": 6.07, "libs": 36,
-    "probe_ratio": 0.65, "probe_cpu_us": 53.9, "bare_cpu_us": 34.6,
-    "curl_tree_ms": 3.4, "curl_tree_kib": 4628,
+    "commit": "7f8c1a5",
+    "add": 27.2, "ptp_add": 13.9, "del": 34.4, "ptp_del": 31.1, "ready0": 17.4,
+    "rss_kib": 13584, "version_ms": 10.25, "libs": 36, "probe_ratio": 0.94,
+    "list_ratio": 0.66, "list_cpu_us": 84.8, "list_bare_cpu_us": 42.2,
+    "gc_ms": 154.3, "gc_node_ms": 161.6, "fence_ms": 704.0,
 }
 
 
@@ -278,7 +276,7 @@ def main():
                          f"{g(m, 'bare', 'calls_per_s_median', default=0):.0f} calls/s)", "not measured"))
             continue
         ratio = m.get("ratio_calls_per_s")
-        prev = f"; previous run {PREVIOUS['probe_ratio']}" if method == "Probe" else "; previous run: UNIMPLEMENTED"
+        prev = f"; previous run {PREVIOUS['probe_ratio'] if method == 'Probe' else PREVIOUS['list_ratio']}"
         rows.append((label, ">= 0.8",
                      f"{g(m, 'mizarmp-addons', 'calls_per_s_median'):.0f} / {g(m, 'bare', 'calls_per_s_median'):.0f} "
                      f"= **{ratio:.2f}**; p99 {fmt(g(m, 'mizarmp-addons', 'latency', 'p99_ms'), 'ms', 2)} vs "
@@ -337,6 +335,7 @@ def main():
                      "latency-section figures (and the start-up/work split below, which uses them) are "
                      "inflated accordingly.")
     pr = rpc.get("Probe", {})
+    lr = rpc.get("ListClusterFence", {})
     ann_add = annotate_entries(os.path.join(P, "annotate.ADD.txt"))
     evp_in_add = inclusive(ann_add, "EVP_MD_fetch") or inclusive(ann_add, "EVP_Digest")
     comm = {srv: perf_comm(os.path.join(PERF, f"perf.{srv}.Probe.data.comm.txt"))
@@ -345,65 +344,35 @@ def main():
 
     p("## What changed since the previous run")
     p("")
-    p(f"The previous run (commit {PREVIOUS['commit']}) measured the plugin against the mock with an `LD_PRELOAD` "
-      "TCP_NODELAY shim, before these product changes:")
+    p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    p(f"- **The mock sets TCP_NODELAY and a SOMAXCONN accept queue** (d37507b). The shim "
-      "(`bench/nodelay_shim.c`) and the stock-vs-shimmed comparison are gone: the plugin is measured against "
-      f"the plain `mizarmp-mock`. ADD median {PREVIOUS['add']} -> {fmt(mz_add)}, DEL {PREVIOUS['del']} -> "
-      f"{fmt(mz_del)} (ptp in the same runs: {PREVIOUS['ptp_add']} -> {fmt(pt_add)}, {PREVIOUS['ptp_del']} -> "
-      f"{fmt(pt_del)})" + (f"; the same ADD at d = 0 in the readiness section: {fmt(r0_med)} (see the note under "
-                           "table 1)" if contended else "") + ". Burst TCP listen overflows this run: "
-      f"{sum(b.get('tcp_listen_overflows', 0) or 0 for b in burst)} (previous run: 1, with a 1.4 s DEL p99 from "
-      "a dropped SYN).")
-    p("- **UUIDv5 uses its own SHA-1** (common/uuid.cc, d37507b) instead of OpenSSL EVP: the previous ADD profile "
-      "spent 3.1 M instructions in `EVP_Digest`/`EVP_MD_fetch`; this run's ADD profile: "
-      + (f"{evp_in_add:,} instructions in EVP." if evp_in_add else "no EVP call at all.")
-      + " The EVP init probes are gone.")
-    if r0 is not None:
-        parts = []
-        for r in ready:
-            d = r["ready_delay_ms"]
-            parts.append(f"d = {d} ms {PREVIOUS['ready'].get(d, '?')} -> {fmt(g(r, 'default', 'median_ms'))} "
-                         f"({PREVIOUS['ready_requests'].get(d, '?')} -> {g(r, 'default', 'rest_requests_per_add_median')} "
-                         "REST requests per ADD)")
-        p("- **Readiness poll: 1 ms doubling to a 5 ms cap, then 1% of the time waited** (c4a58d4; was a 50 ms cap). "
-          "Default-poll ADD median: " + "; ".join(parts) + ". The previous default is measured beside it "
-          "(`\"poll\": {\"initialMs\": 1, \"maxMs\": 50}`).")
     if curl_linked:
         p(f"- **mizarmp-client's move from libcurl to cpp-httplib had not landed** at this run's commit "
           f"(last mizarmp-client commit: {M.get('client_log', '?')}): the plugin still links libcurl "
-          f"({len(ldd)} shared libraries). The start-up probes now take the \"all\" set from the plugin's own library "
-          "target (`mizarmp_cni`), so they follow whatever it links; the curl-specific init probes are replaced "
-          "by OpenSSL's initialisations, which any OpenSSL-based HTTP stack runs.")
+          f"({len(ldd)} shared libraries).")
     else:
-        p(f"- **mizarmp-client uses {http_stack} instead of libcurl** ({M.get('client_log', '?')}): `ldd` of the "
-          f"plugin lists {len(ldd)} shared libraries (previous run: {PREVIOUS['libs']}), no libcurl. VERSION "
-          f"{PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}; ADD peak RSS {PREVIOUS['rss_kib']} -> {fmt(rss, 'KiB', 0)}. "
-          "The \"all\" start-up probe links the plugin's own library target (`mizarmp_cni`), so it loads what "
-          "the plugin loads; the curl init probes are replaced by OpenSSL's initialisations.")
+        p(f"- **mizarmp-client speaks HTTP through {http_stack} instead of libcurl** ({M.get('client_log', '?')}): "
+          f"`ldd` of the plugin lists {len(ldd)} shared libraries (previous run: {PREVIOUS['libs']}), no libcurl. "
+          f"VERSION (start-up) {PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}; ADD peak RSS {PREVIOUS['rss_kib']} -> "
+          f"{fmt(rss, 'KiB', 0)}; ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> "
+          f"{fmt(pt_add)}); DEL {PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}); "
+          f"the readiness section's d = 0 ADD {PREVIOUS['ready0']} -> {fmt(r0_med)}.")
     same = sorted(ldd) == sorted(all_ldd)
-    p(f"  Check: the \"all\" probe's `ldd` set {'equals' if same else '**differs from**'} the plugin's "
+    p(f"  Check: the \"all\" start-up probe's `ldd` set {'equals' if same else '**differs from**'} the plugin's "
       f"({len(all_ldd)} vs {len(ldd)} libraries"
       + ("" if same else f"; only in the probe: {sorted(set(all_ldd) - set(ldd))}, only in mizarmp: "
                          f"{sorted(set(ldd) - set(all_ldd))}") + ").")
-    health = M.get("health_log", "")
-    if health and "health" in health.lower():
-        p(f"- **mizarmp-addons serves its own sync health service** ({health.split(' ')[0]}, fence/health.cc) "
-          "instead of gRPC's default one. `nexting_thread` share of the perf samples during the last Probe round: "
-          f"mizarmp-addons {nexting['mizarmp-addons']:.2f}% (previous run: 5.05%), the bare server with gRPC's "
-          f"default health service {nexting['bare+health']:.2f}%. Probe ratio {PREVIOUS['probe_ratio']} -> "
-          f"{fmt(pr.get('ratio_calls_per_s'), '', 2)}; server CPU per Probe {PREVIOUS['probe_cpu_us']} -> "
-          f"{fmt(g(pr, 'mizarmp-addons', 'server_cpu_us_per_call_median'), 'us', 1)} (bare {PREVIOUS['bare_cpu_us']} -> "
-          f"{fmt(g(pr, 'bare', 'server_cpu_us_per_call_median'), 'us', 1)}).")
-    else:
-        p("- mizarmp-addons' own sync health service had **not landed** at this run's commit: it still runs gRPC's "
-          "default health service (see Probe below).")
-    p("- **FenceController is served**: ListClusterFence, GetFenceClients and FenceClusterNetwork are measured "
-      "for real (previous run: UNIMPLEMENTED). The harness writes the records with the plugin's own "
-      "`cni::RecordStore` (`<stateDir>/<network>/<containerId>_<ifname>.json`), waits for Probe to say ready "
-      "(fence store open), and also measures GetFenceClients narrowed to one node (`hostId`) and "
-      "UnfenceClusterNetwork.")
+    p(f"- **GetFenceClients keeps the parsed records** (fence/record_cache.h): a network directory is listed and "
+      "parsed again only when its device, inode or mtime changed (the plugin only renames records into it or "
+      f"unlinks them). 10,000 records / 100 nodes: {PREVIOUS['gc_ms']} -> {fmt(gc_med)} median; one node (`hostId`) "
+      f"{PREVIOUS['gc_node_ms']} -> {fmt(gc_node)}.")
+    p(f"- **The fence store answers repeated snapshots from memory** while `PRAGMA data_version` is unchanged and it "
+      f"wrote nothing itself (fence/store.h): ListClusterFence vs bare gRPC {PREVIOUS['list_ratio']} -> "
+      f"{fmt(lr.get('ratio_calls_per_s'), '', 2)}; server CPU per call {PREVIOUS['list_cpu_us']} -> "
+      f"{fmt(g(lr, 'mizarmp-addons', 'server_cpu_us_per_call_median'), 'us', 1)} (bare {PREVIOUS['list_bare_cpu_us']} "
+      f"-> {fmt(g(lr, 'bare', 'server_cpu_us_per_call_median'), 'us', 1)}).")
+    p("- The bench build no longer needs `-Wno-error=restrict`: the last place g++ 12's false `-Wrestrict` fired is "
+      "gone, so this is the project's own Release `-DMIZARMP_WERROR=ON` build.")
     p("")
 
     # ------------------------------------------------------------------------------ details
@@ -760,8 +729,7 @@ def main():
               f"({g(r, 'fixed_1s', 'rest_requests_per_add_median')} requests).")
         worst = max(late.values()) if late else None
         if worst is not None and worst <= 5 + 1:
-            p(f"- The poll itself now adds at most {fmt(worst)} at the median, within its 5 ms cap (c4a58d4 did that: "
-              f"previous run {PREVIOUS['ready'][50]} / {PREVIOUS['ready'][500]} ms at d = 50 / 500), at the price of "
+            p(f"- The poll itself adds at most {fmt(worst)} at the median, within its 5 ms cap (c4a58d4), at the price of "
               "more GETs (table above; past ~0.5 s the 1% rule keeps them to a few hundred a minute). What misses "
               "the target is the d = 0 floor, the ADD's own start-up and work (see ADD); beyond that, removing the "
               "remaining GETs and lateness would need the controller to push readiness (a watch or long-poll GET).")
@@ -862,20 +830,18 @@ def main():
                 f"{pc:.2f}% {short_sym(sym)} ({dso})" for pc, dso, sym in rows_[:6]) + " (shares of all samples).")
         sqlite = dict(libs["mizarmp-addons"][0]).get("SQLite", 0.0)
         if method == "ListClusterFence" and ratio < 0.8 and sqlite >= 5:
-            p(f"- What bounds it: each call reads the fence store through SQLite ({sqlite:.0f}% of the server's "
-              "samples): `FenceStore::Snapshot` takes the store's one mutex, runs BEGIN, compiles and steps two "
-              "SELECTs (fences and pending unfences; the list needs only the first) and COMMIT: every call pays "
-              "SQL compilation and the 8 clients' calls are serialised on that mutex.")
-            p("- What would move it (fence/ owners): serve ListClusterFence from an in-memory copy of the fence list, "
-              "replaced after each committed write (writes come only from fence, unfence and the reconcile, already "
-              "serialised under `enforce_mu_`), so a list call costs the bare handler plus building the response; "
-              "short of that, keep the SELECT prepared across calls and read only the fences table.")
+            p(f"- What bounds it: SQLite is still {sqlite:.0f}% of the server's samples although repeated snapshots "
+              "are served from memory: each call steps `PRAGMA data_version` under the store's one mutex (to see "
+              "another connection's commits), so the 8 clients' calls are serialised on it.")
+            p("- What would move it (fence/ owners): check `data_version` at most once per short interval, or "
+              "only in the reconcile loop when a single server owns the file (a lock file would make that "
+              "explicit), leaving the list call the bare handler plus building the response.")
         elif ratio < 0.8:
             p("- What would move it: the server's CPU per call above the bare server's, where the libraries and "
               "symbols above put it.")
         elif method == "Probe":
-            p(f"- Probe meets its target since the health service change (previous run {PREVIOUS['probe_ratio']}): "
-              "mizarmp-addons no longer runs gRPC's callback `nexting_thread`s (their share above); its CPU per call "
+            p(f"- Probe meets its target (previous run {PREVIOUS['probe_ratio']}): mizarmp-addons serves its own sync "
+              "health service and runs no gRPC callback `nexting_thread`s (their share above); its CPU per call "
               "is within " + (f"{100 * (a_cpu / b_cpu - 1):.0f}%" if a_cpu and b_cpu else "n/a")
               + " of the bare server's.")
         p("")
@@ -883,13 +849,13 @@ def main():
     if gc.get("measured") and max(gc_med or 0, gc_node or 0) > 20:
         rows_ = perf_rows(os.path.join(PERF, "perf.GetFenceClients.data.sym.txt"))
         total = sum(r[0] for r in rows_)
-        cat = {"JSON parsing (nlohmann)": 0.0, "kernel (open/read/close/getdents of the record files)": 0.0,
+        cat = {"JSON parsing (nlohmann)": 0.0, "kernel": 0.0,
                "malloc/free": 0.0, "record decoding and the rest of mizarmp-addons": 0.0, "other": 0.0}
         for pc, dso, sym in rows_:
             if "nlohmann" in sym:
                 cat["JSON parsing (nlohmann)"] += pc
             elif dso.startswith("[kernel"):
-                cat["kernel (open/read/close/getdents of the record files)"] += pc
+                cat["kernel"] += pc
             elif re.search(r"malloc|free|_int_|cfree|operator new|operator delete", sym):
                 cat["malloc/free"] += pc
             elif dso == "mizarmp-addons":
@@ -897,27 +863,21 @@ def main():
             else:
                 cat["other"] += pc
         per_rec = gc_med * 1000 / gc["records"] if gc_med else None
-        p("### GetFenceClients: every call reads and parses every record")
+        p("### GetFenceClients: building the answer")
         p("")
-        p(f"- {fmt(gc_med)} for {gc['records']:,} records = {fmt(per_rec, 'us', 1)} per record; narrowed to one node "
-          f"it still takes {fmt(gc_node)}: the `hostId` filter is applied after all records are read "
-          "(`RecordStore::ListAll` opens, reads and JSON-parses every `<containerId>_<ifname>.json` on each call; "
-          "the host id is inside the file, not in its name). Server CPU per call: "
-          f"{fmt(gc.get('server_cpu_ms_per_call'), 'ms', 1)} ({gc.get('profiled_calls')} calls profiled back to back).")
+        p(f"- {fmt(gc_med)} for {gc['records']:,} records = {fmt(per_rec, 'us', 1)} per record (narrowed to one "
+          f"node: {fmt(gc_node)}). The records are cached (fence/record_cache.h), so a call stats each network "
+          "directory and then walks every cached record: parses each pod address into a CIDR, groups by host "
+          "and merges each node's list; the `hostId` filter skips other nodes' records but still visits them. "
+          f"Server CPU per call: {fmt(gc.get('server_cpu_ms_per_call'), 'ms', 1)} ({gc.get('profiled_calls')} "
+          "calls profiled back to back).")
         if total:
             p("- `perf record -e cpu-clock` of mizarmp-addons during those calls, its samples by kind: "
               + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in cat.items() if v) + ". Top symbols: "
               + "; ".join(f"{pc:.2f}% {short_sym(sym)} ({dso})" for pc, dso, sym in rows_[:6]) + ".")
-        removable = sum(v for k, v in cat.items() if not k.startswith("record decoding") and k != "other")
-        p("- What would move it (fence/ owners): keep the parsed records in memory and re-read only what changed. "
-          "The plugin writes records atomically (temp file + rename) and removes them with unlink, so each network "
-          "directory's mtime changes on every write or removal: a cache per directory keyed by its mtime (and, to "
-          "be safe with coarse timestamps, each file's inode/mtime/size) makes an unchanged cluster cost one `stat` "
-          "per network plus building the response, and a changed one only the changed files; an index by host id "
-          "makes the `hostId` query proportional to that node's records. Such a cache removes the JSON parsing, "
-          "file system and allocation time above"
-          + (f" ({100 * removable / total:.0f}% of the server's samples)" if total else "")
-          + "; building the answer (100 merged address lists) is what stays.")
+        p("- What would move it (fence/ owners): keep the merged CIDR list per node beside the cached records "
+          "(recomputed only for a directory that changed), and index the records by host id, so an unchanged "
+          "cluster costs one `stat` per network plus copying 100 short lists into the response.")
         p("")
     if fen.get("measured"):
         per = fen["ms"] / fen["rest_requests"] if fen.get("rest_requests") else None
