@@ -471,9 +471,7 @@ class Plugin {
       port_ips.insert(ip.ok() ? ip->ToString() : f.ip_address);
     }
     if (port_ips != rec_bare) {
-      std::string have;
-      for (const auto& a : port_ips) have += (have.empty() ? "" : ",") + a;
-      return Mismatch("port " + rec->port_id + " has fixed IPs [" + have +
+      return Mismatch("port " + rec->port_id + " has fixed IPs [" + Joined(port_ips, ",") +
                       "], the attachment has different ones");
     }
 

@@ -30,14 +30,7 @@ bool IsSupported(std::string_view version) {
   return false;
 }
 
-std::string SupportedList() {
-  std::string out;
-  for (auto v : kSupportedVersions) {
-    if (!out.empty()) out += ", ";
-    out += v;
-  }
-  return out;
-}
+std::string SupportedList() { return Joined(kSupportedVersions, ", "); }
 
 Status CheckSupported(std::string_view version) {
   if (IsSupported(version)) return Status::Ok();

@@ -72,15 +72,6 @@ std::string Quoted(std::string_view s) {
   return out;
 }
 
-std::string Joined(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
-
 Status ErrnoError(std::string_view what, int err) {
   Code code = Code::kInternal;
   switch (err) {

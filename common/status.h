@@ -11,7 +11,6 @@
 #include <string_view>
 #include <utility>
 #include <variant>
-#include <vector>
 
 namespace mizarmp {
 
@@ -87,8 +86,20 @@ inline Status DataLossError(std::string m) { return {Code::kDataLoss, std::move(
 // `s` in double quotes, for naming a value in an error message.
 std::string Quoted(std::string_view s);
 
-// The parts with `sep` between them, for listing values in a message: Joined({"a","b"}, ", ").
-std::string Joined(const std::vector<std::string>& parts, std::string_view sep);
+// The parts (any range of strings or string_views) with `sep` between them, for listing values
+// in a message: Joined(names, ", ").
+template <typename Range>
+std::string Joined(const Range& parts, std::string_view sep) {
+  // Built by appending (see Quoted()).
+  std::string out;
+  bool first = true;
+  for (const auto& part : parts) {
+    if (!first) out += sep;
+    out += std::string_view(part);
+    first = false;
+  }
+  return out;
+}
 
 // errno as a Status: "what: strerror(err)", with a code chosen from the errno.
 Status ErrnoError(std::string_view what, int err);

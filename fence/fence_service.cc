@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "cni/records.h"
 #include "common/log.h"
@@ -10,13 +11,11 @@
 namespace mizarmp::fence {
 namespace {
 
+// At most `limit` items, then how many more there are.
 std::string Join(const std::vector<std::string>& items, size_t limit = 20) {
-  std::string out;
-  for (size_t i = 0; i < items.size() && i < limit; ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  if (items.size() > limit) out += ", ... (" + std::to_string(items.size() - limit) + " more)";
+  if (items.size() <= limit) return Joined(items, ", ");
+  std::string out = Joined(std::span(items).first(limit), ", ");
+  out += ", ... (" + std::to_string(items.size() - limit) + " more)";
   return out;
 }
 

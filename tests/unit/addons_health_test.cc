@@ -103,12 +103,6 @@ std::vector<std::string> ThreadNames(const std::string& pid) {
   return names;
 }
 
-std::string Joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 bool HasNextingThread(const std::vector<std::string>& names) {
   for (const auto& n : names) {
     if (n.find("nexting") != std::string::npos) return true;
@@ -231,7 +225,7 @@ TEST_F(AddonsHealthServerTest, NoCallbackQueueThreads) {
   ASSERT_EQ(w.Next(), HealthCheckResponse::SERVING);
   for (int i = 0; i < 20; ++i) ASSERT_EQ(Check(*stub_, kIdentityName), 1);
   const auto names = ThreadNames("self");
-  EXPECT_FALSE(HasNextingThread(names)) << Joined(names);
+  EXPECT_FALSE(HasNextingThread(names)) << mizarmp::Joined(names, ", ");
   w.ctx.TryCancel();
   w.reader->Finish();
 }
@@ -360,7 +354,7 @@ TEST(AddonsBinaryHealth, ServesHealthWithoutCallbackThreadsAndSigtermEndsWatch) 
   }
   const auto names = ThreadNames(std::to_string(pid));
   ASSERT_FALSE(names.empty());
-  EXPECT_FALSE(HasNextingThread(names)) << Joined(names);
+  EXPECT_FALSE(HasNextingThread(names)) << mizarmp::Joined(names, ", ");
 
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
