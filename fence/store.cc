@@ -84,7 +84,12 @@ Status FenceStore::Exec(const char* sql) const {
   return Status::Ok();
 }
 
-Status FenceStore::Begin() const { return Exec("BEGIN IMMEDIATE"); }
+// Every write runs in a transaction begun here, so this is where the cached snapshot goes, at the
+// start of the write (a write that then fails or rolls back only costs the next read).
+Status FenceStore::Begin() const {
+  cached_.reset();
+  return Exec("BEGIN IMMEDIATE");
+}
 Status FenceStore::Commit() const { return Exec("COMMIT"); }
 void FenceStore::Rollback() const {
   if (sqlite3_get_autocommit(db_) == 0) {
@@ -201,7 +206,6 @@ FenceStore::~FenceStore() {
 
 Status FenceStore::AddFences(const std::vector<Cidr>& cidrs) {
   std::lock_guard<std::mutex> lock(mu_);
-  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   const std::string now = NowUtc();
   Stmt upsert;
@@ -236,7 +240,6 @@ Status FenceStore::AddFences(const std::vector<Cidr>& cidrs) {
 
 Result<std::vector<Cidr>> FenceStore::RemoveFences(const std::vector<Cidr>& cidrs) {
   std::lock_guard<std::mutex> lock(mu_);
-  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   Status s;
   std::vector<Cidr> removed;
@@ -297,7 +300,6 @@ Result<std::vector<Cidr>> FenceStore::RemoveFences(const std::vector<Cidr>& cidr
 Status FenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
   if (cidrs.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
-  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   const std::string now = NowUtc();
   Stmt upd;
@@ -323,7 +325,6 @@ Status FenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
 Status FenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
   if (cidrs.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
-  cached_.reset();  // whatever the outcome: a failed write may have changed nothing
   MZ_RETURN_IF_ERROR(Begin());
   Stmt del;
   Status s;

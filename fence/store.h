@@ -95,7 +95,7 @@ class FenceStore {
   sqlite3* db_ = nullptr;
   mutable std::mutex mu_;
   mutable sqlite3_stmt* data_version_ = nullptr;  // PRAGMA data_version, prepared once
-  // The last snapshot read and the data_version it was read at; reset by every write here.
+  // The last snapshot read and the data_version it was read at; Begin() (every write) drops it.
   mutable std::shared_ptr<const StoreSnapshot> cached_;
   mutable int64_t cached_version_ = -1;
 };
