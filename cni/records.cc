@@ -186,16 +186,21 @@ Result<std::vector<Record>> RecordStore::List(std::string_view network) const {
   return out;
 }
 
-Result<std::vector<Record>> RecordStore::ListAll() const {
-  std::vector<Record> out;
+Result<std::vector<std::string>> RecordStore::ListNetworks() const {
   auto names = ListDir(state_dir_);
   if (!names.ok()) {
-    if (names.status().code() == Code::kNotFound) return out;
+    if (names.status().code() == Code::kNotFound) return std::vector<std::string>{};
     return names.status();
   }
+  std::erase_if(*names, [](const std::string& n) { return n.empty() || n[0] == '.'; });
   std::sort(names->begin(), names->end());
-  for (const std::string& name : *names) {
-    if (name.empty() || name[0] == '.') continue;
+  return names;
+}
+
+Result<std::vector<Record>> RecordStore::ListAll() const {
+  std::vector<Record> out;
+  MZ_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNetworks());
+  for (const std::string& name : names) {
     auto recs = List(name);
     if (!recs.ok()) {
       // Not a directory (a stray file) or unreadable: skip it.

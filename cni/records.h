@@ -84,6 +84,9 @@ class RecordStore {
   // logged), never fatal.
   Result<std::vector<Record>> List(std::string_view network) const;
   Result<std::vector<Record>> ListAll() const;
+  // The names of the state dir's entries that may be network directories, sorted (dot entries
+  // skipped; whether each is a directory is up to the caller). A missing state dir is empty.
+  Result<std::vector<std::string>> ListNetworks() const;
 
  private:
   std::string state_dir_;

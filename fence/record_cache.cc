@@ -3,9 +3,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <algorithm>
-
-#include "common/fileutil.h"
 #include "common/log.h"
 
 namespace mizarmp::fence {
@@ -26,18 +23,11 @@ int64_t RealtimeNowNs() {
 Result<std::vector<RecordCache::Records>> RecordCache::Snapshot() {
   std::vector<Records> out;
   const std::string& root = store_.state_dir();
-  auto names = ListDir(root);
+  MZ_ASSIGN_OR_RETURN(std::vector<std::string> names, store_.ListNetworks());
   std::lock_guard<std::mutex> lock(mu_);
-  if (!names.ok()) {
-    if (names.status().code() != Code::kNotFound) return names.status();
-    cache_.clear();
-    return out;
-  }
-  std::sort(names->begin(), names->end());
   std::map<std::string, Entry> next;
   const int64_t settled_before = RealtimeNowNs() - std::chrono::nanoseconds(kSettle).count();
-  for (const std::string& name : *names) {
-    if (name.empty() || name[0] == '.') continue;
+  for (const std::string& name : names) {
     struct stat st {};
     if (::stat((root + "/" + name).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     auto cached = cache_.find(name);
