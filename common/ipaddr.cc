@@ -62,13 +62,15 @@ std::string IpAddress::ToString() const {
 
 IpAddress IpAddress::Masked(int prefix_len) const {
   IpAddress r = *this;
-  for (int i = prefix_len; i < bits(); ++i) r.bytes_[i / 8] &= static_cast<uint8_t>(~(0x80 >> (i % 8)));
+  for (int i = prefix_len; i < bits(); ++i)
+    r.bytes_[i / 8] &= static_cast<uint8_t>(~(0x80 >> (i % 8)));
   return r;
 }
 
 IpAddress IpAddress::LastInPrefix(int prefix_len) const {
   IpAddress r = *this;
-  for (int i = prefix_len; i < bits(); ++i) r.bytes_[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
+  for (int i = prefix_len; i < bits(); ++i)
+    r.bytes_[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
   return r;
 }
 

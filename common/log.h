@@ -41,7 +41,7 @@ class Line {
 
 }  // namespace mizarmp::log
 
-#define MZ_LOG(level)                                             \
-  if (!::mizarmp::log::Enabled(::mizarmp::log::Level::level)) {   \
-  } else                                                          \
+#define MZ_LOG(level)                                           \
+  if (!::mizarmp::log::Enabled(::mizarmp::log::Level::level)) { \
+  } else                                                        \
     ::mizarmp::log::Line(::mizarmp::log::Level::level).stream()

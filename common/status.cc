@@ -61,15 +61,8 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(m));
 }
 
-std::string Quoted(std::string_view s) {
-  // Built by appending: g++ 12 at -O3 warns falsely (-Wrestrict, GCC bug 105329) on the
-  // equivalent "\"" + std::string(s) + "\"".
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  out += s;
-  out += '"';
-  return out;
+Status DependencyError(const Status& cause, std::string message) {
+  return Status(cause.IsTransient() ? Code::kUnavailable : Code::kUnknown, std::move(message));
 }
 
 Status ErrnoError(std::string_view what, int err) {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/strings.h"
+
 namespace mizarmp {
 
 enum class Code : int {
@@ -45,6 +47,24 @@ class [[nodiscard]] Status {
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
+
+  // What a failure means, asked by predicate rather than by comparing codes.
+  bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
+  bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
+  bool IsFailedPrecondition() const { return code_ == Code::kFailedPrecondition; }
+  bool IsAborted() const { return code_ == Code::kAborted; }
+  bool IsCancelled() const { return code_ == Code::kCancelled; }
+  bool IsDeadlineExceeded() const { return code_ == Code::kDeadlineExceeded; }
+  // The peer could not be reached or did not answer in time: the same request may succeed
+  // later (UNAVAILABLE, DEADLINE_EXCEEDED).
+  bool IsTransient() const {
+    return code_ == Code::kUnavailable || code_ == Code::kDeadlineExceeded;
+  }
+  // The caller's credentials were refused (UNAUTHENTICATED, PERMISSION_DENIED).
+  bool IsAuthFailure() const {
+    return code_ == Code::kUnauthenticated || code_ == Code::kPermissionDenied;
+  }
   const std::string& message() const { return message_; }
 
   // "CODE_NAME: message", for logs and test failure output.
@@ -83,23 +103,9 @@ inline Status UnauthenticatedError(std::string m) { return {Code::kUnauthenticat
 inline Status UnimplementedError(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {Code::kDataLoss, std::move(m)}; }
 
-// `s` in double quotes, for naming a value in an error message.
-std::string Quoted(std::string_view s);
-
-// The parts (any range of strings or string_views) with `sep` between them, for listing values
-// in a message: Joined(names, ", ").
-template <typename Range>
-std::string Joined(const Range& parts, std::string_view sep) {
-  // Built by appending (see Quoted()).
-  std::string out;
-  bool first = true;
-  for (const auto& part : parts) {
-    if (!first) out += sep;
-    out += std::string_view(part);
-    first = false;
-  }
-  return out;
-}
+// A dependency's failure (`cause`, e.g. from Mizar-MP) as this program reports it: UNAVAILABLE
+// when the cause is transient, so a client retries, UNKNOWN otherwise; the message is `message`.
+Status DependencyError(const Status& cause, std::string message);
 
 // errno as a Status: "what: strerror(err)", with a code chosen from the errno.
 Status ErrnoError(std::string_view what, int err);

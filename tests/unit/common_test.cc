@@ -5,8 +5,10 @@
 #include <thread>
 
 #include "common/fileutil.h"
+#include "common/flags.h"
 #include "common/ipaddr.h"
 #include "common/status.h"
+#include "common/strings.h"
 #include "common/uuid.h"
 #include "tests/support/support.h"
 
@@ -30,6 +32,106 @@ TEST(Status, ResultCarriesValueOrError) {
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(r.status().message(), "odd: 3");
   EXPECT_EQ(r.status().WithContext("quarter").ToString(), "INVALID_ARGUMENT: quarter: odd: 3");
+}
+
+TEST(Status, PredicatesSayWhatAFailureMeans) {
+  EXPECT_TRUE(UnavailableError("x").IsTransient());
+  EXPECT_TRUE(DeadlineExceededError("x").IsTransient());
+  EXPECT_FALSE(InvalidArgumentError("x").IsTransient());
+  EXPECT_TRUE(UnauthenticatedError("x").IsAuthFailure());
+  EXPECT_TRUE(PermissionDeniedError("x").IsAuthFailure());
+  EXPECT_TRUE(NotFoundError("x").IsNotFound());
+  EXPECT_FALSE(Status::Ok().IsNotFound());
+}
+
+TEST(Status, DependencyErrorIsUnavailableOnlyForTransientCauses) {
+  Status s = DependencyError(UnavailableError("down"), "Mizar-MP: down");
+  EXPECT_EQ(s.code(), Code::kUnavailable);
+  EXPECT_EQ(s.message(), "Mizar-MP: down");
+  EXPECT_EQ(DependencyError(DeadlineExceededError("slow"), "m").code(), Code::kUnavailable);
+  EXPECT_EQ(DependencyError(InvalidArgumentError("bad"), "m").code(), Code::kUnknown);
+  EXPECT_EQ(DependencyError(NotFoundError("gone"), "m").code(), Code::kUnknown);
+}
+
+TEST(Strings, TrimLowerQuoteJoin) {
+  EXPECT_EQ(Trim(" \t a b \r\n"), "a b");
+  EXPECT_EQ(Trim("   "), "");
+  EXPECT_EQ(AsciiLower("AA:Bb:0F"), "aa:bb:0f");
+  EXPECT_EQ(Quoted("x"), "\"x\"");
+  EXPECT_EQ(Joined(std::vector<std::string>{"a", "b", "c"}, ", "), "a, b, c");
+}
+
+TEST(Strings, ConstantTimeEqualComparesWholeValues) {
+  EXPECT_TRUE(ConstantTimeEqual("s3cret", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEqual("s3cres", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEqual("s3cre", "s3cret"));         // a prefix of the secret
+  EXPECT_FALSE(ConstantTimeEqual("s3crets3cret", "s3cret"));  // the secret repeated
+  EXPECT_FALSE(ConstantTimeEqual("", "s3cret"));
+  EXPECT_FALSE(ConstantTimeEqual("x", ""));
+  EXPECT_TRUE(ConstantTimeEqual("", ""));
+}
+
+struct FlagTarget {
+  std::string name = "default";
+  int64_t count = 1;
+  bool verbose = false;
+};
+
+FlagTable MakeTable(FlagTarget& t) {
+  FlagTable table;
+  table.String("name", "NAME", "who to greet (default \"default\")", &t.name)
+      .Int("count", "N", "how often (default 1)", 1, 10, [&t](int64_t n) { t.count = n; })
+      .Switch("verbose", "say more", &t.verbose);
+  return table;
+}
+
+TEST(Flags, ParsesEveryFormInOrder) {
+  FlagTarget t;
+  bool help = false;
+  ASSERT_TRUE(
+      MakeTable(t).Parse({"--name", "a", "--count=3", "--verbose", "--name=b"}, &help).ok());
+  EXPECT_EQ(t.name, "b");  // the later one wins
+  EXPECT_EQ(t.count, 3);
+  EXPECT_TRUE(t.verbose);
+  EXPECT_FALSE(help);
+  ASSERT_TRUE(MakeTable(t).Parse({"--verbose=false"}).ok());
+  EXPECT_FALSE(t.verbose);
+  ASSERT_TRUE(MakeTable(t).Parse({"--count", "2", "-h", "--bogus"}, &help).ok());
+  EXPECT_TRUE(help);  // --help stops the parse: what follows is not looked at
+}
+
+TEST(Flags, ErrorsNameTheFlagAndTheValue) {
+  FlagTarget t;
+  Status s = MakeTable(t).Parse({"--count", "11"});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "flag --count: \"11\" is not an integer in 1..10");
+  s = MakeTable(t).Parse({"--count=x"});
+  EXPECT_EQ(s.message(), "flag --count: \"x\" is not an integer in 1..10");
+  s = MakeTable(t).Parse({"--nmae", "a"});
+  EXPECT_EQ(s.message(), "flag --nmae: unknown flag (see --help)");
+  s = MakeTable(t).Parse({"--name"});
+  EXPECT_EQ(s.message(), "flag --name: needs a value (NAME)");
+  s = MakeTable(t).Parse({"--verbose=maybe"});
+  EXPECT_EQ(s.message(), "flag --verbose: \"maybe\" is not true or false");
+  s = MakeTable(t).Parse({"stray"});
+  EXPECT_EQ(s.message(), "argument \"stray\": expected a --flag");
+  // Nothing is applied when any flag is wrong: every one is checked first.
+  t = FlagTarget();
+  EXPECT_FALSE(MakeTable(t).Parse({"--name", "x", "--bogus"}).ok());
+  EXPECT_EQ(t.name, "default");
+}
+
+TEST(Flags, HelpListsEveryFlagFromTheSameTable) {
+  FlagTarget t;
+  const FlagTable table = MakeTable(t);
+  const std::string help = table.Help();
+  EXPECT_EQ(help,
+            "  --name NAME  who to greet (default \"default\")\n"
+            "  --count N    how often (default 1)\n"
+            "  --verbose    say more\n");
+  for (const Flag& f : table.flags()) {
+    EXPECT_NE(help.find("--" + f.name), std::string::npos) << f.name;
+  }
 }
 
 TEST(IpAddress, ParsesAndPrintsCanonically) {
