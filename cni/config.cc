@@ -101,13 +101,6 @@ Result<const json*> ReadObject(const json& obj, const char* key) {
   return v;
 }
 
-std::string Trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 }  // namespace
 
 Result<json> DecodeJson(std::string_view text) {
@@ -260,7 +253,7 @@ Result<std::string> ResolveHostId(const NetConf& conf, const std::string& hostid
         rest.remove_prefix(nl + 1);
       }
       MZ_LOG(kWarn) << "host id file " << hostid_file << " has no non-empty line";
-    } else if (text.status().code() != Code::kNotFound) {
+    } else if (!text.status().IsNotFound()) {
       MZ_LOG(kWarn) << "host id file: " << text.status().message();
     }
   }

@@ -1,4 +1,5 @@
-// The mizarmp network configuration (stdin JSON). Every key is listed in the README (plugin configuration).
+// The mizarmp network configuration (stdin JSON). Every key is listed in the README (plugin
+// configuration).
 #pragma once
 
 #include <chrono>

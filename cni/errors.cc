@@ -4,6 +4,18 @@
 
 namespace mizarmp::cni {
 
+namespace {
+
+CniError Make(int code, std::string msg, std::string details = {}) {
+  CniError e;
+  e.code = code;
+  e.msg = std::move(msg);
+  e.details = std::move(details);
+  return e;
+}
+
+}  // namespace
+
 int CodeFor(const Status& status, Stage stage) {
   const Code code = status.code();
   if (stage == Stage::kStatus) {
@@ -61,11 +73,45 @@ int CodeFor(const Status& status, Stage stage) {
   return kInternalError;
 }
 
+bool IsTryAgainLater(const Status& status, Stage stage) {
+  return CodeFor(status, stage) == kTryAgainLater;
+}
+
 CniError FromStatus(const Status& status, Stage stage) {
-  CniError e;
-  e.code = CodeFor(status, stage);
-  e.msg = status.message().empty() ? std::string(CodeName(status.code())) : status.message();
-  e.details = std::string(CodeName(status.code()));
+  const std::string code_name(CodeName(status.code()));
+  return Make(CodeFor(status, stage), status.message().empty() ? code_name : status.message(),
+              code_name);
+}
+
+CniError IncompatibleVersion(std::string msg) { return Make(kIncompatibleVersion, std::move(msg)); }
+
+CniError ContainerUnknown(std::string msg, std::string details) {
+  return Make(kContainerUnknown, std::move(msg), std::move(details));
+}
+
+CniError InvalidConfig(std::string msg) { return Make(kInvalidConfig, std::move(msg)); }
+
+CniError TryAgainLater(std::string msg) { return Make(kTryAgainLater, std::move(msg)); }
+
+CniError NotAvailable(std::string msg) { return Make(kNotAvailable, std::move(msg)); }
+
+CniError AttachmentExists(std::string msg, std::string details) {
+  return Make(kAttachmentExists, std::move(msg), std::move(details));
+}
+
+CniError CheckMismatch(std::string msg, std::string details) {
+  return Make(kCheckMismatch, std::move(msg), std::move(details));
+}
+
+CniError CniError::WithContext(std::string_view context) const {
+  CniError e = *this;
+  e.msg = std::string(context) + ": " + msg;
+  return e;
+}
+
+CniError CniError::WithNote(std::string_view note) const {
+  CniError e = *this;
+  e.details.append("; ").append(note);
   return e;
 }
 

@@ -1,5 +1,7 @@
-// CNI errors: the error type the plugin prints, the CNI error codes, and the one mapping from a
-// mizarmp::Status to a CNI code (by the stage of the command the Status came from).
+// CNI errors: the error type the plugin prints, the CNI error codes, the one mapping from a
+// mizarmp::Status to a CNI code (by the stage of the command the Status came from), and the
+// constructors of the errors commands report without a Status. Every CniError the plugin prints
+// is built here.
 #pragma once
 
 #include <string>
@@ -33,6 +35,11 @@ struct CniError {
   int code = kInternalError;
   std::string msg;
   std::string details;
+
+  // The same error with "context: " put in front of msg.
+  CniError WithContext(std::string_view context) const;
+  // The same error with "; note" appended to details (what the command did after the failure).
+  CniError WithNote(std::string_view note) const;
 };
 
 // Where in a command a Status came from; decides what its code means to the runtime.
@@ -52,6 +59,26 @@ enum class Stage {
 // The only Status -> CNI code mapping. `msg` is the Status message; details carry the code name.
 int CodeFor(const Status& status, Stage stage);
 CniError FromStatus(const Status& status, Stage stage);
+// Whether `status` at `stage` maps to code 11: the same call may work later.
+bool IsTryAgainLater(const Status& status, Stage stage);
+
+// The errors a command reports by what it found rather than from a Status. Each names its code
+// here, so no command writes a number.
+
+// Code 1: the command needs a newer cniVersion than the configuration's.
+CniError IncompatibleVersion(std::string msg);
+// Code 3: there is no (complete) attachment for the container and interface.
+CniError ContainerUnknown(std::string msg, std::string details);
+// Code 7: the configuration is wrong in a way its parser does not check (prevResult, GC keys).
+CniError InvalidConfig(std::string msg);
+// Code 11: some of the work failed in a way a later call may finish (GC).
+CniError TryAgainLater(std::string msg);
+// Code 50: STATUS: the plugin cannot serve ADD now.
+CniError NotAvailable(std::string msg);
+// Code 100: ADD for an attachment that already has a record.
+CniError AttachmentExists(std::string msg, std::string details = {});
+// Code 101: CHECK found the attachment differs from what ADD made.
+CniError CheckMismatch(std::string msg, std::string details);
 
 // {"cniVersion":..,"code":..,"msg":..,"details":..}, the shape libcni decodes.
 std::string ErrorJson(const CniError& error, std::string_view cni_version);

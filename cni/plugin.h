@@ -28,16 +28,4 @@ struct RunOptions {
 int Run(const std::map<std::string, std::string>& env, std::string_view stdin_text,
         std::string* stdout_text, const RunOptions& options = {});
 
-// The port id of an attachment: UUIDv5(kPortIdNamespace, "<network>/<containerId>/<ifname>").
-// Stable across invocations, distinct per network, container and interface.
-std::string PortIdFor(std::string_view network, std::string_view container_id,
-                      std::string_view ifname);
-
-// "cni <containerId>, ns:<netns>, host:<hostId>, net:<network>, if:<ifname>[, pod:<ns>/<name>]"
-// GC finds this network's ports at the controller by the "net:<network>," part.
-std::string PortDescription(std::string_view container_id, std::string_view netns,
-                            std::string_view host_id, std::string_view network,
-                            std::string_view ifname, std::string_view pod_namespace = {},
-                            std::string_view pod_name = {});
-
 }  // namespace mizarmp::cni

@@ -18,6 +18,7 @@
 
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace mizarmp::client {
 
@@ -46,13 +47,6 @@ std::string Excerpt(const std::string& body) {
     out += "...";
   }
   return out;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 // Percent-encodes everything but RFC 3986 unreserved characters and `keep`.
@@ -151,36 +145,45 @@ struct Endpoint {
   std::string prefix;       // "" or "/api", never ending in '/'
 };
 
-// `base` has a scheme, no trailing '/', no whitespace. Errors never echo credentials.
+// Splits base_url (trailing '/' already removed into `base`) into scheme, host, port and path
+// prefix. Credentials in the URL are refused before anything else, so no error echoes them.
 Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& original) {
-  Endpoint ep;
-  ep.https = base.rfind("https://", 0) == 0;
-  const size_t authority_start = ep.https ? 8 : 7;
-  if (base.find_first_of("?#") != std::string::npos) {
-    return InvalidArgumentError("base_url \"" + original +
-                                "\" must not carry a query or a fragment");
-  }
-  const size_t slash = base.find('/', authority_start);
+  const size_t scheme_end = base.find("://");
+  const size_t authority_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  const size_t slash = base.find_first_of("/?#", authority_start);
   const std::string authority = base.substr(
       authority_start, slash == std::string::npos ? std::string::npos : slash - authority_start);
-  if (slash != std::string::npos) ep.prefix = base.substr(slash);
   if (authority.find('@') != std::string::npos) {
     // Not echoed: the part before '@' may be a password. Credentials go in token_file.
     return InvalidArgumentError(
         "base_url must not carry user credentials (user@host); use a token file");
   }
+  const std::string named = "base_url " + Quoted(original);
+  Endpoint ep;
+  ep.https = base.starts_with("https://");
+  if (!ep.https && !base.starts_with("http://")) {
+    return InvalidArgumentError(named + " must start with http:// or https://");
+  }
+  for (char c : base) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
+      return InvalidArgumentError(named + " contains whitespace");
+    }
+  }
+  if (base.find_first_of("?#") != std::string::npos) {
+    return InvalidArgumentError(named + " must not carry a query or a fragment");
+  }
+  if (slash != std::string::npos) ep.prefix = base.substr(slash);
   std::string port_text;
   if (!authority.empty() && authority[0] == '[') {
     const size_t close = authority.find(']');
     if (close == std::string::npos) {
-      return InvalidArgumentError("base_url \"" + original + "\" has an unterminated IPv6 host");
+      return InvalidArgumentError(named + " has an unterminated IPv6 host");
     }
     ep.host = authority.substr(1, close - 1);
     const std::string rest = authority.substr(close + 1);
     if (!rest.empty()) {
-      if (rest[0] != ':') {
-        return InvalidArgumentError("base_url \"" + original + "\" has junk after the host");
-      }
+      if (rest[0] != ':') return InvalidArgumentError(named + " has junk after the host");
       port_text = rest.substr(1);
     }
   } else {
@@ -188,7 +191,7 @@ Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& origin
     ep.host = authority.substr(0, colon);
     if (colon != std::string::npos) port_text = authority.substr(colon + 1);
   }
-  if (ep.host.empty()) return InvalidArgumentError("base_url \"" + original + "\" has no host");
+  if (ep.host.empty()) return InvalidArgumentError(named + " has no host");
   ep.port = ep.https ? 443 : 80;
   if (!port_text.empty()) {
     int port = 0;
@@ -200,8 +203,7 @@ Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& origin
       port = port * 10 + (c - '0');
     }
     if (port < 1 || port > 65535) {
-      return InvalidArgumentError("base_url \"" + original + "\" has a bad port \"" + port_text +
-                                  "\"");
+      return InvalidArgumentError(named + " has a bad port " + Quoted(port_text));
     }
     ep.port = port;
   }
@@ -262,6 +264,22 @@ std::string TakeOpenSslError() {
   ERR_clear_error();
   return text;
 }
+
+// What one failed attempt saw, for describing it.
+struct FailedAttempt {
+  httplib::Error error = httplib::Error::Success;
+  int partial_http = 0;   // > 0: the status line arrived, then the body was cut short
+  size_t body_bytes = 0;  // how much of that body arrived
+  int64_t elapsed_ms = 0;
+  bool out_of_time = false;  // the attempt's time ran out
+  milliseconds timeout{0};   // the attempt's time
+};
+
+// How long one attempt may take, and whether that was cut short by the call's deadline.
+struct AttemptTime {
+  milliseconds timeout;
+  bool clipped = false;
+};
 
 // How one HTTP exchange ended when it produced no complete response.
 struct TransportFailure {
@@ -352,7 +370,8 @@ struct Client::Impl {
     return Status::Ok();
   }
 
-  // One HTTP exchange bounded by `timeout`. On success fills *http and *out; else says why.
+  // One HTTP exchange bounded by `timeout`. On success fills *http_status and *out (the body);
+  // else says why, with what arrived of a body cut short in *out.
   std::optional<TransportFailure> Perform(Method method, const std::string& path,
                                           const std::string* body, milliseconds timeout,
                                           long* http_status, std::string* out) {
@@ -362,15 +381,49 @@ struct Client::Impl {
       ++owner->requests_sent_;  // an attempt, failed before anything was sent
       return TransportFailure{conn.status().message(), false, false, 0};
     }
-    httplib::ClientImpl& c = **conn;
-    // httplib bounds the connect and TLS handshake (connection timeout) and each wait on the
-    // socket (read/write timeouts); the progress callback below ends the attempt once `timeout`
-    // has passed while a body arrives, so a server trickling its body cannot stretch it. Only a
-    // server trickling the status line and headers could (each wait is bounded, not their sum).
+    BoundAttempt(**conn, timeout);
+    httplib::Request req = BuildRequest(method, path, body);
+    const auto started = Clock::now();
+    const auto attempt_deadline = started + timeout;
+    bool overran = false;
+    // Ends the attempt once `timeout` has passed while a body arrives (see BoundAttempt).
+    req.progress = [&overran, attempt_deadline](uint64_t, uint64_t) {
+      if (Clock::now() < attempt_deadline) return true;
+      overran = true;
+      return false;
+    };
+
+    httplib::Response res;
+    httplib::Error err = httplib::Error::Success;
+    const bool sent = Send(**conn, req, &res, &err);
+    *out = std::move(res.body);
+    if (sent) {
+      *http_status = res.status;
+      return std::nullopt;
+    }
+    FailedAttempt failed;
+    failed.error = err;
+    failed.partial_http = res.status;
+    failed.body_bytes = out->size();
+    failed.elapsed_ms = ElapsedMs(started);
+    failed.out_of_time = overran || Clock::now() >= attempt_deadline;
+    failed.timeout = timeout;
+    return DescribeFailure(failed);
+  }
+
+  // httplib bounds the connect and TLS handshake (connection timeout) and each wait on the
+  // socket (read/write timeouts); Perform's progress callback ends the attempt once `timeout`
+  // has passed while a body arrives, so a server trickling its body cannot stretch it. Only a
+  // server trickling the status line and headers could (each wait is bounded, not their sum).
+  void BoundAttempt(httplib::ClientImpl& c, milliseconds timeout) const {
     c.set_connection_timeout(std::max(std::min(cfg().connect_timeout, timeout), milliseconds(1)));
     c.set_read_timeout(timeout);
     c.set_write_timeout(timeout);
+  }
 
+  // The request with the headers of every call; JSON bodies (and POST/PUT) say so.
+  httplib::Request BuildRequest(Method method, const std::string& path,
+                                const std::string* body) const {
     httplib::Request req;
     req.method = MethodName(method);
     req.path = endpoint.prefix + path;
@@ -381,101 +434,109 @@ struct Client::Impl {
     } else if (method == Method::kPost || method == Method::kPut) {
       req.set_header("Content-Type", "application/json");
     }
-    const auto started = Clock::now();
-    const auto attempt_deadline = started + timeout;
-    bool overran = false;
-    req.progress = [&overran, attempt_deadline](uint64_t, uint64_t) {
-      if (Clock::now() < attempt_deadline) return true;
-      overran = true;
-      return false;
-    };
+    return req;
+  }
 
-    httplib::Response res;
-    httplib::Error err = httplib::Error::Success;
+  // Sends one attempt (counted in requests_sent) with SIGPIPE held off. True when a whole
+  // response arrived; otherwise *err says how it ended.
+  bool Send(httplib::ClientImpl& c, httplib::Request& req, httplib::Response* res,
+            httplib::Error* err) {
     ++owner->requests_sent_;
-    bool ok = false;
-    {
-      ScopedSigpipeBlock no_sigpipe;
-      ERR_clear_error();
-      ok = c.send(req, res, err);
-    }
-    if (ok && err == httplib::Error::Success) {
-      *http_status = res.status;
-      *out = std::move(res.body);
-      return std::nullopt;
-    }
-    *out = std::move(res.body);  // what arrived of a body cut short, for the excerpt
-    const int64_t elapsed = ElapsedMs(started);
-    const bool out_of_time = overran || Clock::now() >= attempt_deadline;
-    const std::string where = endpoint.host_header;
+    ScopedSigpipeBlock no_sigpipe;
+    ERR_clear_error();
+    const bool ok = c.send(req, *res, *err);
+    return ok && *err == httplib::Error::Success;
+  }
+
+  // How a failed attempt is reported, and whether it may be retried.
+  TransportFailure DescribeFailure(const FailedAttempt& a) {
+    const std::string& where = endpoint.host_header;
     TransportFailure f;
     f.retryable = true;
-    switch (err) {
+    switch (a.error) {
       case httplib::Error::Connection:
         f.text = "cannot connect to " + where;
         break;
       case httplib::Error::ConnectionTimeout:
-        f.text = "connecting to " + where + " timed out after " + std::to_string(elapsed) + " ms";
+        f.text =
+            "connecting to " + where + " timed out after " + std::to_string(a.elapsed_ms) + " ms";
         f.timed_out = true;
         break;
       case httplib::Error::Read:
       case httplib::Error::Canceled:
-        if (out_of_time) {
-          f.text =
-              "no complete response within " + std::to_string(timeout.count()) + " ms (timed out)";
-          f.timed_out = true;
-        } else if (res.status > 0) {
-          f.text = "connection closed after HTTP " + std::to_string(res.status) + " and " +
-                   std::to_string(out->size()) + " bytes of the body";
-        } else {
-          f.text = "connection closed with no response";
-        }
-        if (res.status > 0) f.partial_http = res.status;
+        f = ReadFailure(a);
         break;
       case httplib::Error::Write:
-        f.text = out_of_time ? "sending the request timed out after " +
-                                   std::to_string(timeout.count()) + " ms"
-                             : "sending the request failed (connection closed)";
-        f.timed_out = out_of_time;
+        f.text = a.out_of_time ? "sending the request timed out after " +
+                                     std::to_string(a.timeout.count()) + " ms"
+                               : "sending the request failed (connection closed)";
+        f.timed_out = a.out_of_time;
         break;
-      case httplib::Error::SSLConnection: {
-        const std::string detail = TakeOpenSslError();
-        f.text = "TLS: handshake with " + where + " failed" + (detail.empty() ? "" : ": " + detail);
-        f.timed_out = out_of_time;
-        break;
-      }
-      case httplib::Error::SSLServerVerification: {
-        const long v = tls_client != nullptr ? tls_client->get_openssl_verify_result() : 0;
-        if (v == X509_V_OK || v == X509_V_ERR_HOSTNAME_MISMATCH ||
-            v == X509_V_ERR_IP_ADDRESS_MISMATCH) {
-          f.text = "TLS: server certificate does not match the host name " + endpoint.host;
-        } else {
-          f.text = "TLS: server certificate verification failed: " +
-                   std::string(X509_verify_cert_error_string(v));
-        }
-        f.retryable = false;
-        ERR_clear_error();
-        break;
-      }
+      case httplib::Error::SSLConnection:
+      case httplib::Error::SSLServerVerification:
       case httplib::Error::SSLLoadingCerts:
-        f.text = "TLS: cannot load CA certificates from " +
-                 (cfg().tls.ca_file.empty() ? std::string("the system store") : cfg().tls.ca_file);
-        f.retryable = false;
-        ERR_clear_error();
+        f = TlsFailure(a);
         break;
       case httplib::Error::Compression:
         f.text = "the response body could not be decompressed";
         break;
       default:
-        f.text = "HTTP client error: " + httplib::to_string(err);
+        f.text = "HTTP client error: " + httplib::to_string(a.error);
         f.retryable = false;
         break;
     }
-    if (endpoint.https && (err == httplib::Error::Read || err == httplib::Error::Write)) {
+    if (endpoint.https && (a.error == httplib::Error::Read || a.error == httplib::Error::Write)) {
       // e.g. TLS 1.3 servers refuse a missing client certificate only after the handshake.
       const std::string detail = TakeOpenSslError();
       if (!detail.empty()) f.text += " (TLS: " + detail + ")";
     }
+    return f;
+  }
+
+  // The connection ended (or the attempt was cut off) before the whole response arrived.
+  static TransportFailure ReadFailure(const FailedAttempt& a) {
+    TransportFailure f;
+    f.retryable = true;
+    if (a.out_of_time) {
+      f.text =
+          "no complete response within " + std::to_string(a.timeout.count()) + " ms (timed out)";
+      f.timed_out = true;
+    } else if (a.partial_http > 0) {
+      f.text = "connection closed after HTTP " + std::to_string(a.partial_http) + " and " +
+               std::to_string(a.body_bytes) + " bytes of the body";
+    } else {
+      f.text = "connection closed with no response";
+    }
+    if (a.partial_http > 0) f.partial_http = a.partial_http;
+    return f;
+  }
+
+  // The TLS handshake failed, the server's certificate was refused, or the CAs did not load.
+  // Only a failed handshake may be retried: the others fail the same way every time.
+  TransportFailure TlsFailure(const FailedAttempt& a) {
+    TransportFailure f;
+    if (a.error == httplib::Error::SSLConnection) {
+      const std::string detail = TakeOpenSslError();
+      f.text = "TLS: handshake with " + endpoint.host_header + " failed" +
+               (detail.empty() ? "" : ": " + detail);
+      f.timed_out = a.out_of_time;
+      f.retryable = true;
+      return f;
+    }
+    if (a.error == httplib::Error::SSLServerVerification) {
+      const long v = tls_client != nullptr ? tls_client->get_openssl_verify_result() : 0;
+      if (v == X509_V_OK || v == X509_V_ERR_HOSTNAME_MISMATCH ||
+          v == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+        f.text = "TLS: server certificate does not match the host name " + endpoint.host;
+      } else {
+        f.text = "TLS: server certificate verification failed: " +
+                 std::string(X509_verify_cert_error_string(v));
+      }
+    } else {
+      f.text = "TLS: cannot load CA certificates from " +
+               (cfg().tls.ca_file.empty() ? std::string("the system store") : cfg().tls.ca_file);
+    }
+    ERR_clear_error();
     return f;
   }
 
@@ -491,69 +552,84 @@ struct Client::Impl {
     Status last;
     for (int attempt = 1; attempt <= max_attempts; ++attempt) {
       if (attempt > 1) {
-        milliseconds backoff = cfg().retry_backoff * (int64_t{1} << std::min(attempt - 2, 20));
-        backoff = std::min(backoff, kMaxBackoff);
-        if (deadline && Clock::now() + backoff >= *deadline) {
-          return DeadlineExceededError(
-              resp.call + ": deadline reached while retrying (last: " + last.message() + ")");
-        }
-        MZ_LOG(kWarn) << resp.call << ": attempt " << (attempt - 1) << " of " << max_attempts
-                      << " failed (" << last.message() << "); retrying in " << backoff.count()
-                      << " ms";
-        std::this_thread::sleep_for(backoff);
+        MZ_RETURN_IF_ERROR(BackOff(resp.call, attempt, max_attempts, last, deadline));
       }
-      milliseconds timeout = cfg().request_timeout;
-      bool clipped = false;
-      if (deadline) {
-        auto remaining = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
-        if (remaining.count() <= 0) {
-          return DeadlineExceededError(
-              resp.call + ": deadline reached" +
-              (last.ok() ? std::string() : " (last: " + last.message() + ")"));
-        }
-        if (remaining < timeout) {
-          timeout = remaining;
-          clipped = true;
-        }
-      }
+      MZ_ASSIGN_OR_RETURN(const AttemptTime time, TimeForAttempt(resp.call, last, deadline));
       resp.attempts = attempt;
       resp.body.clear();
       resp.doc = nullptr;
       const auto started = Clock::now();
-      auto failure = Perform(method, path, body, timeout, &resp.http, &resp.body);
+      auto failure = Perform(method, path, body, time.timeout, &resp.http, &resp.body);
       if (failure) {
-        const TransportFailure& f = *failure;
-        MZ_LOG(kDebug) << resp.call << " -> " << f.text << " after " << ElapsedMs(started) << " ms";
-        if (f.timed_out && clipped) {
-          return DeadlineExceededError(resp.call + ": deadline reached: " + f.text);
+        MZ_LOG(kDebug) << resp.call << " -> " << failure->text << " after " << ElapsedMs(started)
+                       << " ms";
+        if (failure->timed_out && time.clipped) {
+          return DeadlineExceededError(resp.call + ": deadline reached: " + failure->text);
         }
-        if (!f.timed_out && expect_json && f.partial_http >= 200 && f.partial_http < 300) {
-          // A success whose body was cut short: a garbled answer, not an unreachable server.
-          last = InternalError(resp.call + ": HTTP " + std::to_string(f.partial_http) +
-                               ": response cut short (" + f.text + "): " + Excerpt(resp.body));
-        } else {
-          last = UnavailableError(resp.call + ": " + f.text);
-        }
-        if (!f.retryable) return last;
+        last = FailureStatus(resp, *failure, expect_json);
+        if (!failure->retryable) return last;
         continue;
       }
       MZ_LOG(kDebug) << resp.call << " -> HTTP " << resp.http << " in " << ElapsedMs(started)
                      << " ms";
-      if (resp.http >= 500) {
-        last = resp.Error();
-        continue;
-      }
-      if (resp.success() && expect_json) {
-        resp.doc = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
-        if (resp.doc.is_discarded()) {
-          last = InternalError(resp.call + ": HTTP " + std::to_string(resp.http) +
-                               ": response is not valid JSON: " + Excerpt(resp.body));
-          continue;
-        }
-      }
-      return resp;
+      last = RetryReason(&resp, expect_json);
+      if (last.ok()) return resp;
     }
     return last;
+  }
+
+  // Sleeps before attempt `attempt` (> 1), exponentially longer each time; DEADLINE_EXCEEDED
+  // instead if the sleep would run into the deadline. `last` is why the previous attempt failed.
+  Status BackOff(const std::string& call, int attempt, int max_attempts, const Status& last,
+                 std::optional<Clock::time_point> deadline) const {
+    milliseconds backoff = cfg().retry_backoff * (int64_t{1} << std::min(attempt - 2, 20));
+    backoff = std::min(backoff, kMaxBackoff);
+    if (deadline && Clock::now() + backoff >= *deadline) {
+      return DeadlineExceededError(
+          call + ": deadline reached while retrying (last: " + last.message() + ")");
+    }
+    MZ_LOG(kWarn) << call << ": attempt " << (attempt - 1) << " of " << max_attempts << " failed ("
+                  << last.message() << "); retrying in " << backoff.count() << " ms";
+    std::this_thread::sleep_for(backoff);
+    return Status::Ok();
+  }
+
+  // The request timeout, cut to what is left before the deadline (DEADLINE_EXCEEDED if nothing).
+  Result<AttemptTime> TimeForAttempt(const std::string& call, const Status& last,
+                                     std::optional<Clock::time_point> deadline) const {
+    AttemptTime time{cfg().request_timeout, false};
+    if (!deadline) return time;
+    auto remaining = std::chrono::duration_cast<milliseconds>(*deadline - Clock::now());
+    if (remaining.count() <= 0) {
+      return DeadlineExceededError(call + ": deadline reached" +
+                                   (last.ok() ? std::string() : " (last: " + last.message() + ")"));
+    }
+    if (remaining < time.timeout) time = AttemptTime{remaining, true};
+    return time;
+  }
+
+  // An attempt that got no complete response: UNAVAILABLE, or INTERNAL for a success whose body
+  // was cut short (a garbled answer, not an unreachable server).
+  static Status FailureStatus(const Response& resp, const TransportFailure& f, bool expect_json) {
+    if (!f.timed_out && expect_json && f.partial_http >= 200 && f.partial_http < 300) {
+      return InternalError(resp.call + ": HTTP " + std::to_string(f.partial_http) +
+                           ": response cut short (" + f.text + "): " + Excerpt(resp.body));
+    }
+    return UnavailableError(resp.call + ": " + f.text);
+  }
+
+  // Why a complete response is worth another attempt: a 5xx, or a 2xx whose body is not the JSON
+  // expected. OK for any other answer, which the caller interprets (with resp->doc parsed).
+  static Status RetryReason(Response* resp, bool expect_json) {
+    if (resp->http >= 500) return resp->Error();
+    if (resp->success() && expect_json) {
+      resp->doc = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+      if (resp->doc.is_discarded()) {
+        return InternalError(resp->call + ": HTTP " + std::to_string(resp->http) +
+                             ": response is not valid JSON: " + Excerpt(resp->body));
+      }
+    }
+    return Status::Ok();
   }
 
   // Interprets a single-port response: {"port":{...}} (or 404 / {"port":null} -> NOT_FOUND).
@@ -642,21 +718,6 @@ Client::~Client() = default;
 Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   std::string base = config.base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  const bool http = base.rfind("http://", 0) == 0;
-  const bool https = base.rfind("https://", 0) == 0;
-  if (!http && !https) {
-    return InvalidArgumentError("base_url \"" + config.base_url +
-                                "\" must start with http:// or https://");
-  }
-  if (base.size() == (http ? 7u : 8u)) {
-    return InvalidArgumentError("base_url \"" + config.base_url + "\" has no host");
-  }
-  for (char c : base) {
-    if (std::isspace(static_cast<unsigned char>(c)) ||
-        std::iscntrl(static_cast<unsigned char>(c))) {
-      return InvalidArgumentError("base_url \"" + config.base_url + "\" contains whitespace");
-    }
-  }
   MZ_ASSIGN_OR_RETURN(Endpoint endpoint, ParseBaseUrl(base, config.base_url));
   if (config.project_id.empty()) return InvalidArgumentError("project_id is empty");
   if (config.max_attempts < 1) {
@@ -775,7 +836,7 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
     auto port = impl_->Get(port_id, deadline);
     if (!port.ok()) {
       const Status& st = port.status();
-      if (st.code() == Code::kDeadlineExceeded) return deadline_error(st.message());
+      if (st.IsDeadlineExceeded()) return deadline_error(st.message());
       return st.WithContext("waiting for port " + port_id);
     }
     last_status = port->status.empty() ? "\"\"" : port->status;
@@ -798,9 +859,9 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
       std::this_thread::sleep_for(std::min<Clock::duration>(wake - now, milliseconds(10)));
     }
     const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-    const milliseconds cap_now = std::max(
-        cap, milliseconds(static_cast<int64_t>(static_cast<double>(waited.count()) *
-                                               std::max(0.0, options.max_fraction))));
+    const milliseconds cap_now =
+        std::max(cap, milliseconds(static_cast<int64_t>(static_cast<double>(waited.count()) *
+                                                        std::max(0.0, options.max_fraction))));
     interval = std::min(cap_now, std::chrono::duration_cast<milliseconds>(interval * factor));
     if (interval.count() < 1) interval = milliseconds(1);
   }

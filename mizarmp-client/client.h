@@ -15,10 +15,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
 #include "mizarmp-client/types.h"
@@ -89,7 +88,6 @@ class Client {
 
   // HTTP requests sent so far (every attempt counts), for benchmarks and tests.
   uint64_t requests_sent() const { return requests_sent_; }
-  const ClientConfig& config() const { return config_; }
 
  private:
   explicit Client(ClientConfig config);

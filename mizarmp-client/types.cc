@@ -1,20 +1,14 @@
 #include "mizarmp-client/types.h"
 
-#include <cctype>
 #include <nlohmann/json.hpp>
-#include <string_view>
+
+#include "common/strings.h"
 
 namespace mizarmp::client {
 
 using nlohmann::json;
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 const char* TypeName(const json& v) { return v.type_name(); }
 
@@ -59,7 +53,7 @@ Result<const json*> Unwrap(const json& j, const char* name) {
 }  // namespace
 
 PortState Port::state() const {
-  const std::string s = Lower(status);
+  const std::string s = AsciiLower(status);
   if (s == "up" || s == "active") return PortState::kReady;
   if (s == "failed" || s == "error") return PortState::kFailed;
   return PortState::kPending;

@@ -2,10 +2,9 @@
 // dialect (v0.1 controller or the later Alcor port manager).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
 

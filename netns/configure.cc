@@ -1,20 +1,8 @@
 // What the plugin does inside a pod's namespace: configure one interface, or report its state.
-#include <algorithm>
-#include <cctype>
-
+#include "common/strings.h"
 #include "netns/netns.h"
 
 namespace mizarmp::netns {
-
-namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-}  // namespace
 
 Result<LinkInfo> ConfigureInterface(const std::string& netns_path, const InterfaceSetup& setup) {
   MZ_ASSIGN_OR_RETURN(Netns ns, Netns::Open(netns_path));
@@ -22,7 +10,7 @@ Result<LinkInfo> ConfigureInterface(const std::string& netns_path, const Interfa
   const std::string& ifname = setup.ifname;
   MZ_ASSIGN_OR_RETURN(LinkInfo link, nl.WaitForLink(ifname, setup.wait_for_link));
 
-  if (!setup.expected_mac.empty() && Lower(setup.expected_mac) != link.mac) {
+  if (!setup.expected_mac.empty() && AsciiLower(setup.expected_mac) != link.mac) {
     // Most drivers refuse a new MAC on a running link.
     if (link.up) MZ_RETURN_IF_ERROR(nl.SetUp(ifname, false));
     MZ_RETURN_IF_ERROR(nl.SetMac(ifname, setup.expected_mac));

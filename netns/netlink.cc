@@ -176,15 +176,6 @@ Result<UniqueFd> LinkListener() {
 
 // ------------------------------------------------------------------------------ lifecycle
 
-Result<Netlink> Netlink::OpenCurrent() {
-  MZ_ASSIGN_OR_RETURN(UniqueFd ns, internal::CurrentNsFd());
-  MZ_ASSIGN_OR_RETURN(nl_sock * s, ConnectedSocket());
-  Netlink nl;
-  nl.sock_ = s;
-  nl.ns_fd_ = std::move(ns);
-  return nl;
-}
-
 Result<Netlink> Netlink::OpenIn(const Netns& ns) {
   nl_sock* s = nullptr;
   Status st = internal::RunInNetns(ns.fd(), [&]() -> Status {
@@ -253,7 +244,7 @@ Result<std::vector<LinkInfo>> Netlink::ListLinks() {
 Result<LinkInfo> Netlink::WaitForLink(std::string_view name, std::chrono::milliseconds timeout) {
   MZ_RETURN_IF_ERROR(CheckName(name));
   auto found = GetLink(name);
-  if (found.ok() || found.status().code() != Code::kNotFound) return found;
+  if (found.ok() || !found.status().IsNotFound()) return found;
 
   // Subscribe first, then look again, so a link that appears in between is not missed.
   UniqueFd listener;
@@ -267,7 +258,7 @@ Result<LinkInfo> Netlink::WaitForLink(std::string_view name, std::chrono::millis
   char buf[16384];
   for (;;) {
     found = GetLink(name);
-    if (found.ok() || found.status().code() != Code::kNotFound) return found;
+    if (found.ok() || !found.status().IsNotFound()) return found;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {

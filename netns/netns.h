@@ -54,7 +54,6 @@ struct RouteInfo {
 // Not thread-safe: one Netlink per thread.
 class Netlink {
  public:
-  static Result<Netlink> OpenCurrent();
   // Opens the socket inside `ns`; the calling thread is back in its own namespace on return.
   static Result<Netlink> OpenIn(const Netns& ns);
   Netlink(Netlink&&) noexcept;

@@ -631,8 +631,7 @@ struct Pki {
     server_key = d + "/server.key";
     client_cert = d + "/client.crt";
     client_key = d + "/client.key";
-    WriteText(d + "/server.ext",
-              "subjectAltName=" + san + "\nextendedKeyUsage=serverAuth\n");
+    WriteText(d + "/server.ext", "subjectAltName=" + san + "\nextendedKeyUsage=serverAuth\n");
     WriteText(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
     const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     const std::string script =

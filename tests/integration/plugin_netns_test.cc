@@ -1,5 +1,6 @@
 // The mizarmp binary driven exactly as a runtime drives it (exec, CNI_* env, config on stdin)
 // against mizarmp-mock with its host agent, in real network namespaces.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -7,11 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "common/fileutil.h"
 #include "mock-server/mock.h"
@@ -324,9 +323,9 @@ TEST_F(PluginNetnsTest, KilledMidAddThenDelLeavesNothing) {
   json cfg = Config();
   cfg["timeouts"]["readyMs"] = 60000;
   testing::TempDir logs;
-  pid_t pid = testing::SpawnProcess({testing::BinDir() + "/mizarmp"},
-                                    Env("ADD", "victim", pod.path()), cfg.dump(),
-                                    logs.path() + "/plugin.log");
+  pid_t pid =
+      testing::SpawnProcess({testing::BinDir() + "/mizarmp"}, Env("ADD", "victim", pod.path()),
+                            cfg.dump(), logs.path() + "/plugin.log");
   ASSERT_GT(pid, 0);
   // Wait until the port exists at the controller: the plugin is now polling.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -350,9 +349,9 @@ TEST_F(PluginNetnsTest, AddRetriedAfterCrashRemovesItsEarlierPort) {
   StartMock(f);
   auto& pod = NewPod();
   testing::TempDir logs;
-  pid_t pid = testing::SpawnProcess({testing::BinDir() + "/mizarmp"},
-                                    Env("ADD", "retry", pod.path()), Config().dump(),
-                                    logs.path() + "/plugin.log");
+  pid_t pid =
+      testing::SpawnProcess({testing::BinDir() + "/mizarmp"}, Env("ADD", "retry", pod.path()),
+                            Config().dump(), logs.path() + "/plugin.log");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (mock_->Ports().empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

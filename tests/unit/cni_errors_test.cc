@@ -175,5 +175,32 @@ TEST(CniErrorCodes, OneMappingFromStatus) {
                      {"details", "UNAVAILABLE"}}));
 }
 
+TEST(CniErrorCodes, NamedErrorsCarryTheirCodes) {
+  EXPECT_EQ(IncompatibleVersion("m").code, 1);
+  EXPECT_EQ(ContainerUnknown("m", "d").code, 3);
+  EXPECT_EQ(InvalidConfig("m").code, 7);
+  EXPECT_EQ(TryAgainLater("m").code, 11);
+  EXPECT_EQ(NotAvailable("m").code, 50);
+  EXPECT_EQ(AttachmentExists("m").code, 100);
+  EXPECT_EQ(CheckMismatch("m", "d").code, 101);
+  CniError e = CheckMismatch("port p is DOWN, not ready", "container c1 interface eth0");
+  EXPECT_EQ(e.msg, "port p is DOWN, not ready");
+  EXPECT_EQ(e.details, "container c1 interface eth0");
+  EXPECT_TRUE(InvalidConfig("m").details.empty());
+}
+
+TEST(CniErrorCodes, ContextAndNotesExtendAnError) {
+  CniError e = FromStatus(UnavailableError("connection refused"), Stage::kStatus);
+  CniError wrapped = e.WithContext("controller at http://x is not usable");
+  EXPECT_EQ(wrapped.code, 50);
+  EXPECT_EQ(wrapped.msg, "controller at http://x is not usable: connection refused");
+  EXPECT_EQ(wrapped.details, "UNAVAILABLE");
+  CniError noted = e.WithNote("record r kept for a retry");
+  EXPECT_EQ(noted.msg, "connection refused");
+  EXPECT_EQ(noted.details, "UNAVAILABLE; record r kept for a retry");
+  EXPECT_TRUE(IsTryAgainLater(UnavailableError("x"), Stage::kController));
+  EXPECT_FALSE(IsTryAgainLater(InvalidArgumentError("x"), Stage::kController));
+}
+
 }  // namespace
 }  // namespace mizarmp::cni

@@ -1,4 +1,7 @@
-// Attachment records: atomic files with private modes, tolerant listing, and the port id scheme.
+// Attachment records: atomic files with private modes, lookups that tell a missing record from
+// a corrupt one, and tolerant listing.
+#include "records/records.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -6,13 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "cni/plugin.h"
-#include "cni/records.h"
 #include "common/fileutil.h"
 #include "common/uuid.h"
 #include "tests/support/support.h"
 
-namespace mizarmp::cni {
+namespace mizarmp::records {
 namespace {
 
 using nlohmann::json;
@@ -24,7 +25,7 @@ Record Sample(const std::string& network, const std::string& cid, const std::str
   r.container_id = cid;
   r.ifname = ifname;
   r.netns = "/var/run/netns/" + cid;
-  r.port_id = PortIdFor(network, cid, ifname);
+  r.port_id = *UuidV5(kPortIdNamespace, network + "/" + cid + "/" + ifname);
   r.project_id = "3dda2801-d675-4688-a63f-dcda8d327f50";
   r.subnet_id = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
   r.host_id = "node-a";
@@ -43,7 +44,7 @@ int Mode(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-TEST(CniRecords, WriteReadRoundTripWithPrivateModes) {
+TEST(Records, WriteReadRoundTripWithPrivateModes) {
   testing::TempDir dir;
   RecordStore store(dir.path() + "/state");
   Record r = Sample("net1", "c1", "eth0");
@@ -89,7 +90,7 @@ TEST(CniRecords, WriteReadRoundTripWithPrivateModes) {
   EXPECT_TRUE(store.Remove("net1", "c1", "eth0").ok()) << "removing twice is fine";
 }
 
-TEST(CniRecords, LockFileIsCreatedPrivateAndRemovable) {
+TEST(Records, LockFileIsCreatedPrivateAndRemovable) {
   testing::TempDir dir;
   RecordStore store(dir.path());
   auto lock = store.Lock("net1", "c1", "eth0");
@@ -102,7 +103,7 @@ TEST(CniRecords, LockFileIsCreatedPrivateAndRemovable) {
   EXPECT_NE(::stat(lock_path.c_str(), &st), 0);
 }
 
-TEST(CniRecords, ListingSkipsStrayFiles) {
+TEST(Records, ListingSkipsStrayFiles) {
   testing::TempDir dir;
   RecordStore store(dir.path());
   ASSERT_TRUE(store.Write(Sample("net1", "a", "eth0")).ok());
@@ -147,7 +148,7 @@ TEST(CniRecords, ListingSkipsStrayFiles) {
   EXPECT_FALSE(bad.ok());
 }
 
-TEST(CniRecords, RejectsRecordsOfTheWrongShape) {
+TEST(Records, RejectsRecordsOfTheWrongShape) {
   Record r = Sample("n", "c", "eth0");
   json j = RecordToJson(r);
   ASSERT_TRUE(RecordFromJson(j).ok());
@@ -165,21 +166,47 @@ TEST(CniRecords, RejectsRecordsOfTheWrongShape) {
   EXPECT_TRUE(RecordFromJson(no_mac).ok()) << "an intent record need not";
 }
 
-TEST(CniRecords, PortIdsAreStableAndDistinct) {
-  const std::string id = PortIdFor("net1", "c1", "eth0");
-  EXPECT_TRUE(IsUuid(id)) << id;
-  EXPECT_EQ(id, PortIdFor("net1", "c1", "eth0"));
-  auto direct = UuidV5(kPortIdNamespace, "net1/c1/eth0");
-  ASSERT_TRUE(direct.ok());
-  EXPECT_EQ(id, *direct);
-  std::set<std::string> ids = {id, PortIdFor("net2", "c1", "eth0"), PortIdFor("net1", "c2", "eth0"),
-                               PortIdFor("net1", "c1", "eth1"), PortIdFor("net1", "c1e", "th0")};
-  EXPECT_EQ(ids.size(), 5u);
-  EXPECT_EQ(PortDescription("c1", "/var/run/netns/x", "node-a", "net1", "eth0"),
-            "cni c1, ns:/var/run/netns/x, host:node-a, net:net1, if:eth0");
-  EXPECT_EQ(PortDescription("c1", "/n", "h", "net1", "eth0", "default", "web-0"),
-            "cni c1, ns:/n, host:h, net:net1, if:eth0, pod:default/web-0");
+TEST(Records, FindTellsAbsentCorruptAndValidApart) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  auto absent = store.Find("net1", "c1", "eth0");
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  EXPECT_TRUE(absent->absent());
+
+  ASSERT_TRUE(store.Write(Sample("net1", "c1", "eth0")).ok());
+  auto valid = store.Find("net1", "c1", "eth0");
+  ASSERT_TRUE(valid.ok()) << valid.status().ToString();
+  ASSERT_TRUE(valid->valid());
+  EXPECT_EQ(RecordToJson(valid->record), RecordToJson(Sample("net1", "c1", "eth0")));
+
+  const std::string path = store.RecordPath("net1", "c2", "eth0");
+  std::ofstream(path) << "{not json";
+  auto garbled = store.Find("net1", "c2", "eth0");
+  ASSERT_TRUE(garbled.ok()) << garbled.status().ToString();
+  ASSERT_TRUE(garbled->corrupt());
+  EXPECT_EQ(garbled->problem, "attachment record " + path + " is not valid JSON");
+  auto read = store.Read("net1", "c2", "eth0");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), Code::kDataLoss);
+  EXPECT_EQ(read.status().message(), garbled->problem);
+
+  std::ofstream(path, std::ios::trunc) << R"({"schema":1,"state":"bogus"})";
+  auto wrong_shape = store.Find("net1", "c2", "eth0");
+  ASSERT_TRUE(wrong_shape.ok()) << wrong_shape.status().ToString();
+  ASSERT_TRUE(wrong_shape->corrupt());
+  EXPECT_NE(wrong_shape->problem.find("attachment record " + path + ": "), std::string::npos)
+      << wrong_shape->problem;
+  EXPECT_NE(wrong_shape->problem.find("\"state\""), std::string::npos) << wrong_shape->problem;
+}
+
+TEST(Records, FindFailsOnlyForAFileItCannotRead) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  ASSERT_EQ(::mkdir(store.NetworkDir("net1").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(store.RecordPath("net1", "c1", "eth0").c_str(), 0700), 0);
+  auto found = store.Find("net1", "c1", "eth0");
+  EXPECT_FALSE(found.ok()) << "a directory where the record belongs is not a record";
 }
 
 }  // namespace
-}  // namespace mizarmp::cni
+}  // namespace mizarmp::records

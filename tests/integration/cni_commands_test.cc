@@ -9,18 +9,23 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "cni/attachment.h"
 #include "cni/plugin.h"
-#include "cni/records.h"
 #include "common/fileutil.h"
 #include "common/uuid.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "records/records.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::cni {
 namespace {
 
 using nlohmann::json;
+using records::NowRfc3339;
+using records::Record;
+using records::RecordStore;
+using records::RecordToJson;
 
 constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";

@@ -1,4 +1,4 @@
-#include "cni/records.h"
+#include "records/records.h"
 
 #include <sys/time.h>
 
@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 
-namespace mizarmp::cni {
+namespace mizarmp::records {
 
 using nlohmann::json;
 
@@ -33,6 +33,10 @@ Status ReadString(const json& j, const char* key, bool required, std::string* ou
   *out = it->get<std::string>();
   if (required && out->empty()) return Bad(key, "is empty");
   return Status::Ok();
+}
+
+RecordLookup Corrupt(std::string problem) {
+  return RecordLookup{RecordLookup::Kind::kCorrupt, {}, std::move(problem)};
 }
 
 }  // namespace
@@ -132,20 +136,37 @@ Result<FileLock> RecordStore::Lock(std::string_view network, std::string_view co
   return FileLock::Acquire(LockPath(network, container_id, ifname), 0600);
 }
 
-Result<Record> RecordStore::ReadPath(const std::string& path) const {
-  MZ_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return DataLossError("attachment record " + path + " is not valid JSON");
-  auto rec = RecordFromJson(j);
-  if (!rec.ok()) {
-    return DataLossError("attachment record " + path + ": " + rec.status().message());
+Result<RecordLookup> RecordStore::FindPath(const std::string& path) const {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    if (text.status().IsNotFound()) return RecordLookup{};
+    return text.status();
   }
-  return rec;
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Corrupt("attachment record " + path + " is not valid JSON");
+  auto rec = RecordFromJson(j);
+  if (!rec.ok()) return Corrupt("attachment record " + path + ": " + rec.status().message());
+  return RecordLookup{RecordLookup::Kind::kValid, std::move(rec).value(), {}};
+}
+
+Result<RecordLookup> RecordStore::Find(std::string_view network, std::string_view container_id,
+                                       std::string_view ifname) const {
+  return FindPath(RecordPath(network, container_id, ifname));
 }
 
 Result<Record> RecordStore::Read(std::string_view network, std::string_view container_id,
                                  std::string_view ifname) const {
-  return ReadPath(RecordPath(network, container_id, ifname));
+  const std::string path = RecordPath(network, container_id, ifname);
+  MZ_ASSIGN_OR_RETURN(RecordLookup found, FindPath(path));
+  switch (found.kind) {
+    case RecordLookup::Kind::kAbsent:
+      return NotFoundError("no attachment record " + path);
+    case RecordLookup::Kind::kCorrupt:
+      return DataLossError(found.problem);
+    case RecordLookup::Kind::kValid:
+      break;
+  }
+  return std::move(found.record);
 }
 
 Status RecordStore::Write(const Record& record) const {
@@ -164,24 +185,26 @@ Result<std::vector<Record>> RecordStore::List(std::string_view network) const {
   const std::string dir = NetworkDir(network);
   auto names = ListDir(dir);
   if (!names.ok()) {
-    if (names.status().code() == Code::kNotFound) return out;
+    if (names.status().IsNotFound()) return out;
     return names.status();
   }
   std::sort(names->begin(), names->end());
   for (const std::string& name : *names) {
     // Temp files of atomic writes start with '.'; lock files end in ".lock".
     if (name.empty() || name[0] == '.' || !EndsWith(name, kRecordSuffix)) continue;
-    auto rec = ReadPath(dir + "/" + name);
-    if (!rec.ok()) {
-      MZ_LOG(kWarn) << "skipping " << dir << "/" << name << ": " << rec.status().message();
-      continue;
-    }
-    if (rec->network != network) {
-      MZ_LOG(kWarn) << "skipping " << dir << "/" << name << ": it names network \"" << rec->network
+    const std::string path = dir + "/" + name;
+    auto found = FindPath(path);
+    if (!found.ok()) {
+      MZ_LOG(kWarn) << "skipping " << path << ": " << found.status().message();
+    } else if (found->corrupt()) {
+      MZ_LOG(kWarn) << "skipping " << path << ": " << found->problem;
+    } else if (found->valid() && found->record.network != network) {
+      MZ_LOG(kWarn) << "skipping " << path << ": it names network \"" << found->record.network
                     << "\"";
-      continue;
+    } else if (found->valid()) {
+      out.push_back(std::move(found->record));
     }
-    out.push_back(std::move(rec).value());
+    // An absent file was removed since the directory was listed: nothing to skip or keep.
   }
   return out;
 }
@@ -189,7 +212,7 @@ Result<std::vector<Record>> RecordStore::List(std::string_view network) const {
 Result<std::vector<std::string>> RecordStore::ListNetworks() const {
   auto names = ListDir(state_dir_);
   if (!names.ok()) {
-    if (names.status().code() == Code::kNotFound) return std::vector<std::string>{};
+    if (names.status().IsNotFound()) return std::vector<std::string>{};
     return names.status();
   }
   std::erase_if(*names, [](const std::string& n) { return n.empty() || n[0] == '.'; });
@@ -212,4 +235,4 @@ Result<std::vector<Record>> RecordStore::ListAll() const {
   return out;
 }
 
-}  // namespace mizarmp::cni
+}  // namespace mizarmp::records

@@ -1,7 +1,7 @@
 // The plugin's attachment records as GetFenceClients reads them, kept between calls.
 //
 // The plugin changes a record only by renaming a complete file into its network directory or
-// by unlinking it (cni/records.h), and both change that directory's mtime. So a network
+// by unlinking it (records/records.h), and both change that directory's mtime. So a network
 // directory whose device, inode and mtime are what they were when it was last read holds the
 // same records, and its files are neither listed nor parsed again: a call over 10,000 unchanged
 // records costs one stat per network directory instead of 10,000 reads and JSON parses.
@@ -21,20 +21,20 @@
 #include <string>
 #include <vector>
 
-#include "cni/records.h"
 #include "common/status.h"
+#include "records/records.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::records {
 
 class RecordCache {
  public:
-  using Records = std::shared_ptr<const std::vector<cni::Record>>;
+  using Records = std::shared_ptr<const std::vector<Record>>;
   static constexpr std::chrono::seconds kSettle{2};
 
   explicit RecordCache(std::string state_dir) : store_(std::move(state_dir)) {}
 
   // Every readable record under the state dir, one list per network directory, in the order
-  // and with the skipping rules of cni::RecordStore::ListAll(). A missing state dir is empty.
+  // and with the skipping rules of RecordStore::ListAll(). A missing state dir is empty.
   // Thread-safe.
   Result<std::vector<Records>> Snapshot();
 
@@ -49,10 +49,10 @@ class RecordCache {
     Records records;
   };
 
-  cni::RecordStore store_;
+  RecordStore store_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> cache_;  // network name -> its directory as last read
   uint64_t reads_ = 0;
 };
 
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::records

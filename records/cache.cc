@@ -1,11 +1,11 @@
-#include "fence/record_cache.h"
+#include "records/cache.h"
 
 #include <sys/stat.h>
 #include <time.h>
 
 #include "common/log.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::records {
 namespace {
 
 int64_t MtimeNs(const struct stat& st) {
@@ -44,7 +44,7 @@ Result<std::vector<RecordCache::Records>> RecordCache::Snapshot() {
       continue;
     }
     Entry e{st.st_dev, st.st_ino, MtimeNs(st),
-            std::make_shared<const std::vector<cni::Record>>(std::move(records).value())};
+            std::make_shared<const std::vector<Record>>(std::move(records).value())};
     out.push_back(e.records);
     // Cached only once settled: a change within the same mtime tick would go unseen otherwise.
     if (e.mtime_ns < settled_before) next.emplace(name, std::move(e));
@@ -58,4 +58,4 @@ uint64_t RecordCache::directory_reads() const {
   return reads_;
 }
 
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::records

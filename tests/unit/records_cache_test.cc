@@ -1,4 +1,4 @@
-// RecordCache: GetFenceClients sees exactly what cni::RecordStore::ListAll() sees, and reads a
+// RecordCache: GetFenceClients sees exactly what RecordStore::ListAll() sees, and reads a
 // network directory again only when it changed (or changed too recently to trust its mtime).
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,19 +9,19 @@
 #include <fstream>
 #include <set>
 
-#include "cni/records.h"
 #include "common/fileutil.h"
-#include "fence/record_cache.h"
+#include "records/cache.h"
+#include "records/records.h"
 #include "tests/support/support.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::records {
 namespace {
 
 using std::chrono::hours;
 
-cni::Record Sample(const std::string& network, const std::string& cid, const std::string& ip) {
-  cni::Record r;
-  r.state = cni::Record::State::kComplete;
+Record Sample(const std::string& network, const std::string& cid, const std::string& ip) {
+  Record r;
+  r.state = Record::State::kComplete;
   r.network = network;
   r.container_id = cid;
   r.ifname = "eth0";
@@ -32,7 +32,7 @@ cni::Record Sample(const std::string& network, const std::string& cid, const std
   r.host_id = "node-a";
   r.mpurl = "http://127.0.0.1:9090";
   r.mac = "0a:58:0a:f0:00:05";
-  r.created_at = cni::NowRfc3339();
+  r.created_at = NowRfc3339();
   r.ips = {{ip + "/16", "10.240.0.1"}};
   return r;
 }
@@ -48,8 +48,8 @@ std::set<std::string> Keys(const std::vector<RecordCache::Records>& snapshot) {
   return keys;
 }
 
-std::set<std::string> Keys(const std::vector<cni::Record>& records) {
-  return Keys({std::make_shared<const std::vector<cni::Record>>(records)});
+std::set<std::string> Keys(const std::vector<Record>& records) {
+  return Keys({std::make_shared<const std::vector<Record>>(records)});
 }
 
 // Sets a directory's mtime `age` into the past, as if its last change was that long ago.
@@ -74,10 +74,10 @@ void RewriteInPlace(const std::string& path, const std::string& from, const std:
 
 class RecordCacheTest : public ::testing::Test {
  protected:
-  void Put(const cni::Record& r) { ASSERT_TRUE(store_.Write(r).ok()); }
+  void Put(const Record& r) { ASSERT_TRUE(store_.Write(r).ok()); }
 
   mizarmp::testing::TempDir dir_;
-  cni::RecordStore store_{dir_.path() + "/state"};
+  RecordStore store_{dir_.path() + "/state"};
   RecordCache cache_{dir_.path() + "/state"};
 };
 
@@ -170,4 +170,4 @@ TEST_F(RecordCacheTest, RemovedOrReplacedDirectoryIsNotServedFromTheCache) {
 }
 
 }  // namespace
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::records

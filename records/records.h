@@ -13,7 +13,7 @@
 #include "common/fileutil.h"
 #include "common/status.h"
 
-namespace mizarmp::cni {
+namespace mizarmp::records {
 
 inline constexpr int kRecordSchema = 1;
 
@@ -52,6 +52,20 @@ Result<Record> RecordFromJson(const nlohmann::json& j);
 // Now as "2024-05-01T12:34:56Z".
 std::string NowRfc3339();
 
+// What is on disk for one attachment. A file that is there but is not a valid record (cut-off
+// JSON, wrong shape, a schema this build does not read) is kCorrupt, not an error: the plugin
+// replaces it, and only a file it cannot read at all is a failure.
+struct RecordLookup {
+  enum class Kind { kAbsent, kCorrupt, kValid };
+  Kind kind = Kind::kAbsent;
+  Record record;        // kValid only
+  std::string problem;  // kCorrupt only: "attachment record <path>: <what is wrong>"
+
+  bool absent() const { return kind == Kind::kAbsent; }
+  bool corrupt() const { return kind == Kind::kCorrupt; }
+  bool valid() const { return kind == Kind::kValid; }
+};
+
 // Records under one state dir. Methods that take (network, container, ifname) do no locking of
 // their own: hold Lock() for the attachment around read-modify-write sequences.
 class RecordStore {
@@ -68,10 +82,14 @@ class RecordStore {
   // Creates the network directory (0700) if needed and takes the attachment's lock.
   Result<FileLock> Lock(std::string_view network, std::string_view container_id,
                         std::string_view ifname) const;
-  // NOT_FOUND if there is no record; DATA_LOSS if the file is not a valid record.
+  // Whether the attachment has a record, a file that is not one, or nothing. An error only when
+  // the file exists but cannot be read.
+  Result<RecordLookup> Find(std::string_view network, std::string_view container_id,
+                            std::string_view ifname) const;
+  // The attachment's valid record: NOT_FOUND if there is none, DATA_LOSS (with the problem) if
+  // the file is not a valid record, for callers that treat both as "no usable record".
   Result<Record> Read(std::string_view network, std::string_view container_id,
                       std::string_view ifname) const;
-  Result<Record> ReadPath(const std::string& path) const;
   // Atomically (re)writes the record, creating the network directory (0700) if needed.
   Status Write(const Record& record) const;
   // Removes the record file (absent is success). The caller releases the lock, normally with
@@ -89,7 +107,9 @@ class RecordStore {
   Result<std::vector<std::string>> ListNetworks() const;
 
  private:
+  Result<RecordLookup> FindPath(const std::string& path) const;
+
   std::string state_dir_;
 };
 
-}  // namespace mizarmp::cni
+}  // namespace mizarmp::records
