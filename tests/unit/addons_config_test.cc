@@ -2,16 +2,27 @@
 // drivername rules.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "addons/driver.h"
+#include "addons/redact.h"
+#include "addons/server.h"
+#include "cmd/mizarmp-addons/config.h"
 #include "common/fileutil.h"
-#include "fence/config.h"
 #include "tests/support/support.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::cmd {
 namespace {
 
+using addons::Endpoint;
+using addons::Mode;
+using addons::ParseEndpoint;
+using addons::RedactUrl;
+using addons::ValidateDriverName;
 using mizarmp::testing::TempDir;
 
 Result<CommandLine> Parse(std::vector<std::string> args) { return ParseCommandLine(args); }
@@ -35,19 +46,23 @@ TEST(AddonsConfig, Defaults) {
   auto r = Parse(Valid());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ServerConfig& c = r->config;
-  EXPECT_EQ(c.endpoint, "unix:///run/mizarmp/csi-addons.sock");
-  EXPECT_EQ(c.mode, Mode::kController);
-  EXPECT_EQ(c.drivername, "mizarmp.csi-addons.mizar.io");
-  EXPECT_EQ(c.state_dir, "/var/lib/cni/mizarmp");
-  EXPECT_EQ(c.fence_store, "/var/lib/mizarmp/fence.db");
-  EXPECT_EQ(c.reconcile_interval.count(), 10000);
+  EXPECT_EQ(c.server.endpoint, "unix:///run/mizarmp/csi-addons.sock");
+  EXPECT_EQ(c.identity.mode, Mode::kController);
+  EXPECT_EQ(c.identity.drivername, "mizarmp.csi-addons.mizar.io");
+  EXPECT_EQ(c.fence.state_dir, "/var/lib/cni/mizarmp");
+  EXPECT_EQ(c.fence.fence_store, "/var/lib/mizarmp/fence.db");
+  EXPECT_EQ(c.fence.reconcile_interval.count(), 10000);
   EXPECT_EQ(c.mizarmp.project_id, client::kDefaultProjectId);
   EXPECT_EQ(c.subnet_id, client::kDefaultSubnetId);
   EXPECT_EQ(c.mizarmp.dialect, client::Dialect::kAuto);
-  EXPECT_FALSE(c.use_port_list);
-  EXPECT_FALSE(c.insecure_tcp);
-  EXPECT_TRUE(c.node_addresses.empty());
-  EXPECT_TRUE(c.expected_secrets.empty());
+  EXPECT_FALSE(c.fence.use_port_list);
+  EXPECT_FALSE(c.server.insecure_tcp);
+  EXPECT_TRUE(c.fence.node_addresses.empty());
+  EXPECT_TRUE(c.fence.expected_secrets.empty());
+  EXPECT_TRUE(c.keyrotation.expected_secrets.empty());
+  EXPECT_EQ(c.keyrotation.key_store_dir, "/var/lib/mizarmp/keys");
+  EXPECT_EQ(c.keyrotation.mount_table, "/proc/self/mountinfo");
+  EXPECT_EQ(c.identity.probe_timeout.count(), 1000);
 }
 
 TEST(AddonsConfig, JsonFileThenFlagsOverride) {
@@ -78,26 +93,38 @@ TEST(AddonsConfig, JsonFileThenFlagsOverride) {
                   "node-b=192.168.1.9,192.168.2.0/24"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ServerConfig& c = r->config;
-  EXPECT_EQ(c.endpoint, "unix:///tmp/x/addons.sock");
-  EXPECT_EQ(c.mode, Mode::kController);  // the flag wins
-  EXPECT_EQ(c.drivername, "example.mizar.io");
+  EXPECT_EQ(c.server.endpoint, "unix:///tmp/x/addons.sock");
+  EXPECT_EQ(c.identity.mode, Mode::kController);  // the flag wins
+  EXPECT_EQ(c.identity.drivername, "example.mizar.io");
   EXPECT_EQ(c.mizarmp.base_url, "https://mp.example:8443");
   EXPECT_EQ(c.mizarmp.project_id, "p1");
   EXPECT_EQ(c.subnet_id, "s2");  // the flag wins
   EXPECT_EQ(c.mizarmp.dialect, client::Dialect::kAlcor);
   EXPECT_EQ(c.mizarmp.token_file, token);
-  EXPECT_EQ(c.state_dir, "/srv/state");
-  EXPECT_EQ(c.fence_store, "/srv/fence.db");
-  ASSERT_EQ(c.node_addresses.size(), 2u);
-  EXPECT_EQ(c.node_addresses.at("node-a"), (std::vector<std::string>{"10.0.0.5", "10.1.0.0/24"}));
-  EXPECT_EQ(c.node_addresses.at("node-b"),
+  EXPECT_EQ(c.fence.state_dir, "/srv/state");
+  EXPECT_EQ(c.fence.fence_store, "/srv/fence.db");
+  ASSERT_EQ(c.fence.node_addresses.size(), 2u);
+  EXPECT_EQ(c.fence.node_addresses.at("node-a"),
+            (std::vector<std::string>{"10.0.0.5", "10.1.0.0/24"}));
+  EXPECT_EQ(c.fence.node_addresses.at("node-b"),
             (std::vector<std::string>{"192.168.1.9", "192.168.2.0/24"}));
-  EXPECT_EQ(c.host_id, "node-a");
-  EXPECT_EQ(c.reconcile_interval.count(), 2500);
+  EXPECT_EQ(c.fence.host_id, "node-a");
+  EXPECT_EQ(c.fence.reconcile_interval.count(), 2500);
   EXPECT_EQ(c.log_level, log::Level::kDebug);
-  EXPECT_TRUE(c.use_port_list);
-  EXPECT_EQ(c.expected_secrets.at("user"), "admin");
-  EXPECT_EQ(c.expected_secrets.at("key"), "k3y");
+  EXPECT_TRUE(c.fence.use_port_list);
+  for (const auto* expected : {&c.fence.expected_secrets, &c.keyrotation.expected_secrets}) {
+    EXPECT_EQ(expected->size(), 2u);
+    EXPECT_EQ(expected->at("user"), "admin");
+    EXPECT_EQ(expected->at("key"), "k3y");
+  }
+  // The Mizar-MP settings reach every component that talks to it.
+  for (const auto* mp : {&c.identity.mizarmp, &c.fence.mizarmp}) {
+    EXPECT_EQ(mp->base_url, "https://mp.example:8443");
+    EXPECT_EQ(mp->project_id, "p1");
+    EXPECT_EQ(mp->dialect, client::Dialect::kAlcor);
+    EXPECT_EQ(mp->token_file, token);
+  }
+  EXPECT_EQ(c.identity.subnet_id, "s2");
 }
 
 TEST(AddonsConfig, BadValuesNameTheKey) {
@@ -134,7 +161,7 @@ TEST(AddonsConfig, BadValuesNameTheKey) {
 TEST(AddonsConfig, NodeModeDoesNotNeedMizarMp) {
   auto r = Parse({"--mode", "node"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->config.mode, Mode::kNode);
+  EXPECT_EQ(r->config.identity.mode, Mode::kNode);
 }
 
 TEST(AddonsConfig, TokensOnlyFromFiles) {
@@ -164,7 +191,7 @@ TEST(AddonsConfig, TcpNeedsTlsUnlessInsecure) {
   ExpectInvalid(Valid({"--endpoint", "tcp://127.0.0.1:5000"}), "tlsCertFile");
   auto insecure = Parse(Valid({"--endpoint", "tcp://127.0.0.1:5000", "--insecure-tcp"}));
   ASSERT_TRUE(insecure.ok()) << insecure.status().ToString();
-  EXPECT_TRUE(insecure->config.insecure_tcp);
+  EXPECT_TRUE(insecure->config.server.insecure_tcp);
 
   const std::string cert = dir.path() + "/c.pem";
   const std::string key = dir.path() + "/k.pem";
@@ -279,5 +306,107 @@ TEST(AddonsConfig, PluginShapedTlsObject) {
   ExpectInvalid({"--mpurl", "http://127.0.0.1:1", "--tls", "x"}, "--tls");
 }
 
+// The reader, the flags and --help are generated from one table (config.cc): every JSON key has
+// a kebab-case flag (only "tls", the --mp-* settings in the CNI plugin's shape, is config file
+// only), and each key and flag shows up in --help with its help line.
+TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
+  const std::string usage = Usage();
+  const std::vector<KeyHelp> keys = DescribeKeys();
+  std::set<std::string> json_keys;
+  for (const KeyHelp& k : keys) json_keys.insert(k.json_key);
+  EXPECT_EQ(json_keys, (std::set<std::string>{"endpoint",
+                                              "tlsCertFile",
+                                              "tlsKeyFile",
+                                              "tlsClientCaFile",
+                                              "insecureTcp",
+                                              "mode",
+                                              "drivername",
+                                              "mpurl",
+                                              "project",
+                                              "subnet",
+                                              "dialect",
+                                              "tls",
+                                              "mpCaFile",
+                                              "mpCertFile",
+                                              "mpKeyFile",
+                                              "mpInsecureSkipVerify",
+                                              "tokenFile",
+                                              "stateDir",
+                                              "fenceStore",
+                                              "nodeAddresses",
+                                              "hostId",
+                                              "secretsFile",
+                                              "reconcileIntervalMs",
+                                              "probeTimeoutMs",
+                                              "logLevel",
+                                              "logFile",
+                                              "usePortList",
+                                              "keyStoreDir",
+                                              "mountTable"}));
+  EXPECT_EQ(json_keys.size(), keys.size()) << "a key is in the table twice";
+  std::set<std::string> flagless;
+  for (const KeyHelp& k : keys) {
+    SCOPED_TRACE(k.json_key);
+    EXPECT_NE(usage.find(" " + k.json_key + " "), std::string::npos);
+    EXPECT_FALSE(k.help.empty());
+    EXPECT_NE(usage.find(k.help), std::string::npos);
+    // A known key: a value of the wrong type is rejected as such, not as an unknown key.
+    ServerConfig c;
+    Status s = ApplyConfigJson("{\"" + k.json_key + "\": null}", c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_EQ(s.message().find("unknown key"), std::string::npos) << s.message();
+    if (k.flag.empty()) {
+      flagless.insert(k.json_key);
+      continue;
+    }
+    std::string kebab;
+    for (char ch : k.json_key) {
+      if (std::isupper(static_cast<unsigned char>(ch))) {
+        kebab += '-';
+        kebab += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      } else {
+        kebab += ch;
+      }
+    }
+    EXPECT_EQ(k.flag, k.json_key == "nodeAddresses" ? "node-address" : kebab);
+    const std::string shown = "  --" + k.flag + (k.value_name.empty() ? "" : " " + k.value_name);
+    EXPECT_NE(usage.find(shown + " "), std::string::npos) << usage;
+    // A known flag: whatever its value does, the parser knows the flag.
+    auto r = Parse(Valid({"--" + k.flag + "=x"}));
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().message().find("unknown flag"), std::string::npos)
+          << r.status().message();
+    }
+  }
+  EXPECT_EQ(flagless, (std::set<std::string>{"tls"}));
+
+  // And the other way round: every flag --help lists is a key's or one of the program's own.
+  std::set<std::string> known = {"config", "help", "version"};
+  for (const KeyHelp& k : keys) {
+    if (!k.flag.empty()) known.insert(k.flag);
+  }
+  std::istringstream lines(usage);
+  int listed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("  --")) continue;
+    const std::string flag = line.substr(4, line.find(' ', 4) - 4);
+    EXPECT_TRUE(known.count(flag)) << "--help lists --" << flag;
+    ++listed;
+  }
+  EXPECT_EQ(listed, static_cast<int>(known.size()));
+}
+
+TEST(AddonsConfig, HelpAndVersionStopTheParse) {
+  auto help = Parse({"--help"});
+  ASSERT_TRUE(help.ok()) << help.status().ToString();
+  EXPECT_TRUE(help->help);
+  // Nothing is validated or read: no Mizar-MP URL, a config file that does not exist.
+  auto version = Parse({"--version", "--config", "/nonexistent/addons.json"});
+  ASSERT_TRUE(version.ok()) << version.status().ToString();
+  EXPECT_TRUE(version->version);
+  // Flags are still checked for being flags.
+  ExpectInvalid({"--help", "--no-such-flag"}, "--no-such-flag");
+}
+
 }  // namespace
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::cmd

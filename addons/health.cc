@@ -1,10 +1,10 @@
-#include "fence/health.h"
+#include "addons/health.h"
 
 #include <utility>
 
 #include "common/log.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 namespace {
 
 using grpc::health::v1::HealthCheckRequest;
@@ -119,4 +119,4 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context, const HealthChec
   }
 }
 
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

@@ -1,8 +1,8 @@
-// The mizarmp-addons gRPC server: owns the grpc::Server, its listening endpoint, the standard
-// health service (grpc.health.v1.Health, our own sync implementation in fence/health.h; gRPC's
-// default one stays off, so this sync server runs no callback-queue threads) and server
-// reflection. CSI-Addons services (Identity, FenceController, EncryptionKeyRotationController)
-// are plugged in with AddService() before Start().
+// The mizarmp-addons gRPC server framework: owns the grpc::Server, its listening endpoint, the
+// standard health service (grpc.health.v1.Health, our own sync implementation in
+// addons/health.h; gRPC's default one stays off, so this sync server runs no callback-queue
+// threads) and server reflection. It knows no CSI-Addons service: each one implements
+// addons::AddonsService (addons/service.h) and is registered with Register() before Start().
 //
 // Unix socket endpoints: the parent directory is created 0700 when missing; an existing path is
 // replaced only when it is a socket nobody answers on (a live server makes Start() fail with
@@ -13,27 +13,40 @@
 // only when explicitly allowed (insecure_tcp; tests only).
 #pragma once
 
-#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "addons/service.h"
 #include "common/status.h"
-#include "fence/config.h"
 
 namespace grpc {
 class Server;
-class Service;
 }  // namespace grpc
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 
-class HealthService;
-class CallCounter;
+inline constexpr const char* kDefaultEndpoint = "unix:///run/mizarmp/csi-addons.sock";
+
+// A parsed listening endpoint.
+struct Endpoint {
+  enum class Kind { kUnix, kTcp };
+  Kind kind = Kind::kUnix;
+  std::string path;  // kUnix: absolute socket path
+  std::string host;  // kTcp: host name or address (IPv6 without brackets)
+  int port = 0;      // kTcp: 0 picks a free port
+  // The address in gRPC's notation: "unix:/abs/path" or "host:port" / "[v6]:port".
+  std::string GrpcAddress() const;
+};
+
+// "unix:///abs/path" or "tcp://HOST:PORT" ("tcp://[::1]:PORT" for IPv6). INVALID_ARGUMENT
+// naming the value otherwise (relative or too long socket paths included).
+Result<Endpoint> ParseEndpoint(std::string_view text);
 
 struct ServerOptions {
   std::string endpoint = kDefaultEndpoint;
@@ -45,9 +58,10 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{10000};
   // How often an idle health Watch looks whether its client went away (HealthOptions).
   std::chrono::milliseconds health_watch_poll{1000};
-
-  static ServerOptions FromConfig(const ServerConfig& config);
 };
+
+class HealthService;
+class CallCounter;
 
 class Server {
  public:
@@ -56,14 +70,14 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Registers a service (not owned; must outlive the Server). Only before Start().
-  // `health_name` is the name the health service reports it under, normally the generated
-  // class's service_full_name() (e.g. "identity.Identity"); empty: only the overall "" status.
-  void AddService(grpc::Service* service, std::string health_name = {});
+  // Serves `service` (not owned; must outlive the Server) under its health_name(). Only before
+  // Start().
+  void Register(AddonsService& service);
 
-  // Prepares the endpoint, binds and starts serving. Errors: INVALID_ARGUMENT (endpoint, TLS
-  // files), ALREADY_EXISTS (a live server answers on the socket), FAILED_PRECONDITION (the
-  // path exists and is not a socket), UNAVAILABLE (bind failed).
+  // Prepares the endpoint, binds, starts serving, then calls Start() of every registered
+  // service in registration order. Errors (no service is started then): INVALID_ARGUMENT
+  // (endpoint, TLS files), ALREADY_EXISTS (a live server answers on the socket),
+  // FAILED_PRECONDITION (the path exists and is not a socket), UNAVAILABLE (bind failed).
   Status Start();
 
   // The address clients dial in gRPC notation ("unix:/run/x.sock", "127.0.0.1:40123"); for a
@@ -77,23 +91,24 @@ class Server {
 
   // Reports NOT_SERVING and ends every health Watch, stops accepting calls, lets in-flight
   // calls run until `grace` (then cancels them), waits for the server to stop and removes the
-  // unix socket. Once no call is in flight, idle client connections are closed at once rather
-  // than left to the HTTP/2 GOAWAY handshake (which can take the client seconds). Idempotent;
-  // safe from any thread.
+  // unix socket; then calls Stop() of every registered service in reverse registration order.
+  // Once no call is in flight, idle client connections are closed at once rather than left to
+  // the HTTP/2 GOAWAY handshake (which can take the client seconds). Idempotent; safe from any
+  // thread.
   void Shutdown(std::chrono::milliseconds grace);
   void Shutdown() { Shutdown(options_.shutdown_grace); }
-
-  // Blocks until Shutdown() completed (from another thread).
-  void Wait();
 
   bool running() const;
 
  private:
-  Status PrepareUnixSocket(const std::string& path);
+  // Builds and starts the grpc::Server on `endpoint`; records the address and the socket.
+  Status Bind(const Endpoint& endpoint);
+  // The drain Shutdown() describes, up to removing the socket.
+  void Drain(std::chrono::milliseconds grace);
   void RemoveOwnSocket();
 
   ServerOptions options_;
-  std::vector<grpc::Service*> services_;
+  std::vector<AddonsService*> services_;
   // Declared before server_: the grpc::Server refers to it until it is destroyed.
   std::unique_ptr<HealthService> health_;
   std::shared_ptr<CallCounter> calls_;  // shared with the interceptor factory gRPC owns
@@ -108,20 +123,4 @@ class Server {
   ino_t socket_ino_ = 0;
 };
 
-// Blocks SIGTERM and SIGINT (and ignores SIGPIPE) in the calling thread. Construct it in main()
-// before any thread is started (gRPC's threads inherit the mask), then call Wait(), which
-// sigwait()s for one of them: no work ever runs in a signal handler.
-class TerminationSignals {
- public:
-  TerminationSignals();
-  ~TerminationSignals();  // restores the previous mask
-  TerminationSignals(const TerminationSignals&) = delete;
-  TerminationSignals& operator=(const TerminationSignals&) = delete;
-  int Wait();  // the signal received
-
- private:
-  sigset_t set_;
-  sigset_t old_;
-};
-
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

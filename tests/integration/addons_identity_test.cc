@@ -1,5 +1,6 @@
 // The Identity service over a real gRPC unix socket (in-process server, generated C++ stub),
-// the server's socket handling and health service, and the mizarmp-addons binary's shutdown.
+// the server's socket handling, health service and service lifecycle, and the mizarmp-addons
+// binary's shutdown.
 #include <arpa/inet.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
@@ -22,19 +23,26 @@
 #include <set>
 #include <thread>
 
+#include "addons/identity.h"
+#include "addons/server.h"
 #include "common/fd.h"
 #include "common/fileutil.h"
+#include "common/version.h"
 #include "encryptionkeyrotation.grpc.pb.h"
-#include "fence/identity.h"
-#include "fence/server.h"
+#include "fence.grpc.pb.h"
 #include "identity.grpc.pb.h"
 #include "mock-server/mock.h"
+#include "tests/integration/fake_addons_service.h"
 #include "tests/support/support.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 namespace {
 
 using mizarmp::testing::TempDir;
+using testing::FakeService;
+using testing::NetworkFenceCapabilities;
+using FakeFence = FakeService<::fence::FenceController>;
+using FakeKeyRotation = FakeService<encryptionkeyrotation::EncryptionKeyRotationController>;
 using namespace std::chrono_literals;
 
 // A TCP port on loopback that nothing listens on (bound, then closed).
@@ -121,16 +129,22 @@ class IdentityServerTest : public ::testing::Test {
     endpoint_ = "unix://" + socket_path_;
   }
 
-  // Starts an Identity service (with the fence capabilities registered as the FenceController
-  // registers them) on the unix socket.
-  void StartServer(IdentityOptions options, bool with_fence = true) {
-    identity_ = std::make_unique<IdentityService>(std::move(options));
-    if (with_fence) identity_->AddNetworkFenceCapabilities();
+  // Starts Identity on the unix socket, over a service standing in for the FenceController
+  // (its capabilities and `checks`) unless `with_fence` is false.
+  void StartServer(IdentityOptions options, bool with_fence = true,
+                   std::vector<ReadinessCheck> checks = {}) {
+    std::vector<AddonsService*> services;
+    if (with_fence) {
+      fence_ = std::make_unique<FakeFence>(NetworkFenceCapabilities(), std::move(checks));
+      services.push_back(fence_.get());
+    }
+    identity_ = std::make_unique<IdentityService>(std::move(options), services);
     ServerOptions so;
     so.endpoint = endpoint_;
     so.shutdown_grace = 2s;
     server_ = std::make_unique<Server>(so);
-    server_->AddService(identity_.get(), identity::Identity::service_full_name());
+    server_->Register(*identity_);
+    for (AddonsService* service : services) server_->Register(*service);
     Status s = server_->Start();
     ASSERT_TRUE(s.ok()) << s.ToString();
     stub_ = IdentityStub(server_->address());
@@ -144,6 +158,7 @@ class IdentityServerTest : public ::testing::Test {
   std::unique_ptr<mock::MockServer> mock_;
   std::string socket_path_;
   std::string endpoint_;
+  std::unique_ptr<FakeFence> fence_;
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<identity::Identity::Stub> stub_;
@@ -156,9 +171,9 @@ TEST_F(IdentityServerTest, GetIdentity) {
   grpc::Status s = stub_->GetIdentity(&ctx, identity::GetIdentityRequest(), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.name(), "mizarmp.csi-addons.mizar.io");
-  EXPECT_EQ(resp.vendor_version(), MIZARMP_VERSION);
+  EXPECT_EQ(resp.vendor_version(), Version());
   EXPECT_EQ(resp.manifest().at("mizarmp-url"), mock_->base_url());
-  EXPECT_EQ(resp.manifest().at("commit"), MIZARMP_GIT_COMMIT);
+  EXPECT_EQ(resp.manifest().at("commit"), GitCommit());
   EXPECT_FALSE(resp.manifest().at("commit").empty());
   EXPECT_EQ(resp.manifest().at("mode"), "controller");
   EXPECT_EQ(resp.manifest().size(), 3u);
@@ -231,18 +246,18 @@ TEST_F(IdentityServerTest, ProbeFailsWhenSubnetMissing) {
 }
 
 TEST_F(IdentityServerTest, ProbeFollowsReadinessChecks) {
-  StartServer(OptionsFor(mock_->base_url()));
   std::atomic<int> state{0};  // 0 opening, 1 open, 2 broken
-  identity_->AddReadinessCheck("fence store", [&state] {
-    switch (state.load()) {
-      case 0:
-        return Readiness::Initializing();
-      case 1:
-        return Readiness::Ready();
-      default:
-        return Readiness::Failed(DataLossError("database disk image is malformed"));
-    }
-  });
+  StartServer(OptionsFor(mock_->base_url()), /*with_fence=*/true,
+              {{"fence store", [&state] {
+                  switch (state.load()) {
+                    case 0:
+                      return Readiness::Initializing();
+                    case 1:
+                      return Readiness::Ready();
+                    default:
+                      return Readiness::Failed(DataLossError("database disk image is malformed"));
+                  }
+                }}});
   auto probe = [&](identity::ProbeResponse* resp) {
     grpc::ClientContext ctx;
     return stub_->Probe(&ctx, {}, resp);
@@ -358,8 +373,8 @@ TEST_F(IdentityServerTest, RefusesNonSocketPath) {
   ServerOptions so;
   so.endpoint = endpoint_;
   Server server(so);
-  IdentityService id(OptionsFor(mock_->base_url()));
-  server.AddService(&id);
+  IdentityService id(OptionsFor(mock_->base_url()), {});
+  server.Register(id);
   Status s = server.Start();
   EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
   EXPECT_NE(s.message().find(socket_path_), std::string::npos) << s.ToString();
@@ -373,8 +388,8 @@ TEST_F(IdentityServerTest, SecondServerOnLiveSocketRefuses) {
   ServerOptions so;
   so.endpoint = endpoint_;
   Server second(so);
-  IdentityService id(OptionsFor(mock_->base_url()));
-  second.AddService(&id);
+  IdentityService id(OptionsFor(mock_->base_url()), {});
+  second.Register(id);
   Status s = second.Start();
   EXPECT_EQ(s.code(), Code::kAlreadyExists) << s.ToString();
   // The first server still owns the socket and answers.
@@ -404,19 +419,19 @@ TEST_F(IdentityServerTest, ShutdownRemovesSocket) {
 }
 
 TEST(AddonsTcpServer, InsecureTcpOnlyWhenAsked) {
-  IdentityService id(IdentityOptions{});
+  IdentityService id(IdentityOptions{}, {});
   {
     ServerOptions so;
     so.endpoint = "tcp://127.0.0.1:0";
     Server server(so);
-    server.AddService(&id);
+    server.Register(id);
     EXPECT_EQ(server.Start().code(), Code::kInvalidArgument);
   }
   ServerOptions so;
   so.endpoint = "tcp://127.0.0.1:0";
   so.insecure_tcp = true;
   Server server(so);
-  server.AddService(&id);
+  server.Register(id);
   ASSERT_TRUE(server.Start().ok());
   EXPECT_GT(server.port(), 0);
   auto stub = IdentityStub(server.address());
@@ -427,8 +442,107 @@ TEST(AddonsTcpServer, InsecureTcpOnlyWhenAsked) {
   ServerOptions so2 = so;
   so2.endpoint = "tcp://127.0.0.1:" + std::to_string(server.port());
   Server second(so2);
-  second.AddService(&id);
+  second.Register(id);
   EXPECT_FALSE(second.Start().ok());
+}
+
+// What the services advertise, Identity advertises: the service type first, then each
+// service's capabilities in order, each once.
+TEST(AddonsIdentity, CapabilitiesAreTheUnionOfTheServices) {
+  identity::Capability rotation;
+  rotation.mutable_encryption_key_rotation()->set_type(
+      identity::Capability::EncryptionKeyRotation::ENCRYPTIONKEYROTATION);
+  FakeFence fence(NetworkFenceCapabilities());
+  FakeKeyRotation keyrot({rotation, NetworkFenceCapabilities()[0]});
+  IdentityService id(IdentityOptions{}, {&fence, &keyrot});
+  identity::GetCapabilitiesRequest req;
+  identity::GetCapabilitiesResponse resp;
+  ASSERT_TRUE(id.GetCapabilities(nullptr, &req, &resp).ok());
+  std::vector<std::string> got;
+  for (const auto& c : resp.capabilities()) got.push_back(c.ShortDebugString());
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"service { type: CONTROLLER_SERVICE }",
+                                      "network_fence { type: NETWORK_FENCE }",
+                                      "network_fence { type: GET_CLIENTS_TO_FENCE }",
+                                      "encryption_key_rotation { type: ENCRYPTIONKEYROTATION }"}));
+  EXPECT_EQ(id.health_name(), "identity.Identity");
+}
+
+// Probe asks every service's checks in order: the first failing one names itself, any one still
+// initialising makes it not ready.
+TEST(AddonsIdentity, ProbeAsksEveryServicesChecks) {
+  Readiness first = Readiness::Ready();
+  Readiness second = Readiness::Ready();
+  FakeFence fence({}, {{"fence store", [&first] { return first; }}});
+  FakeKeyRotation keyrot({}, {{"key store", [&second] { return second; }}});
+  IdentityService id(IdentityOptions{}, {&fence, &keyrot});  // no Mizar-MP: nothing else checked
+  auto ready = id.CheckReady();
+  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+  EXPECT_TRUE(*ready);
+
+  second = Readiness::Initializing();
+  ready = id.CheckReady();
+  ASSERT_TRUE(ready.ok());
+  EXPECT_FALSE(*ready);
+
+  second = Readiness::Failed(UnavailableError("disk gone"));
+  ready = id.CheckReady();
+  EXPECT_EQ(ready.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(ready.status().message(), "key store: disk gone");
+
+  first = Readiness::Failed(DataLossError("malformed"));
+  ready = id.CheckReady();
+  EXPECT_EQ(ready.status().message(), "fence store: malformed");
+  EXPECT_EQ(id.mizarmp_checks(), 0u);
+}
+
+// The server starts the registered services once it serves, and stops them, last first, once
+// it no longer does.
+TEST(AddonsServerLifecycle, StartsServicesAfterBindingAndStopsThemInReverse) {
+  TempDir dir;
+  const std::string sock = dir.path() + "/csi-addons.sock";
+  std::vector<std::string> events;
+  FakeFence fence({}, {}, &events);
+  FakeKeyRotation keyrot({}, {}, &events);
+  IdentityService id(IdentityOptions{}, {&fence, &keyrot});
+  ServerOptions so;
+  so.endpoint = "unix://" + sock;
+  Server server(so);
+  server.Register(id);
+  server.Register(fence);
+  server.Register(keyrot);
+  EXPECT_TRUE(events.empty());
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(events, (std::vector<std::string>{
+                        "start fence.FenceController",
+                        "start encryptionkeyrotation.EncryptionKeyRotationController"}));
+  EXPECT_EQ(::access(sock.c_str(), F_OK), 0);
+  server.Shutdown(2s);
+  EXPECT_NE(::access(sock.c_str(), F_OK), 0);
+  EXPECT_EQ(events,
+            (std::vector<std::string>{"start fence.FenceController",
+                                      "start encryptionkeyrotation.EncryptionKeyRotationController",
+                                      "stop encryptionkeyrotation.EncryptionKeyRotationController",
+                                      "stop fence.FenceController"}));
+  server.Shutdown(2s);  // idempotent: nothing is stopped twice
+  EXPECT_EQ(events.size(), 4u);
+}
+
+TEST(AddonsServerLifecycle, FailedStartStartsNoService) {
+  TempDir dir;
+  const std::string path = dir.path() + "/not-a-socket";
+  ASSERT_TRUE(WriteFileAtomic(path, "data").ok());
+  std::vector<std::string> events;
+  FakeFence fence({}, {}, &events);
+  {
+    ServerOptions so;
+    so.endpoint = "unix://" + path;
+    Server server(so);
+    server.Register(fence);
+    EXPECT_EQ(server.Start().code(), Code::kFailedPrecondition);
+    EXPECT_FALSE(server.running());
+  }  // destroyed without having served: nothing to stop either
+  EXPECT_TRUE(events.empty()) << mizarmp::Joined(events, ", ");
 }
 
 // The binary: SIGTERM lets an in-flight call finish, removes the socket, exits 0.
@@ -439,22 +553,13 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   ASSERT_NE(mock, nullptr);
   TempDir dir;
   const std::string sock = dir.path() + "/csi-addons.sock";
-  const pid_t pid = mizarmp::testing::SpawnProcess(
+  mizarmp::testing::Daemon server;
+  ASSERT_TRUE(server.Start(
       {mizarmp::testing::BinDir() + "/mizarmp-addons", "--endpoint", "unix://" + sock, "--mpurl",
        mock->base_url(), "--probe-timeout-ms", "10000", "--log-level", "debug", "--fence-store",
        dir.path() + "/fence.db", "--state-dir", dir.path() + "/cni"},
-      {}, "", dir.path() + "/addons.log");
-  ASSERT_GT(pid, 0);
-  struct Reaper {
-    pid_t pid;
-    bool reaped = false;
-    ~Reaper() {
-      if (!reaped) {
-        ::kill(pid, SIGKILL);
-        mizarmp::testing::WaitProcess(pid, 10s);
-      }
-    }
-  } reaper{pid};
+      dir.path() + "/addons.log"));
+  const pid_t pid = server.pid();
 
   auto channel = Dial("unix:" + sock);
   ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 20s))
@@ -478,9 +583,8 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
   EXPECT_TRUE(resp.ready().value());
 
-  const int raw = mizarmp::testing::WaitProcess(pid, 30s);
+  const int raw = server.Wait(30s);
   ASSERT_NE(raw, -1) << "mizarmp-addons did not exit after SIGTERM";
-  reaper.reaped = true;
   EXPECT_TRUE(WIFEXITED(raw)) << raw;
   EXPECT_EQ(WEXITSTATUS(raw), 0);
   EXPECT_NE(::access(sock.c_str(), F_OK), 0) << "socket left behind";
@@ -496,4 +600,4 @@ TEST(AddonsBinary, BadConfigExitsTwo) {
 }
 
 }  // namespace
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

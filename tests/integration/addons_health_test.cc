@@ -1,4 +1,4 @@
-// grpc.health.v1.Health as mizarmp-addons serves it (fence/health.h): Check and Watch over a
+// grpc.health.v1.Health as mizarmp-addons serves it (addons/health.h): Check and Watch over a
 // real gRPC unix socket with stubs generated from proto/health.proto, Watch ending on cancel
 // and on shutdown (never holding the drain up), and no callback-queue ("nexting") threads in
 // the server, in process and in the mizarmp-addons binary.
@@ -21,23 +21,25 @@
 #include <thread>
 #include <vector>
 
+#include "addons/health.h"
+#include "addons/server.h"
 #include "common/fileutil.h"
 #include "encryptionkeyrotation.grpc.pb.h"
 #include "fence.grpc.pb.h"
-#include "fence/health.h"
-#include "fence/server.h"
 #include "health.grpc.pb.h"
 #include "identity.grpc.pb.h"
 #include "mock-server/mock.h"
+#include "tests/integration/fake_addons_service.h"
 #include "tests/support/support.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 namespace {
 
 using grpc::health::v1::Health;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 using mizarmp::testing::TempDir;
+using testing::FakeService;
 using namespace std::chrono_literals;
 
 constexpr const char* kIdentityName = "identity.Identity";
@@ -111,7 +113,7 @@ bool HasNextingThread(const std::vector<std::string>& names) {
 }
 
 // The CSI-Addons services as mizarmp-addons registers them (the generated bases: every method
-// UNIMPLEMENTED, which is all the health service needs), behind fence::Server.
+// UNIMPLEMENTED, which is all the health service needs), behind addons::Server.
 class AddonsHealthServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,10 +122,9 @@ class AddonsHealthServerTest : public ::testing::Test {
     so.shutdown_grace = 20s;  // long: Shutdown must not wait for open Watch calls
     so.health_watch_poll = 100ms;
     server_ = std::make_unique<Server>(so);
-    server_->AddService(&identity_, identity::Identity::service_full_name());
-    server_->AddService(&fence_, ::fence::FenceController::service_full_name());
-    server_->AddService(
-        &keyrot_, encryptionkeyrotation::EncryptionKeyRotationController::service_full_name());
+    server_->Register(identity_);
+    server_->Register(fence_);
+    server_->Register(keyrot_);
     Status s = server_->Start();
     ASSERT_TRUE(s.ok()) << s.ToString();
     stub_ = Health::NewStub(Dial(server_->address()));
@@ -134,9 +135,9 @@ class AddonsHealthServerTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  identity::Identity::Service identity_;
-  ::fence::FenceController::Service fence_;
-  encryptionkeyrotation::EncryptionKeyRotationController::Service keyrot_;
+  FakeService<identity::Identity> identity_;
+  FakeService<::fence::FenceController> fence_;
+  FakeService<encryptionkeyrotation::EncryptionKeyRotationController> keyrot_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Health::Stub> stub_;
 };
@@ -230,7 +231,7 @@ TEST_F(AddonsHealthServerTest, NoCallbackQueueThreads) {
   w.reader->Finish();
 }
 
-// HealthService behind a plain grpc::Server: what fence::Server does not expose.
+// HealthService behind a plain grpc::Server: what addons::Server does not expose.
 class AddonsHealthServiceTest : public ::testing::Test {
  protected:
   void Start(HealthOptions options) {
@@ -316,22 +317,13 @@ TEST(AddonsBinaryHealth, ServesHealthWithoutCallbackThreadsAndSigtermEndsWatch) 
   ASSERT_TRUE((*mock)->Start().ok());
   TempDir dir;
   const std::string sock = dir.path() + "/csi-addons.sock";
-  const pid_t pid = mizarmp::testing::SpawnProcess(
-      {mizarmp::testing::BinDir() + "/mizarmp-addons", "--endpoint", "unix://" + sock, "--mpurl",
-       (*mock)->base_url(), "--log-level", "debug", "--fence-store", dir.path() + "/fence.db",
-       "--state-dir", dir.path() + "/cni"},
-      {}, "", dir.path() + "/addons.log");
-  ASSERT_GT(pid, 0);
-  struct Reaper {
-    pid_t pid;
-    bool reaped = false;
-    ~Reaper() {
-      if (!reaped) {
-        ::kill(pid, SIGKILL);
-        mizarmp::testing::WaitProcess(pid, 10s);
-      }
-    }
-  } reaper{pid};
+  mizarmp::testing::Daemon server;
+  ASSERT_TRUE(
+      server.Start({mizarmp::testing::BinDir() + "/mizarmp-addons", "--endpoint", "unix://" + sock,
+                    "--mpurl", (*mock)->base_url(), "--log-level", "debug", "--fence-store",
+                    dir.path() + "/fence.db", "--state-dir", dir.path() + "/cni"},
+                   dir.path() + "/addons.log"));
+  const pid_t pid = server.pid();
 
   auto channel = Dial("unix:" + sock);
   ASSERT_TRUE(channel->WaitForConnected(In(20s)))
@@ -369,9 +361,8 @@ TEST(AddonsBinaryHealth, ServesHealthWithoutCallbackThreadsAndSigtermEndsWatch) 
   identity.reset();
   stub.reset();
   channel.reset();
-  const int raw = mizarmp::testing::WaitProcess(pid, 30s);
+  const int raw = server.Wait(30s);
   ASSERT_NE(raw, -1) << "mizarmp-addons did not exit after SIGTERM";
-  reaper.reaped = true;
   EXPECT_TRUE(WIFEXITED(raw)) << raw;
   EXPECT_EQ(WEXITSTATUS(raw), 0);
   // The default grace is 10 s; an open Watch must not have held the drain up to it.
@@ -380,4 +371,4 @@ TEST(AddonsBinaryHealth, ServesHealthWithoutCallbackThreadsAndSigtermEndsWatch) 
 }
 
 }  // namespace
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

@@ -1,4 +1,4 @@
-#include "fence/server.h"
+#include "addons/server.h"
 
 #include <errno.h>
 #include <grpc/grpc.h>
@@ -8,23 +8,27 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/server_interceptor.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cassert>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <thread>
 
+#include "addons/health.h"
 #include "common/fd.h"
 #include "common/fileutil.h"
 #include "common/log.h"
-#include "fence/health.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 namespace {
+
+// sun_path is 108 bytes including the terminating NUL.
+constexpr size_t kMaxUnixPath = 107;
 
 // Whether something accepts connections on the unix socket at `path`.
 // OK(true): live; OK(false): stale (connection refused); error otherwise.
@@ -58,6 +62,72 @@ Result<std::string> ReadPem(const char* what, const std::string& path) {
     return InvalidArgumentError(std::string(what) + " \"" + path + "\": not a PEM file");
   }
   return std::move(text).value();
+}
+
+// Makes the socket's directory (0700) and clears the way for bind(): a stale socket (nobody
+// answers on it) is removed; a live one or a non-socket is left alone and refused.
+Status PrepareUnixSocket(const std::string& path) {
+  const std::string dir = DirName(path);
+  Status made = MakeDirs(dir, 0700);
+  if (!made.ok()) return made.WithContext("socket directory \"" + dir + "\"");
+
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return ErrnoError("lstat \"" + path + "\"", errno);
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return FailedPreconditionError("endpoint \"" + path +
+                                   "\" exists and is not a socket; refusing to replace it");
+  }
+  MZ_ASSIGN_OR_RETURN(bool live, SocketIsLive(path));
+  if (live) {
+    return AlreadyExistsError("endpoint \"" + path +
+                              "\": another server is listening on this socket");
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError("removing the stale socket \"" + path + "\"", errno);
+  }
+  MZ_LOG(kInfo) << "removed stale socket " << path;
+  return Status::Ok();
+}
+
+// The credentials the endpoint is served with; for a unix endpoint, also clears the way for its
+// socket.
+Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& options,
+                                                                 const Endpoint& ep) {
+  if (ep.kind == Endpoint::Kind::kUnix) {
+    if (!options.tls_cert_file.empty()) {
+      return InvalidArgumentError("TLS is only supported on tcp:// endpoints");
+    }
+    MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
+    return grpc::InsecureServerCredentials();
+  }
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return InvalidArgumentError("TLS needs both a certificate and a key file");
+    }
+    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("tlsCertFile", options.tls_cert_file));
+    MZ_ASSIGN_OR_RETURN(pair.private_key, ReadPem("tlsKeyFile", options.tls_key_file));
+    ssl.pem_key_cert_pairs.push_back(std::move(pair));
+    if (!options.tls_client_ca_file.empty()) {
+      MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                          ReadPem("tlsClientCaFile", options.tls_client_ca_file));
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    } else {
+      ssl.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+    }
+    return grpc::SslServerCredentials(ssl);
+  }
+  if (options.insecure_tcp) {
+    MZ_LOG(kWarn) << "serving plaintext gRPC on " << options.endpoint
+                  << " (insecure-tcp: for tests only)";
+    return grpc::InsecureServerCredentials();
+  }
+  return InvalidArgumentError("endpoint \"" + options.endpoint +
+                              "\": tcp:// needs a TLS certificate and key (or insecure-tcp)");
 }
 
 }  // namespace
@@ -126,14 +196,63 @@ class CountingInterceptorFactory : public grpc::experimental::ServerInterceptorF
 
 }  // namespace
 
-ServerOptions ServerOptions::FromConfig(const ServerConfig& config) {
-  ServerOptions o;
-  o.endpoint = config.endpoint;
-  o.tls_cert_file = config.tls_cert_file;
-  o.tls_key_file = config.tls_key_file;
-  o.tls_client_ca_file = config.tls_client_ca_file;
-  o.insecure_tcp = config.insecure_tcp;
-  return o;
+std::string Endpoint::GrpcAddress() const {
+  if (kind == Kind::kUnix) return "unix:" + path;
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<Endpoint> ParseEndpoint(std::string_view text) {
+  const std::string quoted = Quoted(text);
+  Endpoint ep;
+  if (text.starts_with("unix://")) {
+    ep.kind = Endpoint::Kind::kUnix;
+    ep.path = std::string(text.substr(7));
+    if (ep.path.empty() || ep.path[0] != '/') {
+      return InvalidArgumentError("endpoint " + quoted +
+                                  ": the socket path must be absolute (unix:///path/to.sock)");
+    }
+    if (ep.path.size() > kMaxUnixPath) {
+      return InvalidArgumentError("endpoint " + quoted + ": socket path longer than " +
+                                  std::to_string(kMaxUnixPath) + " bytes");
+    }
+    if (ep.path.back() == '/') {
+      return InvalidArgumentError("endpoint " + quoted + ": the socket path names a directory");
+    }
+    return ep;
+  }
+  if (text.starts_with("tcp://")) {
+    ep.kind = Endpoint::Kind::kTcp;
+    std::string_view rest = text.substr(6);
+    std::string_view port_text;
+    if (rest.starts_with("[")) {
+      const size_t close = rest.find(']');
+      if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+        return InvalidArgumentError("endpoint " + quoted + ": want tcp://[IPv6]:PORT");
+      }
+      ep.host = std::string(rest.substr(1, close - 1));
+      port_text = rest.substr(close + 2);
+    } else {
+      const size_t colon = rest.rfind(':');
+      if (colon == std::string_view::npos || rest.find(':') != colon) {
+        return InvalidArgumentError("endpoint " + quoted + ": want tcp://HOST:PORT");
+      }
+      ep.host = std::string(rest.substr(0, colon));
+      port_text = rest.substr(colon + 1);
+    }
+    if (ep.host.empty()) return InvalidArgumentError("endpoint " + quoted + ": empty host");
+    int port = -1;
+    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port < 0 ||
+        port > 65535 || port_text.empty()) {
+      return InvalidArgumentError("endpoint " + quoted + ": port \"" + std::string(port_text) +
+                                  "\" is not a number in 0..65535");
+    }
+    ep.port = port;
+    return ep;
+  }
+  return InvalidArgumentError("endpoint " + quoted +
+                              ": want unix:///ABSOLUTE/PATH or tcp://HOST:PORT");
 }
 
 Server::Server(ServerOptions options)
@@ -143,77 +262,28 @@ Server::Server(ServerOptions options)
 
 Server::~Server() { Shutdown(options_.shutdown_grace); }
 
-void Server::AddService(grpc::Service* service, std::string health_name) {
+void Server::Register(AddonsService& service) {
   std::lock_guard<std::mutex> lock(mu_);
-  assert(!started_ && "Server::AddService after Start");
-  services_.push_back(service);
-  if (!health_name.empty()) health_->AddServiceName(health_name);
-}
-
-Status Server::PrepareUnixSocket(const std::string& path) {
-  const std::string dir = DirName(path);
-  Status made = MakeDirs(dir, 0700);
-  if (!made.ok()) return made.WithContext("socket directory \"" + dir + "\"");
-
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::Ok();
-    return ErrnoError("lstat \"" + path + "\"", errno);
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return FailedPreconditionError("endpoint \"" + path +
-                                   "\" exists and is not a socket; refusing to replace it");
-  }
-  MZ_ASSIGN_OR_RETURN(bool live, SocketIsLive(path));
-  if (live) {
-    return AlreadyExistsError("endpoint \"" + path +
-                              "\": another server is listening on this socket");
-  }
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return ErrnoError("removing the stale socket \"" + path + "\"", errno);
-  }
-  MZ_LOG(kInfo) << "removed stale socket " << path;
-  return Status::Ok();
+  assert(!started_ && "Server::Register after Start");
+  services_.push_back(&service);
+  health_->AddServiceName(service.health_name());
 }
 
 Status Server::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_) return FailedPreconditionError("server already started");
   MZ_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(options_.endpoint));
+  MZ_RETURN_IF_ERROR(Bind(ep));
+  started_ = true;
+  health_->SetServingStatus(true);
+  MZ_LOG(kInfo) << "serving gRPC on " << address_;
+  for (AddonsService* service : services_) service->Start();
+  return Status::Ok();
+}
 
-  std::shared_ptr<grpc::ServerCredentials> creds;
-  if (ep.kind == Endpoint::Kind::kUnix) {
-    if (!options_.tls_cert_file.empty()) {
-      return InvalidArgumentError("TLS is only supported on tcp:// endpoints");
-    }
-    MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
-    creds = grpc::InsecureServerCredentials();
-  } else if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
-    if (options_.tls_cert_file.empty() || options_.tls_key_file.empty()) {
-      return InvalidArgumentError("TLS needs both a certificate and a key file");
-    }
-    grpc::SslServerCredentialsOptions ssl;
-    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("tlsCertFile", options_.tls_cert_file));
-    MZ_ASSIGN_OR_RETURN(pair.private_key, ReadPem("tlsKeyFile", options_.tls_key_file));
-    ssl.pem_key_cert_pairs.push_back(std::move(pair));
-    if (!options_.tls_client_ca_file.empty()) {
-      MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                          ReadPem("tlsClientCaFile", options_.tls_client_ca_file));
-      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    } else {
-      ssl.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
-    }
-    creds = grpc::SslServerCredentials(ssl);
-  } else if (options_.insecure_tcp) {
-    MZ_LOG(kWarn) << "serving plaintext gRPC on " << options_.endpoint
-                  << " (insecure-tcp: for tests only)";
-    creds = grpc::InsecureServerCredentials();
-  } else {
-    return InvalidArgumentError("endpoint \"" + options_.endpoint +
-                                "\": tcp:// needs a TLS certificate and key (or insecure-tcp)");
-  }
-
+Status Server::Bind(const Endpoint& ep) {
+  MZ_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+                      MakeCredentials(options_, ep));
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
@@ -228,7 +298,7 @@ Status Server::Start() {
   int selected_port = 0;
   const std::string grpc_address = ep.GrpcAddress();
   builder.AddListeningPort(grpc_address, creds, &selected_port);
-  for (grpc::Service* s : services_) builder.RegisterService(s);
+  for (AddonsService* service : services_) builder.RegisterService(service->grpc_service());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
   counting.push_back(std::make_unique<CountingInterceptorFactory>(calls_));
   builder.experimental().SetInterceptorCreators(std::move(counting));
@@ -267,9 +337,6 @@ Status Server::Start() {
     bound.port = selected_port;
     address_ = bound.GrpcAddress();
   }
-  started_ = true;
-  health_->SetServingStatus(true);
-  MZ_LOG(kInfo) << "serving gRPC on " << address_;
   return Status::Ok();
 }
 
@@ -307,6 +374,14 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   if (!started_ || shut_down_) return;
   shut_down_ = true;
   MZ_LOG(kInfo) << "shutting down: draining in-flight calls for up to " << grace.count() << " ms";
+  Drain(grace);
+  RemoveOwnSocket();
+  MZ_LOG(kInfo) << "gRPC server stopped";
+  // No call runs any more, so no handler can see a service stopping under it.
+  for (auto it = services_.rbegin(); it != services_.rend(); ++it) (*it)->Stop();
+}
+
+void Server::Drain(std::chrono::milliseconds grace) {
   // NOT_SERVING for everything from now on; every open Watch sends that and returns, so none
   // of them holds the drain below until the grace period ends.
   health_->Shutdown();
@@ -332,34 +407,6 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   }
   drain.join();
   server_->Wait();
-  RemoveOwnSocket();
-  MZ_LOG(kInfo) << "gRPC server stopped";
 }
 
-void Server::Wait() {
-  grpc::Server* server = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    server = server_.get();
-  }
-  if (server != nullptr) server->Wait();
-}
-
-TerminationSignals::TerminationSignals() {
-  sigemptyset(&set_);
-  sigaddset(&set_, SIGTERM);
-  sigaddset(&set_, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set_, &old_);
-  ::signal(SIGPIPE, SIG_IGN);
-}
-
-TerminationSignals::~TerminationSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-
-int TerminationSignals::Wait() {
-  int sig = 0;
-  while (sigwait(&set_, &sig) != 0) {
-  }
-  return sig;
-}
-
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

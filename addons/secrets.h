@@ -4,7 +4,7 @@
 // Extra keys in the request are ignored. No expected secrets: every request passes.
 //
 // The error is UNAUTHENTICATED and names the missing or mismatched key, never a value; values
-// are compared in constant time. Nothing here logs.
+// are compared in constant time (common/strings.h). Nothing here logs.
 #pragma once
 
 #include <google/protobuf/map.h>
@@ -14,12 +14,9 @@
 
 #include "common/status.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 
 Status CheckSecrets(const google::protobuf::Map<std::string, std::string>& got,
                     const std::map<std::string, std::string>& expected);
 
-// Equality that takes the same time for every pair of equal-length inputs.
-bool ConstantTimeEqual(const std::string& a, const std::string& b);
-
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

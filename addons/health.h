@@ -29,7 +29,7 @@
 
 #include "health.grpc.pb.h"
 
-namespace mizarmp::fence {
+namespace mizarmp::addons {
 
 struct HealthOptions {
   std::chrono::milliseconds cancel_poll{1000};
@@ -76,4 +76,4 @@ class HealthService final : public grpc::health::v1::Health::Service {
   int watches_ = 0;
 };
 
-}  // namespace mizarmp::fence
+}  // namespace mizarmp::addons

@@ -1,0 +1,62 @@
+// The contract between the mizarmp-addons server framework (addons/) and the CSI-Addons
+// services it serves (fence/, keyrotation/). The framework knows no service: main() builds the
+// services the mode asks for and registers each; Identity advertises the union of their
+// capabilities and Probe asks each of their readiness checks, so what is advertised is always
+// what is served. Adding a service is writing one class that implements this interface and
+// registering it in main().
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "identity.pb.h"
+
+namespace grpc {
+class Service;
+}  // namespace grpc
+
+namespace mizarmp::addons {
+
+// What a readiness check reports to Probe.
+struct Readiness {
+  bool ready = true;  // false: healthy but still initialising
+  Status error;       // not OK: the dependency is unusable (Probe answers FAILED_PRECONDITION)
+
+  static Readiness Ready() { return {}; }
+  static Readiness Initializing() { return {false, Status::Ok()}; }
+  static Readiness Failed(Status s) { return {true, std::move(s)}; }
+};
+
+// A dependency Probe checks. `check` runs on every Probe, so it must be cheap (read an atomic,
+// not do I/O); an error's message is prefixed with `name` (e.g. "fence store").
+struct ReadinessCheck {
+  std::string name;
+  std::function<Readiness()> check;
+};
+
+class AddonsService {
+ public:
+  virtual ~AddonsService() = default;
+
+  // The gRPC service to serve; owned by this object and alive as long as it is.
+  virtual grpc::Service* grpc_service() = 0;
+
+  // The name grpc.health.v1.Health reports it under: the generated service_full_name(), e.g.
+  // "fence.FenceController".
+  virtual std::string health_name() const = 0;
+
+  // The capabilities Identity's GetCapabilities advertises while this service is served.
+  virtual std::vector<identity::Capability> capabilities() const = 0;
+
+  // The dependencies Probe checks for this service (none by default).
+  virtual std::vector<ReadinessCheck> readiness_checks() { return {}; }
+
+  // Called once the server accepts calls (background work such as a reconcile loop starts
+  // here), and once after the server stopped serving. Both default to nothing.
+  virtual void Start() {}
+  virtual void Stop() {}
+};
+
+}  // namespace mizarmp::addons

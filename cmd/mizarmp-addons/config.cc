@@ -1,0 +1,572 @@
+#include "cmd/mizarmp-addons/config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "addons/driver.h"
+#include "addons/redact.h"
+#include "common/fileutil.h"
+#include "common/flags.h"
+#include "common/ipaddr.h"
+
+namespace mizarmp::cmd {
+namespace {
+
+using nlohmann::json;
+
+// How a key takes a value. `where` names the source for errors: `config key "mode"` or
+// `flag --mode`.
+using JsonApply =
+    std::function<Status(const json& value, const std::string& where, ServerConfig& c)>;
+using FlagApply =
+    std::function<Status(std::string_view text, const std::string& where, ServerConfig& c)>;
+
+// One configuration key: the entry of the table everything else is generated from.
+struct Key {
+  std::string json_key;    // camelCase
+  std::string flag;        // kebab-case; empty: config file only
+  std::string value_name;  // empty: a switch
+  std::string help;
+  JsonApply from_json;
+  FlagApply from_flag;
+};
+
+// Where a key's value lives in the composed configuration.
+using StringField = std::string& (*)(ServerConfig&);
+using BoolField = bool& (*)(ServerConfig&);
+using MillisField = std::chrono::milliseconds& (*)(ServerConfig&);
+using TextSetter =
+    std::function<Status(const std::string& value, const std::string& where, ServerConfig& c)>;
+
+// "tlsClientCaFile" -> "tls-client-ca-file".
+std::string Kebab(std::string_view camel) {
+  std::string out;
+  for (char ch : camel) {
+    if (ch >= 'A' && ch <= 'Z') {
+      out += '-';
+      out += static_cast<char>(ch - 'A' + 'a');
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::string Default(std::string_view value) { return " (default " + std::string(value) + ")"; }
+
+Status WrongType(const std::string& where, const char* want, const json& value) {
+  return InvalidArgumentError(where + ": want " + want + ", got " + std::string(value.type_name()));
+}
+
+// A key whose value is a string, in the file and on the command line alike.
+Key TextKey(std::string json_key, std::string value_name, std::string help, TextSetter set) {
+  JsonApply from_json = [set](const json& v, const std::string& where, ServerConfig& c) {
+    if (!v.is_string()) return WrongType(where, "a string", v);
+    return set(v.get<std::string>(), where, c);
+  };
+  FlagApply from_flag = [set](std::string_view text, const std::string& where, ServerConfig& c) {
+    return set(std::string(text), where, c);
+  };
+  std::string flag = Kebab(json_key);
+  return Key{std::move(json_key), std::move(flag),      std::move(value_name),
+             std::move(help),     std::move(from_json), std::move(from_flag)};
+}
+
+// A string stored as given; --help shows the default when there is one.
+Key StringKey(std::string json_key, std::string value_name, std::string help, StringField field) {
+  ServerConfig defaults;
+  if (!field(defaults).empty()) help += Default(field(defaults));
+  return TextKey(std::move(json_key), std::move(value_name), std::move(help),
+                 [field](const std::string& s, const std::string&, ServerConfig& c) {
+                   field(c) = s;
+                   return Status::Ok();
+                 });
+}
+
+// true/false in the file; a switch on the command line (no value, or =true/=false/=1/=0).
+Key SwitchKey(std::string json_key, std::string help, BoolField field) {
+  JsonApply from_json = [field](const json& v, const std::string& where, ServerConfig& c) {
+    if (!v.is_boolean()) return WrongType(where, "true or false", v);
+    field(c) = v.get<bool>();
+    return Status::Ok();
+  };
+  FlagApply from_flag = [field](std::string_view text, const std::string& where,
+                                ServerConfig& c) -> Status {
+    if (text == "true" || text == "1") {
+      field(c) = true;
+    } else if (text == "false" || text == "0") {
+      field(c) = false;
+    } else {
+      return InvalidArgumentError(where + ": want true or false, got " + Quoted(text));
+    }
+    return Status::Ok();
+  };
+  std::string flag = Kebab(json_key);
+  return Key{std::move(json_key), std::move(flag),      "",
+             std::move(help),     std::move(from_json), std::move(from_flag)};
+}
+
+// A duration in whole milliseconds in 1..max; --help shows the default.
+Key MillisKey(std::string json_key, std::string help, int64_t max, MillisField field) {
+  ServerConfig defaults;
+  help += Default(std::to_string(field(defaults).count()));
+  JsonApply from_json = [field, max](const json& v, const std::string& where,
+                                     ServerConfig& c) -> Status {
+    if (!v.is_number_integer()) return WrongType(where, "an integer", v);
+    const int64_t ms = v.get<int64_t>();
+    if (ms <= 0 || ms > max) {
+      return InvalidArgumentError(where + ": " + std::to_string(ms) + " is out of range (1.." +
+                                  std::to_string(max) + " ms)");
+    }
+    field(c) = std::chrono::milliseconds(ms);
+    return Status::Ok();
+  };
+  FlagApply from_flag = [from_json](std::string_view text, const std::string& where,
+                                    ServerConfig& c) -> Status {
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+      return InvalidArgumentError(where + ": " + Quoted(text) + " is not an integer");
+    }
+    return from_json(json(n), where, c);
+  };
+  std::string flag = Kebab(json_key);
+  return Key{std::move(json_key), std::move(flag),      "MS",
+             std::move(help),     std::move(from_json), std::move(from_flag)};
+}
+
+// One host's addresses/CIDRs, replacing what it had.
+Status ApplyAddresses(const std::string& host, const json& list, const std::string& where,
+                      ServerConfig& c) {
+  if (host.empty()) return InvalidArgumentError(where + ": empty host id");
+  const std::string field = where + "[\"" + host + "\"]";
+  if (!list.is_array()) return WrongType(field, "a list of addresses/CIDRs", list);
+  std::vector<std::string> out;
+  for (const auto& item : list) {
+    if (!item.is_string()) return WrongType(field, "address strings", item);
+    const std::string text = item.get<std::string>();
+    auto cidr = Cidr::Parse(text, /*allow_bare=*/true);
+    if (!cidr.ok()) {
+      return InvalidArgumentError(field + ": " + Quoted(text) +
+                                  " is not an IP address or CIDR: " + cidr.status().message());
+    }
+    out.push_back(text);
+  }
+  c.fence.node_addresses[host] = std::move(out);
+  return Status::Ok();
+}
+
+// {"hostId": [addresses], ...} in the file (replacing every host); --node-address
+// HOST=ADDR[,ADDR...] on the command line, repeatable (each replaces that host's list).
+Key NodeAddressesKey() {
+  JsonApply from_json = [](const json& v, const std::string& where, ServerConfig& c) -> Status {
+    if (!v.is_object()) return WrongType(where, "an object {hostId: [addresses]}", v);
+    c.fence.node_addresses.clear();
+    for (const auto& [host, list] : v.items()) {
+      MZ_RETURN_IF_ERROR(ApplyAddresses(host, list, where, c));
+    }
+    return Status::Ok();
+  };
+  FlagApply from_flag = [](std::string_view text, const std::string& where,
+                           ServerConfig& c) -> Status {
+    const size_t eq = text.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return InvalidArgumentError(where + ": want HOST=ADDR[,ADDR...], got " + Quoted(text));
+    }
+    json list = json::array();
+    std::string_view rest = text.substr(eq + 1);
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      if (!item.empty()) list.push_back(std::string(item));
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    return ApplyAddresses(std::string(text.substr(0, eq)), list, where, c);
+  };
+  return Key{"nodeAddresses",
+             "node-address",
+             "HOST=ADDR[,ADDR...]",
+             "addresses/CIDRs of a node; repeatable, each replaces that host's list (in the "
+             "file: {\"hostId\": [\"10.0.0.5\", \"10.1.0.0/24\"], ...})",
+             std::move(from_json),
+             std::move(from_flag)};
+}
+
+// The CNI plugin's shape for the --mp-* settings: "tls": {"caFile", "certFile", "keyFile",
+// "insecureSkipVerify"} (TLS towards Mizar-MP). Config file only.
+Key PluginTlsKey() {
+  JsonApply from_json = [](const json& v, const std::string& where, ServerConfig& c) -> Status {
+    if (!v.is_object()) return WrongType(where, "an object", v);
+    for (const auto& [name, item] : v.items()) {
+      const std::string field = where.substr(0, where.size() - 1) + "." + name + "\"";
+      if (name == "insecureSkipVerify") {
+        if (!item.is_boolean()) return WrongType(field, "true or false", item);
+        c.mizarmp.tls.insecure_skip_verify = item.get<bool>();
+        continue;
+      }
+      std::string* target = name == "caFile"     ? &c.mizarmp.tls.ca_file
+                            : name == "certFile" ? &c.mizarmp.tls.cert_file
+                            : name == "keyFile"  ? &c.mizarmp.tls.key_file
+                                                 : nullptr;
+      if (target == nullptr) {
+        return InvalidArgumentError(field +
+                                    ": unknown key (want caFile, certFile, keyFile, "
+                                    "insecureSkipVerify)");
+      }
+      if (!item.is_string()) return WrongType(field, "a string", item);
+      *target = item.get<std::string>();
+    }
+    return Status::Ok();
+  };
+  return Key{"tls",
+             "",
+             "",
+             "{\"caFile\", \"certFile\", \"keyFile\", \"insecureSkipVerify\"}: the --mp-* flags' "
+             "settings in the CNI plugin's shape; whichever comes later in the file wins",
+             std::move(from_json),
+             nullptr};
+}
+
+Status SetMode(const std::string& s, const std::string& where, ServerConfig& c) {
+  if (s == "controller") {
+    c.identity.mode = addons::Mode::kController;
+  } else if (s == "node") {
+    c.identity.mode = addons::Mode::kNode;
+  } else {
+    return InvalidArgumentError(where + ": want \"controller\" or \"node\", got " + Quoted(s));
+  }
+  return Status::Ok();
+}
+
+Status SetDialect(const std::string& s, const std::string& where, ServerConfig& c) {
+  if (s == "auto") {
+    c.mizarmp.dialect = client::Dialect::kAuto;
+  } else if (s == "v0.1" || s == "v01") {
+    c.mizarmp.dialect = client::Dialect::kV01;
+  } else if (s == "alcor") {
+    c.mizarmp.dialect = client::Dialect::kAlcor;
+  } else {
+    return InvalidArgumentError(where + ": want \"auto\", \"v0.1\" or \"alcor\", got " + Quoted(s));
+  }
+  return Status::Ok();
+}
+
+Status SetLogLevel(const std::string& s, const std::string& where, ServerConfig& c) {
+  auto level = log::ParseLevel(s);
+  if (!level.ok()) return InvalidArgumentError(where + ": " + level.status().message());
+  c.log_level = *level;
+  return Status::Ok();
+}
+
+// The table: every key of the configuration, in the order --help lists them.
+const std::vector<Key>& Keys() {
+  static const std::vector<Key> keys = {
+      StringKey("endpoint", "URI", "unix:///ABSOLUTE/PATH or tcp://HOST:PORT",
+                [](ServerConfig& c) -> std::string& { return c.server.endpoint; }),
+      StringKey("tlsCertFile", "FILE",
+                "server certificate (PEM), required for tcp:// unless --insecure-tcp",
+                [](ServerConfig& c) -> std::string& { return c.server.tls_cert_file; }),
+      StringKey("tlsKeyFile", "FILE", "its private key (PEM)",
+                [](ServerConfig& c) -> std::string& { return c.server.tls_key_file; }),
+      StringKey("tlsClientCaFile", "FILE",
+                "when set, clients must present a certificate signed by this CA",
+                [](ServerConfig& c) -> std::string& { return c.server.tls_client_ca_file; }),
+      SwitchKey("insecureTcp", "serve tcp:// without TLS (tests only)",
+                [](ServerConfig& c) -> bool& { return c.server.insecure_tcp; }),
+      TextKey("mode", "controller|node",
+              "controller serves the FenceController, node the EncryptionKeyRotationController" +
+                  Default(addons::ModeName(ServerConfig().identity.mode)),
+              SetMode),
+      StringKey("drivername", "NAME",
+                "CSI-Addons driver name: domain-name notation, at most 63 characters",
+                [](ServerConfig& c) -> std::string& { return c.identity.drivername; }),
+      StringKey("mpurl", "URL",
+                "Mizar-MP controller URL, http:// or https:// (required in controller mode)",
+                [](ServerConfig& c) -> std::string& { return c.mizarmp.base_url; }),
+      StringKey("project", "ID", "Mizar-MP project id",
+                [](ServerConfig& c) -> std::string& { return c.mizarmp.project_id; }),
+      StringKey("subnet", "ID", "Mizar-MP subnet id Probe checks",
+                [](ServerConfig& c) -> std::string& { return c.subnet_id; }),
+      TextKey("dialect", "auto|v0.1|alcor", "Mizar-MP API generation" + Default("auto"),
+              SetDialect),
+      StringKey("mpCaFile", "FILE", "CA certificate(s) Mizar-MP's certificate is checked against",
+                [](ServerConfig& c) -> std::string& { return c.mizarmp.tls.ca_file; }),
+      StringKey("mpCertFile", "FILE", "client certificate towards Mizar-MP",
+                [](ServerConfig& c) -> std::string& { return c.mizarmp.tls.cert_file; }),
+      StringKey("mpKeyFile", "FILE", "its private key",
+                [](ServerConfig& c) -> std::string& { return c.mizarmp.tls.key_file; }),
+      SwitchKey("mpInsecureSkipVerify", "do not verify Mizar-MP's certificate (tests only)",
+                [](ServerConfig& c) -> bool& { return c.mizarmp.tls.insecure_skip_verify; }),
+      PluginTlsKey(),
+      StringKey("tokenFile", "FILE",
+                "bearer token for Mizar-MP, read from this file (never given literally)",
+                [](ServerConfig& c) -> std::string& { return c.mizarmp.token_file; }),
+      StringKey("stateDir", "DIR", "the CNI plugin's attachment records",
+                [](ServerConfig& c) -> std::string& { return c.fence.state_dir; }),
+      StringKey("fenceStore", "FILE", "SQLite file of the fence state",
+                [](ServerConfig& c) -> std::string& { return c.fence.fence_store; }),
+      NodeAddressesKey(),
+      StringKey("hostId", "ID", "this node's Mizar-MP host id",
+                [](ServerConfig& c) -> std::string& { return c.fence.host_id; }),
+      StringKey("secretsFile", "FILE",
+                "JSON object of the secrets requests must carry (never logged)",
+                [](ServerConfig& c) -> std::string& { return c.secrets_file; }),
+      MillisKey(
+          "reconcileIntervalMs", "how often the stored fences are enforced again",
+          24LL * 3600 * 1000,
+          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.fence.reconcile_interval; }),
+      MillisKey(
+          "probeTimeoutMs", "timeout of Probe's Mizar-MP check", 60000,
+          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.identity.probe_timeout; }),
+      TextKey("logLevel", "LEVEL", "debug|info|warn|error|off" + Default("info"), SetLogLevel),
+      StringKey("logFile", "FILE", "where logs go" + Default("stderr"),
+                [](ServerConfig& c) -> std::string& { return c.log_file; }),
+      SwitchKey("usePortList", "also gather fence clients from the Mizar-MP port list",
+                [](ServerConfig& c) -> bool& { return c.fence.use_port_list; }),
+      StringKey("keyStoreDir", "DIR", "node mode: the key store of the LUKS volumes' passphrases",
+                [](ServerConfig& c) -> std::string& { return c.keyrotation.key_store_dir; }),
+      StringKey("mountTable", "FILE",
+                "node mode: the mount table filesystem volumes resolve through",
+                [](ServerConfig& c) -> std::string& { return c.keyrotation.mount_table; }),
+  };
+  return keys;
+}
+
+// The JSON key column of --help, padded so the help lines line up.
+std::string KeyColumn(std::string_view json_key) {
+  size_t width = 0;
+  for (const Key& k : Keys()) width = std::max(width, k.json_key.size());
+  std::string out(json_key);
+  out.append(width + 2 - out.size(), ' ');
+  return out;
+}
+
+// The command line's flags: --config, --help, --version and one per key that has a flag, each
+// applying onto `cl` (--config: reads the file onto cl.config).
+FlagTable Flags(CommandLine& cl) {
+  FlagTable table;
+  table.Add({"config", "FILE", KeyColumn("") + "JSON configuration file (applied before the flags)",
+             [&cl](std::string_view path) -> Status {
+               const std::string file(path);
+               auto text = ReadFile(file);
+               if (!text.ok()) {
+                 return InvalidArgumentError("flag --config " + Quoted(file) + ": " +
+                                             text.status().message());
+               }
+               Status s = ApplyConfigJson(*text, cl.config);
+               if (!s.ok()) return s.WithContext("config file " + Quoted(file));
+               return Status::Ok();
+             }});
+  for (const Key& key : Keys()) {
+    if (key.flag.empty()) continue;
+    table.Add({key.flag, key.value_name, KeyColumn(key.json_key) + key.help,
+               [&cl, &key](std::string_view text) {
+                 return key.from_flag(text, "flag --" + key.flag, cl.config);
+               }});
+  }
+  table.Add({"version", "", KeyColumn("") + "print the version and exit", [&cl](std::string_view) {
+               cl.version = true;
+               return Status::Ok();
+             }});
+  table.Add({"help", "", KeyColumn("") + "this text", [&cl](std::string_view) {
+               cl.help = true;
+               return Status::Ok();
+             }});
+  return table;
+}
+
+Status CheckReadableFile(const std::string& what, const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  if (::access(path.c_str(), R_OK) != 0) {
+    return InvalidArgumentError(what + ": cannot read " + Quoted(path) + ": " +
+                                std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status ValidateServer(const addons::ServerOptions& s) {
+  MZ_ASSIGN_OR_RETURN(addons::Endpoint ep, addons::ParseEndpoint(s.endpoint));
+  if (s.tls_cert_file.empty() != s.tls_key_file.empty()) {
+    return InvalidArgumentError(
+        "tlsCertFile/tlsKeyFile: set both or neither (one of them is missing)");
+  }
+  if (!s.tls_client_ca_file.empty() && s.tls_cert_file.empty()) {
+    return InvalidArgumentError("tlsClientCaFile: needs tlsCertFile and tlsKeyFile as well");
+  }
+  if (ep.kind == addons::Endpoint::Kind::kTcp && s.tls_cert_file.empty() && !s.insecure_tcp) {
+    return InvalidArgumentError("endpoint " + Quoted(s.endpoint) +
+                                ": tcp:// needs tlsCertFile and tlsKeyFile (or insecureTcp, "
+                                "for tests only)");
+  }
+  if (ep.kind == addons::Endpoint::Kind::kUnix && !s.tls_cert_file.empty()) {
+    return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", s.tls_cert_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsKeyFile", s.tls_key_file));
+  return CheckReadableFile("tlsClientCaFile", s.tls_client_ca_file);
+}
+
+Status ValidateMizarMp(const ServerConfig& c) {
+  const std::string& url = c.mizarmp.base_url;
+  if (url.empty()) {
+    if (c.identity.mode == addons::Mode::kController) {
+      return InvalidArgumentError("mpurl: required in controller mode (the Mizar-MP URL)");
+    }
+  } else if (!(url.starts_with("http://") || url.starts_with("https://")) ||
+             url.find("://") + 3 >= url.size()) {
+    return InvalidArgumentError("mpurl " + Quoted(addons::RedactUrl(url)) +
+                                ": want http://HOST[:PORT] or https://...");
+  }
+  if (c.mizarmp.project_id.empty()) return InvalidArgumentError("project: must not be empty");
+  if (c.subnet_id.empty()) return InvalidArgumentError("subnet: must not be empty");
+  if (c.mizarmp.tls.cert_file.empty() != c.mizarmp.tls.key_file.empty()) {
+    return InvalidArgumentError("mpCertFile/mpKeyFile: set both or neither");
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("mpCaFile", c.mizarmp.tls.ca_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("mpCertFile", c.mizarmp.tls.cert_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("mpKeyFile", c.mizarmp.tls.key_file));
+  return CheckReadableFile("tokenFile", c.mizarmp.token_file);
+}
+
+Status ValidateFence(const fence::FenceOptions& f) {
+  if (f.state_dir.empty() || f.state_dir[0] != '/') {
+    return InvalidArgumentError("stateDir " + Quoted(f.state_dir) + ": must be an absolute path");
+  }
+  if (f.fence_store.empty() || f.fence_store[0] != '/') {
+    return InvalidArgumentError("fenceStore " + Quoted(f.fence_store) +
+                                ": must be an absolute path");
+  }
+  if (!f.host_id.empty() && f.host_id.find_first_of(" \t\n/") != std::string::npos) {
+    return InvalidArgumentError("hostId " + Quoted(f.host_id) + ": must not contain spaces or '/'");
+  }
+  if (f.reconcile_interval.count() <= 0) {
+    return InvalidArgumentError("reconcileIntervalMs: must be > 0");
+  }
+  return Status::Ok();
+}
+
+// Copies the settings several components take into each of them.
+void ShareCommonSettings(const std::map<std::string, std::string>& secrets, ServerConfig& c) {
+  c.identity.mizarmp = c.mizarmp;
+  c.identity.subnet_id = c.subnet_id;
+  c.fence.mizarmp = c.mizarmp;
+  c.fence.expected_secrets = secrets;
+  c.keyrotation.expected_secrets = secrets;
+}
+
+}  // namespace
+
+Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (doc.is_discarded()) return InvalidArgumentError("config: not valid JSON");
+  if (!doc.is_object()) return InvalidArgumentError("config: the top level must be an object");
+  for (const auto& [name, value] : doc.items()) {
+    const auto key = std::find_if(Keys().begin(), Keys().end(),
+                                  [&name](const Key& k) { return k.json_key == name; });
+    if (key == Keys().end()) {
+      if (name == "token") {
+        return InvalidArgumentError(
+            "config key \"token\": tokens are not accepted inline; use \"tokenFile\"");
+      }
+      return InvalidArgumentError("config key " + Quoted(name) + ": unknown key");
+    }
+    MZ_RETURN_IF_ERROR(key->from_json(value, "config key " + Quoted(name), config));
+  }
+  return Status::Ok();
+}
+
+Status ValidateConfig(const ServerConfig& c) {
+  MZ_RETURN_IF_ERROR(ValidateServer(c.server));
+  MZ_RETURN_IF_ERROR(addons::ValidateDriverName(c.identity.drivername));
+  MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
+  return ValidateFence(c.fence);
+}
+
+Result<std::map<std::string, std::string>> LoadSecretsFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return InvalidArgumentError("secretsFile " + Quoted(path) + ": " + text.status().message());
+  }
+  json doc = json::parse(*text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return InvalidArgumentError("secretsFile " + Quoted(path) + ": want a JSON object of strings");
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : doc.items()) {
+    if (!v.is_string()) {
+      // Name the key, never the value.
+      return InvalidArgumentError("secretsFile " + Quoted(path) + ": the value of " + Quoted(k) +
+                                  " is not a string");
+    }
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  CommandLine cl;
+  const FlagTable flags = Flags(cl);
+  for (const std::string& arg : args) {
+    if (const std::string_view name = FlagName(arg); name == "token" || name == "mp-token") {
+      // Never echo the value: it would be a secret.
+      return InvalidArgumentError("flag --" + std::string(name) +
+                                  ": tokens are not accepted as flag values; use --token-file");
+    }
+  }
+  // Every flag is checked before any is applied; --help and --version count at once.
+  MZ_ASSIGN_OR_RETURN(std::vector<FlagTable::Given> given, flags.Split(args));
+  for (const FlagTable::Given& g : given) {
+    if (g.flag->name == "help" || g.flag->name == "version")
+      MZ_RETURN_IF_ERROR(g.flag->apply(g.value));
+  }
+  if (cl.help || cl.version) return cl;
+
+  // The files first, so every other flag overrides them.
+  std::stable_partition(given.begin(), given.end(),
+                        [](const FlagTable::Given& g) { return g.flag->name == "config"; });
+  for (const FlagTable::Given& g : given) MZ_RETURN_IF_ERROR(g.flag->apply(g.value));
+
+  std::map<std::string, std::string> secrets;
+  if (!cl.config.secrets_file.empty()) {
+    MZ_ASSIGN_OR_RETURN(secrets, LoadSecretsFile(cl.config.secrets_file));
+  }
+  ShareCommonSettings(secrets, cl.config);
+  MZ_RETURN_IF_ERROR(ValidateConfig(cl.config));
+  return cl;
+}
+
+std::string Usage() {
+  CommandLine unused;
+  std::string out =
+      "usage: mizarmp-addons [--config FILE] [--FLAG VALUE ...]\n"
+      "\n"
+      "A CSI-Addons gRPC server (Identity, FenceController, EncryptionKeyRotationController) for\n"
+      "the Mizar-MP network. Flags override the JSON config file; the second column is each\n"
+      "flag's key in that file. Switches take no value, or =true / =false.\n"
+      "\n";
+  out += Flags(unused).Help();
+  out += "\nConfig file only:\n";
+  for (const Key& key : Keys()) {
+    if (key.flag.empty()) out += "  " + KeyColumn(key.json_key) + key.help + "\n";
+  }
+  out +=
+      "\nExit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 on a runtime failure, 2 on a\n"
+      "bad configuration.\n";
+  return out;
+}
+
+std::vector<KeyHelp> DescribeKeys() {
+  std::vector<KeyHelp> out;
+  for (const Key& key : Keys()) out.push_back({key.json_key, key.flag, key.value_name, key.help});
+  return out;
+}
+
+}  // namespace mizarmp::cmd

@@ -1,0 +1,77 @@
+// mizarmp-addons' configuration: a JSON file (--config PATH) with flags overriding it. It
+// composes the options of the components main() builds (addons/, fence/, keyrotation/) and
+// is included by cmd/mizarmp-addons/main.cc only.
+//
+// Every key is one entry of a table in config.cc: its camelCase JSON name, its kebab-case flag,
+// its help line and how a value is applied. The JSON reader, the flag parser and --help
+// (`mizarmp-addons --help` lists every key) are all generated from that table. Unknown keys and
+// flags are an error, so a typo never silently falls back to a default; there is deliberately
+// no key or flag that takes a token or a secret value.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "addons/identity.h"
+#include "addons/server.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "fence/options.h"
+#include "keyrotation/options.h"
+#include "mizarmp-client/client.h"
+
+namespace mizarmp::cmd {
+
+struct ServerConfig {
+  addons::ServerOptions server;                 // endpoint, TLS
+  addons::IdentityOptions identity;             // mode, drivername, Probe's timeout
+  fence::FenceOptions fence;                    // controller mode
+  keyrotation::KeyRotationOptions keyrotation;  // node mode
+
+  // Settings several components share; ParseCommandLine copies them into identity and fence
+  // (Mizar-MP, subnet) and into fence and keyrotation (the secrets).
+  client::ClientConfig mizarmp;  // base_url, project_id, dialect, tls, token_file
+  std::string subnet_id = client::kDefaultSubnetId;
+  std::string secrets_file;  // loaded once by ParseCommandLine
+
+  log::Level log_level = log::Level::kInfo;
+  std::string log_file;  // empty: stderr
+};
+
+// Applies a JSON document onto `config` (keys present override what is there).
+// INVALID_ARGUMENT naming the key and the problem.
+Status ApplyConfigJson(std::string_view json_text, ServerConfig& config);
+
+// Checks the whole configuration (endpoint, TLS pairs, drivername, URL, paths, ...).
+// INVALID_ARGUMENT naming the key.
+Status ValidateConfig(const ServerConfig& config);
+
+// Reads a secrets file: a JSON object of string values. Errors name the file, never a value.
+Result<std::map<std::string, std::string>> LoadSecretsFile(const std::string& path);
+
+struct CommandLine {
+  ServerConfig config;
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv (without argv[0]): applies every --config file first, then the other flags on
+// top, loads the secrets file, shares the common settings with the components and validates.
+// Any error is INVALID_ARGUMENT naming the flag or key; main() prints it and exits 2.
+Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+// The --help text, generated from the table of keys.
+std::string Usage();
+
+// One entry of the table as --help shows it (for tests).
+struct KeyHelp {
+  std::string json_key;    // camelCase
+  std::string flag;        // kebab-case, without "--"; empty: config file only
+  std::string value_name;  // empty: a switch
+  std::string help;
+};
+std::vector<KeyHelp> DescribeKeys();
+
+}  // namespace mizarmp::cmd

@@ -1,0 +1,112 @@
+// mizarmp-addons: the CSI-Addons gRPC server. Parses the configuration, builds the services the
+// mode asks for, registers them and Identity with the server, serves until SIGTERM/SIGINT, then
+// drains and exits 0. Exit 2 on a bad configuration, 1 when the server cannot start.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addons/identity.h"
+#include "addons/redact.h"
+#include "addons/server.h"
+#include "addons/service.h"
+#include "cmd/mizarmp-addons/config.h"
+#include "common/log.h"
+#include "common/signals.h"
+#include "common/version.h"
+#include "fence/fence_service.h"
+#include "keyrotation/hooks.h"
+#include "keyrotation/service.h"
+
+namespace {
+
+namespace mz = mizarmp;
+using Services = std::vector<std::unique_ptr<mz::addons::AddonsService>>;
+
+std::string VersionLine() {
+  return "mizarmp-addons " + std::string(mz::Version()) + " (" + std::string(mz::GitCommit()) + ")";
+}
+
+// Controller mode: the FenceController. Its store opens in the background once the server
+// runs (Probe says ready=false meanwhile).
+Services ControllerServices(const mz::cmd::ServerConfig& config) {
+  Services services;
+  services.push_back(std::make_unique<mz::fence::FenceService>(config.fence));
+  return services;
+}
+
+// Node mode: the EncryptionKeyRotationController, with the test hooks this binary was linked
+// with (none in production).
+mz::Result<Services> NodeServices(const mz::cmd::ServerConfig& config) {
+  MZ_ASSIGN_OR_RETURN(auto hooks, mz::keyrotation::RotationHooksFromEnvironment());
+  MZ_ASSIGN_OR_RETURN(auto rotation, mz::keyrotation::NodeKeyRotation::Create(config.keyrotation,
+                                                                              std::move(hooks)));
+  Services services;
+  services.push_back(std::move(rotation));
+  return services;
+}
+
+std::vector<mz::addons::AddonsService*> Pointers(const Services& services) {
+  std::vector<mz::addons::AddonsService*> out;
+  for (const auto& s : services) out.push_back(s.get());
+  return out;
+}
+
+int CannotStart(const char* what, const mz::Status& status) {
+  MZ_LOG(kError) << what << ": " << status.ToString();
+  std::fprintf(stderr, "mizarmp-addons: %s\n", status.message().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every gRPC thread inherits the blocked mask.
+  mz::TerminationSignals signals;
+
+  auto parsed = mz::cmd::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "mizarmp-addons: %s\n", parsed.status().message().c_str());
+    return 2;
+  }
+  if (parsed->help) {
+    std::fputs(mz::cmd::Usage().c_str(), stdout);
+    return 0;
+  }
+  if (parsed->version) {
+    std::printf("%s\n", VersionLine().c_str());
+    return 0;
+  }
+  const mz::cmd::ServerConfig& config = parsed->config;
+
+  mz::log::SetTag("mizarmp-addons");
+  mz::log::SetLevel(config.log_level);
+  if (mz::Status s = mz::log::SetFile(config.log_file); !s.ok()) {
+    std::fprintf(stderr, "mizarmp-addons: logFile: %s\n", s.message().c_str());
+    return 2;
+  }
+  MZ_LOG(kInfo) << VersionLine() << " mode=" << mz::addons::ModeName(config.identity.mode)
+                << " driver=" << config.identity.drivername
+                << " endpoint=" << config.server.endpoint
+                << " mpurl=" << mz::addons::RedactUrl(config.mizarmp.base_url);
+
+  Services services;
+  if (config.identity.mode == mz::addons::Mode::kController) {
+    services = ControllerServices(config);
+  } else {
+    auto made = NodeServices(config);
+    if (!made.ok()) return CannotStart("cannot start key rotation", made.status());
+    services = std::move(made).value();
+  }
+  mz::addons::IdentityService identity(config.identity, Pointers(services));
+
+  mz::addons::Server server(config.server);
+  server.Register(identity);
+  for (const auto& service : services) server.Register(*service);
+  if (mz::Status s = server.Start(); !s.ok()) return CannotStart("cannot start", s);
+
+  const int sig = signals.Wait();
+  MZ_LOG(kInfo) << "received signal " << sig;
+  server.Shutdown();
+  return 0;
+}

@@ -1,0 +1,55 @@
+// A CSI-Addons service as fence/ or keyrotation/ registers one with the addons framework, for
+// the framework's own tests: a generated service base (every method UNIMPLEMENTED), the
+// capabilities and readiness checks it is given, and a record of Start()/Stop() calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "addons/service.h"
+
+namespace mizarmp::addons::testing {
+
+// `Generated` is the class protoc generates for a service (e.g. fence::FenceController).
+template <typename Generated>
+class FakeService : public AddonsService {
+ public:
+  explicit FakeService(std::vector<identity::Capability> capabilities = {},
+                       std::vector<ReadinessCheck> checks = {},
+                       std::vector<std::string>* events = nullptr)
+      : capabilities_(std::move(capabilities)), checks_(std::move(checks)), events_(events) {}
+
+  grpc::Service* grpc_service() override { return &service_; }
+  std::string health_name() const override { return Generated::service_full_name(); }
+  std::vector<identity::Capability> capabilities() const override { return capabilities_; }
+  std::vector<ReadinessCheck> readiness_checks() override { return checks_; }
+  // Appended to `events` (when given): "start <health name>" / "stop <health name>".
+  void Start() override { Record("start"); }
+  void Stop() override { Record("stop"); }
+
+ private:
+  void Record(const std::string& what) {
+    if (events_ != nullptr) events_->push_back(what + " " + health_name());
+  }
+
+  typename Generated::Service service_;
+  std::vector<identity::Capability> capabilities_;
+  std::vector<ReadinessCheck> checks_;
+  std::vector<std::string>* events_;
+};
+
+// The capabilities the FenceController advertises.
+inline std::vector<identity::Capability> NetworkFenceCapabilities() {
+  std::vector<identity::Capability> out;
+  for (auto type : {identity::Capability::NetworkFence::NETWORK_FENCE,
+                    identity::Capability::NetworkFence::GET_CLIENTS_TO_FENCE}) {
+    identity::Capability c;
+    c.mutable_network_fence()->set_type(type);
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace mizarmp::addons::testing
