@@ -132,10 +132,6 @@ bool CidrSet::Remove(const Cidr& cidr) {
   return true;
 }
 
-void CidrSet::AddAll(const CidrSet& other) {
-  for (const auto& c : other.cidrs_) Add(c);
-}
-
 bool CidrSet::Contains(const IpAddress& ip) const {
   return std::any_of(cidrs_.begin(), cidrs_.end(), [&](const Cidr& c) { return c.Contains(ip); });
 }

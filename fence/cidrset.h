@@ -43,7 +43,6 @@ class CidrSet {
   // Adds `cidr` (host bits cleared). Returns whether it was new.
   bool Add(const Cidr& cidr);
   bool Remove(const Cidr& cidr);
-  void AddAll(const CidrSet& other);
 
   // Whether some member contains the address / the whole prefix.
   bool Contains(const IpAddress& ip) const;
@@ -55,7 +54,6 @@ class CidrSet {
   size_t size() const { return cidrs_.size(); }
   const std::vector<Cidr>& cidrs() const { return cidrs_; }
   std::vector<std::string> Strings() const;  // canonical texts, in order
-  std::vector<Cidr> Merged() const { return MergeCidrs(cidrs_); }
 
   friend bool operator==(const CidrSet&, const CidrSet&) = default;
 

@@ -1,15 +1,19 @@
 #include "fence/fence_service.h"
 
-#include <algorithm>
-#include <nlohmann/json.hpp>
 #include <span>
+#include <utility>
 
-#include "cni/records.h"
+#include "addons/grpc_status.h"
+#include "addons/redact.h"
+#include "addons/secrets.h"
 #include "common/log.h"
-#include "fence/secrets.h"
+#include "fence/plan.h"
+#include "records/records.h"
 
 namespace mizarmp::fence {
 namespace {
+
+using addons::ToGrpcStatus;
 
 // At most `limit` items, then how many more there are.
 std::string Join(const std::vector<std::string>& items, size_t limit = 20) {
@@ -25,7 +29,7 @@ std::vector<std::string> CidrTexts(const std::vector<Cidr>& cidrs) {
   return out;
 }
 
-// The request's CIDRs, validated. `rpc` names the call in errors.
+// The request's CIDRs, validated; errors name the offending entry.
 template <typename Repeated>
 Result<CidrSet> RequestCidrs(const Repeated& cidrs) {
   if (cidrs.empty()) {
@@ -42,56 +46,50 @@ Result<CidrSet> RequestCidrs(const Repeated& cidrs) {
   return set;
 }
 
-// The addresses of a port that parse (Mizar-MP could in principle return garbage).
-std::vector<IpAddress> PortIps(const client::Port& port) {
-  std::vector<IpAddress> out;
-  for (const auto& f : port.fixed_ips) {
-    auto ip = IpAddress::Parse(f.ip_address);
-    if (ip.ok()) {
-      out.push_back(*ip);
-    } else {
-      MZ_LOG(kDebug) << "port " << port.id << ": ignoring fixed IP \"" << f.ip_address << "\"";
-    }
-  }
-  return out;
-}
-
-std::string PortLabel(const client::Port& port, const std::vector<IpAddress>& ips) {
-  std::string label = "port " + port.id;
-  if (!ips.empty()) {
-    label += " (";
-    std::vector<std::string> texts;
-    for (const auto& ip : ips) texts.push_back(ip.ToString());
-    label += Joined(texts, " ");
-    label += ")";
-  }
-  return label;
-}
-
 // Host CIDR of an address.
 Cidr HostCidr(const IpAddress& ip) { return Cidr(ip, ip.bits()); }
 
-}  // namespace
-
-FenceOptions FenceOptions::FromConfig(const ServerConfig& config) {
-  FenceOptions o;
-  o.mizarmp = config.mizarmp;
-  o.state_dir = config.state_dir;
-  o.fence_store = config.fence_store;
-  o.node_addresses = config.node_addresses;
-  o.host_id = config.host_id;
-  o.use_port_list = config.use_port_list;
-  o.expected_secrets = config.expected_secrets;
-  o.reconcile_interval = config.reconcile_interval;
-  return o;
+// Whether GetFenceClients answers for `host` when asked for `only` (empty: every node).
+bool Wanted(const std::string& only, const std::string& host) {
+  return only.empty() || host == only;
 }
+
+// What a failed pass leaves behind, for its error message.
+std::string WhatLeft(const StoreSnapshot& snap) {
+  return std::to_string(snap.fences.size()) + " fence(s) and " +
+         std::to_string(snap.unfences.size()) +
+         " pending unfence(s) are stored and will be completed by a retry or the reconcile";
+}
+
+}  // namespace
 
 FenceService::FenceService(FenceOptions options) : options_(std::move(options)) {}
 
 FenceService::~FenceService() { Stop(); }
 
+std::string FenceService::health_name() const {
+  return ::fence::FenceController::service_full_name();
+}
+
+std::vector<identity::Capability> FenceService::capabilities() const {
+  std::vector<identity::Capability> out;
+  for (auto type : {identity::Capability::NetworkFence::NETWORK_FENCE,
+                    identity::Capability::NetworkFence::GET_CLIENTS_TO_FENCE}) {
+    identity::Capability c;
+    c.mutable_network_fence()->set_type(type);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
+  return {{"fence store", [this] { return StoreReadiness(); }}};
+}
+
+// ---------------------------------------------------------------------- the store and the loop
+
 Status FenceService::OpenStore() {
-  auto opened = FenceStore::Open(options_.fence_store);
+  auto opened = OpenFenceStore(options_.fence_store);
   std::lock_guard<std::mutex> lock(store_mu_);
   store_opening_ = false;
   if (!opened.ok()) {
@@ -104,26 +102,23 @@ Status FenceService::OpenStore() {
   return Status::Ok();
 }
 
-void FenceService::Start() {
-  std::lock_guard<std::mutex> lock(run_mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(/*initial_pass=*/true); });
-}
+void FenceService::Start() { StartLoop(/*initial_pass=*/true); }
 
 Status FenceService::StartAndWait() {
-  Status s = OpenStore();
-  if (!s.ok()) return s;
+  MZ_RETURN_IF_ERROR(OpenStore());
   auto first = Reconcile();
   if (!first.ok()) {
     MZ_LOG(kWarn) << "fence reconcile: " << first.status().message();
   }
-  std::lock_guard<std::mutex> lock(run_mu_);
-  if (!thread_.joinable()) {
-    stopping_ = false;
-    thread_ = std::thread([this] { Run(/*initial_pass=*/false); });
-  }
+  StartLoop(/*initial_pass=*/false);
   return Status::Ok();
+}
+
+void FenceService::StartLoop(bool initial_pass) {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this, initial_pass] { Run(initial_pass); });
 }
 
 void FenceService::Stop() {
@@ -136,13 +131,14 @@ void FenceService::Stop() {
 }
 
 void FenceService::Run(bool initial_pass) {
-  bool need_open;
-  if (!initial_pass) {
-    // StartAndWait() already opened the store and made the first pass.
+  auto wait_interval = [this] {
     std::unique_lock<std::mutex> lock(run_mu_);
-    if (run_cv_.wait_for(lock, options_.reconcile_interval, [this] { return stopping_; })) return;
-  }
-  while (true) {
+    return run_cv_.wait_for(lock, options_.reconcile_interval, [this] { return stopping_; });
+  };
+  // Without the initial pass, StartAndWait() already opened the store and made the first pass.
+  if (!initial_pass && wait_interval()) return;
+  do {
+    bool need_open;
     {
       std::lock_guard<std::mutex> lock(store_mu_);
       need_open = store_ == nullptr;
@@ -150,33 +146,28 @@ void FenceService::Run(bool initial_pass) {
     // A store that could not be opened is retried every interval (a full disk, a permission
     // fixed by the operator); Probe reports it meanwhile. Once open, the first pass runs at
     // once: it finishes what a previous process left interrupted.
-    if (!need_open || OpenStore().ok()) {
-      auto report = Reconcile();
-      if (!report.ok()) {
-        MZ_LOG(kWarn) << "fence reconcile: " << report.status().message();
-      } else if (report->disabled + report->enabled > 0) {
-        MZ_LOG(kInfo) << "fence reconcile: disabled " << report->disabled << " port(s), re-enabled "
-                      << report->enabled;
-      }
-    }
-    std::unique_lock<std::mutex> lock(run_mu_);
-    if (run_cv_.wait_for(lock, options_.reconcile_interval, [this] { return stopping_; })) return;
+    if (!need_open || OpenStore().ok()) ReconcileAndLog();
+  } while (!wait_interval());
+}
+
+void FenceService::ReconcileAndLog() {
+  auto report = Reconcile();
+  if (!report.ok()) {
+    MZ_LOG(kWarn) << "fence reconcile: " << report.status().message();
+  } else if (report->disabled + report->enabled > 0) {
+    MZ_LOG(kInfo) << "fence reconcile: disabled " << report->disabled << " port(s), re-enabled "
+                  << report->enabled;
   }
 }
 
-Readiness FenceService::StoreReadiness() const {
+addons::Readiness FenceService::StoreReadiness() const {
   std::lock_guard<std::mutex> lock(store_mu_);
   if (store_ == nullptr) {
-    if (store_opening_) return Readiness::Initializing();
-    return Readiness::Failed(store_error_);
+    if (store_opening_) return addons::Readiness::Initializing();
+    return addons::Readiness::Failed(store_error_);
   }
-  if (!store_error_.ok()) return Readiness::Failed(store_error_);
-  return Readiness::Ready();
-}
-
-void FenceService::RegisterWith(IdentityService& identity) {
-  identity.AddReadinessCheck("fence store", [this] { return StoreReadiness(); });
-  identity.AddNetworkFenceCapabilities();
+  if (!store_error_.ok()) return addons::Readiness::Failed(store_error_);
+  return addons::Readiness::Ready();
 }
 
 void FenceService::NoteStoreError(const Status& s) {
@@ -197,11 +188,18 @@ Result<FenceStore*> FenceService::Store() const {
 Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
   auto c = client::Client::Create(options_.mizarmp);
   if (!c.ok()) {
-    return FailedPreconditionError("Mizar-MP client for " + RedactUrl(options_.mizarmp.base_url) +
-                                   ": " + c.status().message());
+    return FailedPreconditionError("Mizar-MP client for " +
+                                   addons::RedactUrl(options_.mizarmp.base_url) + ": " +
+                                   c.status().message());
   }
   return std::move(*c);
 }
+
+std::string FenceService::MizarMpName() const {
+  return "Mizar-MP at " + addons::RedactUrl(options_.mizarmp.base_url);
+}
+
+// ------------------------------------------------------------------------- enforcement passes
 
 Result<EnforceReport> FenceService::Reconcile() {
   std::lock_guard<std::mutex> lock(enforce_mu_);
@@ -211,115 +209,43 @@ Result<EnforceReport> FenceService::Reconcile() {
 Result<EnforceReport> FenceService::EnforceLocked() {
   ++passes_;
   MZ_ASSIGN_OR_RETURN(FenceStore * store, Store());
-  auto snap = store->Snapshot();
-  if (!snap.ok()) {
-    NoteStoreError(snap.status());
-    return snap.status();
-  }
-  NoteStoreError(Status::Ok());
-  EnforceReport report;
-  if (snap->fences.empty() && snap->unfences.empty()) return report;
+  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*store));
+  if (snap.fences.empty() && snap.unfences.empty()) return EnforceReport{};
 
-  CidrSet fenced;
-  for (const auto& e : snap->fences) fenced.Add(e.cidr);
-  CidrSet unfencing;
-  for (const auto& c : snap->unfences) unfencing.Add(c);
-
-  const std::string what_left =
-      std::to_string(snap->fences.size()) + " fence(s) and " +
-      std::to_string(snap->unfences.size()) +
-      " pending unfence(s) are stored and will be completed by a retry or the reconcile";
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
   auto ports = mp->ListPorts();
   if (!ports.ok()) {
-    const Status& e = ports.status();
-    const std::string msg = "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url) +
-                            ": listing ports failed (" + e.ToString() + "); " + what_left;
-    return e.code() == Code::kUnavailable || e.code() == Code::kDeadlineExceeded
-               ? UnavailableError(msg)
-               : UnknownError(msg);
+    return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
+                                               ports.status().ToString() + "); " + WhatLeft(snap));
   }
-
-  // CIDRs (fences and unfences) with a port whose update failed: not complete.
-  CidrSet incomplete;
-  std::vector<std::string> left;
-  Status first_error;
-  int attempts = 0;
-  for (const client::Port& port : *ports) {
-    const std::vector<IpAddress> ips = PortIps(port);
-    if (ips.empty()) continue;
-    std::vector<IpAddress> in_fence;
-    std::vector<IpAddress> in_unfence;
-    for (const auto& ip : ips) {
-      if (fenced.Contains(ip)) in_fence.push_back(ip);
-      if (unfencing.Contains(ip)) in_unfence.push_back(ip);
-    }
-    bool want_up;
-    if (!in_fence.empty()) {
-      want_up = false;
-    } else if (!in_unfence.empty()) {
-      want_up = true;
-    } else {
-      continue;
-    }
-    if (port.admin_state_up == want_up) continue;
-    ++attempts;
-    auto updated = mp->UpdatePort(port.id, nlohmann::json{{"admin_state_up", want_up}});
-    if (updated.ok() || updated.status().code() == Code::kNotFound) {
-      // A port deleted meanwhile needs nothing more.
-      if (updated.ok()) {
-        (want_up ? report.enabled : report.disabled)++;
-        MZ_LOG(kInfo) << (want_up ? "re-enabled " : "disabled ") << PortLabel(port, ips)
-                      << " on host " << (port.host_id.empty() ? "?" : port.host_id);
-      }
-      continue;
-    }
-    ++report.failed;
-    if (first_error.ok()) first_error = updated.status();
-    left.push_back(PortLabel(port, ips) + (want_up ? " to re-enable" : " to disable"));
-    for (const auto& c : fenced.cidrs()) {
-      for (const auto& ip : want_up ? in_unfence : in_fence) {
-        if (c.Contains(ip)) incomplete.Add(c);
-      }
-    }
-    for (const auto& c : unfencing.cidrs()) {
-      for (const auto& ip : in_unfence) {
-        if (c.Contains(ip)) incomplete.Add(c);
-      }
-    }
+  const EnforcementPlan plan = PlanEnforcement(snap, *ports);
+  AppliedPlan applied = ApplyPlan(*mp, plan);
+  MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
+  if (applied.report.failed > 0) {
+    return DependencyError(applied.first_error,
+                           MizarMpName() + ": " + std::to_string(applied.report.failed) + " of " +
+                               std::to_string(plan.changes.size()) +
+                               " port update(s) failed (first: " + applied.first_error.ToString() +
+                               "); left: " + Join(applied.left) + "; " + WhatLeft(snap));
   }
-
-  for (const auto& e : snap->fences) {
-    if (incomplete.Has(e.cidr)) continue;
-    report.enforced.push_back(e.cidr);
-  }
-  for (const auto& c : snap->unfences) {
-    if (!incomplete.Has(c)) report.unfenced.push_back(c);
-  }
-  // Only pending fences change state; the enforced ones stay enforced.
-  std::vector<Cidr> newly_enforced;
-  for (const auto& e : snap->fences) {
-    if (e.state == FenceState::kPending && !incomplete.Has(e.cidr))
-      newly_enforced.push_back(e.cidr);
-  }
-  Status s = store->MarkEnforced(newly_enforced);
-  if (s.ok()) s = store->CompleteUnfences(report.unfenced);
-  if (!s.ok()) {
-    NoteStoreError(s);
-    return s;
-  }
-
-  if (report.failed > 0) {
-    const std::string msg = "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url) + ": " +
-                            std::to_string(report.failed) + " of " + std::to_string(attempts) +
-                            " port update(s) failed (first: " + first_error.ToString() +
-                            "); left: " + Join(left) + "; " + what_left;
-    return first_error.code() == Code::kUnavailable || first_error.code() == Code::kDeadlineExceeded
-               ? UnavailableError(msg)
-               : UnknownError(msg);
-  }
-  return report;
+  return std::move(applied.report);
 }
+
+// The store's snapshot; its success clears an earlier store error, so Probe recovers with it.
+Result<StoreSnapshot> FenceService::ReadStore(FenceStore& store) {
+  auto snap = store.Snapshot();
+  NoteStoreError(snap.status());
+  return snap;
+}
+
+Status FenceService::RecordCompletion(FenceStore& store, const AppliedPlan& applied) {
+  Status s = store.MarkEnforced(applied.newly_enforced);
+  if (s.ok()) s = store.CompleteUnfences(applied.report.unfenced);
+  if (!s.ok()) NoteStoreError(s);
+  return s;
+}
+
+// ------------------------------------------------------------------------- GetFenceClients
 
 Result<std::vector<FenceClient>> FenceService::FenceClients(
     const std::map<std::string, std::string>& params) {
@@ -331,63 +257,10 @@ Result<std::vector<FenceClient>> FenceService::FenceClients(
                                   "\"]: must not be empty");
     }
   }
-  std::map<std::string, std::vector<Cidr>> by_node;
-  auto wanted = [&](const std::string& host) { return only.empty() || host == only; };
-
-  // 1. The plugin's attachment records on this node.
-  auto listed = records_.Snapshot();
-  if (!listed.ok()) {
-    return UnavailableError("reading the plugin's attachment records under \"" +
-                            options_.state_dir + "\": " + listed.status().message());
-  }
-  for (const auto& network : *listed) {
-    for (const cni::Record& r : *network) {
-      const std::string host = r.host_id.empty() ? options_.host_id : r.host_id;
-      if (host.empty()) {
-        MZ_LOG(kDebug) << "record " << r.network << "/" << r.container_id
-                       << " has no host id and no hostId is configured; skipped";
-        continue;
-      }
-      if (!wanted(host)) continue;
-      for (const auto& ip : r.ips) {
-        auto c = Cidr::Parse(ip.address, /*allow_bare=*/true);
-        if (!c.ok()) continue;
-        by_node[host].push_back(HostCidr(c->address()));
-      }
-      if (r.ips.empty()) by_node[host];  // the node exists even before its pod has an address
-    }
-  }
-
-  // 2. Configured node addresses.
-  for (const auto& [host, list] : options_.node_addresses) {
-    if (!wanted(host)) continue;
-    for (const auto& text : list) {
-      auto c = Cidr::Parse(text, /*allow_bare=*/true);
-      if (!c.ok()) continue;  // validated with the config
-      by_node[host].push_back(c->has_host_bits() ? HostCidr(c->address()) : *c);
-    }
-    by_node[host];
-  }
-
-  // 3. The Mizar-MP port list (the whole cluster).
-  if (options_.use_port_list) {
-    MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
-    std::map<std::string, std::string> filters;
-    if (!only.empty()) filters["binding:host_id"] = only;
-    auto ports = mp->ListPorts(filters);
-    if (!ports.ok()) {
-      const Status& e = ports.status();
-      const std::string msg = "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url) +
-                              ": listing ports failed: " + e.ToString();
-      return e.code() == Code::kUnavailable || e.code() == Code::kDeadlineExceeded
-                 ? UnavailableError(msg)
-                 : UnknownError(msg);
-    }
-    for (const auto& port : *ports) {
-      if (port.host_id.empty() || !wanted(port.host_id)) continue;
-      for (const auto& ip : PortIps(port)) by_node[port.host_id].push_back(HostCidr(ip));
-    }
-  }
+  NodeAddresses by_node;
+  MZ_RETURN_IF_ERROR(AddRecordedAddresses(only, by_node));
+  AddConfiguredAddresses(only, by_node);
+  if (options_.use_port_list) MZ_RETURN_IF_ERROR(AddPortListAddresses(only, by_node));
 
   std::vector<FenceClient> out;
   for (auto& [host, cidrs] : by_node) {
@@ -400,13 +273,77 @@ Result<std::vector<FenceClient>> FenceService::FenceClients(
   return out;
 }
 
-Result<FenceService::Admitted> FenceService::Admit(
-    const char* rpc, const google::protobuf::Map<std::string, std::string>& secrets,
-    const google::protobuf::RepeatedPtrField<::fence::CIDR>* cidrs) {
-  if (Status s = CheckSecrets(secrets, options_.expected_secrets); !s.ok()) {
-    MZ_LOG(kWarn) << rpc << " refused: " << s.message();
-    return s;
+// The plugin's attachment records on this node.
+Status FenceService::AddRecordedAddresses(const std::string& only, NodeAddresses& by_node) {
+  auto listed = records_.Snapshot();
+  if (!listed.ok()) {
+    return UnavailableError("reading the plugin's attachment records under \"" +
+                            options_.state_dir + "\": " + listed.status().message());
   }
+  for (const auto& network : *listed) {
+    for (const records::Record& r : *network) {
+      const std::string host = r.host_id.empty() ? options_.host_id : r.host_id;
+      if (host.empty()) {
+        MZ_LOG(kDebug) << "record " << r.network << "/" << r.container_id
+                       << " has no host id and no hostId is configured; skipped";
+        continue;
+      }
+      if (!Wanted(only, host)) continue;
+      for (const auto& ip : r.ips) {
+        auto c = Cidr::Parse(ip.address, /*allow_bare=*/true);
+        if (!c.ok()) continue;
+        by_node[host].push_back(HostCidr(c->address()));
+      }
+      if (r.ips.empty()) by_node[host];  // the node exists even before its pod has an address
+    }
+  }
+  return Status::Ok();
+}
+
+// The configured node addresses.
+void FenceService::AddConfiguredAddresses(const std::string& only, NodeAddresses& by_node) const {
+  for (const auto& [host, list] : options_.node_addresses) {
+    if (!Wanted(only, host)) continue;
+    for (const auto& text : list) {
+      auto c = Cidr::Parse(text, /*allow_bare=*/true);
+      if (!c.ok()) continue;  // validated with the config
+      by_node[host].push_back(c->has_host_bits() ? HostCidr(c->address()) : *c);
+    }
+    by_node[host];
+  }
+}
+
+// The Mizar-MP port list (the whole cluster).
+Status FenceService::AddPortListAddresses(const std::string& only, NodeAddresses& by_node) const {
+  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
+  std::map<std::string, std::string> filters;
+  if (!only.empty()) filters["binding:host_id"] = only;
+  auto ports = mp->ListPorts(filters);
+  if (!ports.ok()) {
+    return DependencyError(ports.status(),
+                           MizarMpName() + ": listing ports failed: " + ports.status().ToString());
+  }
+  for (const auto& port : *ports) {
+    if (port.host_id.empty() || !Wanted(only, port.host_id)) continue;
+    for (const auto& ip : PortIps(port)) by_node[port.host_id].push_back(HostCidr(ip));
+  }
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------------------------ the RPCs
+
+Status FenceService::Authenticate(const char* rpc, const Secrets& secrets) const {
+  Status s = addons::CheckSecrets(secrets, options_.expected_secrets);
+  if (!s.ok()) {
+    MZ_LOG(kWarn) << rpc << " refused: " << s.message();
+  }
+  return s;
+}
+
+Result<FenceService::Admitted> FenceService::Admit(
+    const char* rpc, const Secrets& secrets,
+    const google::protobuf::RepeatedPtrField<::fence::CIDR>* cidrs) {
+  MZ_RETURN_IF_ERROR(Authenticate(rpc, secrets));
   Admitted out;
   if (cidrs != nullptr) {
     MZ_ASSIGN_OR_RETURN(out.cidrs, RequestCidrs(*cidrs));
@@ -475,8 +412,7 @@ grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,
                                             ::fence::ListClusterFenceResponse* response) {
   auto call = Admit("ListClusterFence", request->secrets(), nullptr);
   if (!call.ok()) return ToGrpcStatus(call.status());
-  FenceStore* store = call->store;
-  auto fences = store->ListFences();
+  auto fences = call->store->ListFences();
   if (!fences.ok()) {
     NoteStoreError(fences.status());
     return ToGrpcStatus(fences.status());
@@ -488,8 +424,7 @@ grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,
 grpc::Status FenceService::GetFenceClients(grpc::ServerContext*,
                                            const ::fence::GetFenceClientsRequest* request,
                                            ::fence::GetFenceClientsResponse* response) {
-  if (Status s = CheckSecrets(request->secrets(), options_.expected_secrets); !s.ok()) {
-    MZ_LOG(kWarn) << "GetFenceClients refused: " << s.message();
+  if (Status s = Authenticate("GetFenceClients", request->secrets()); !s.ok()) {
     return ToGrpcStatus(s);
   }
   std::map<std::string, std::string> params(request->parameters().begin(),

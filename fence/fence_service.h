@@ -1,4 +1,4 @@
-// The CSI-Addons FenceController of mizarmp-addons (controller mode).
+// The CSI-Addons FenceController of mizarmp-addons (controller mode), one addons::AddonsService.
 //
 // FenceClusterNetwork: the CIDRs are validated (INVALID_ARGUMENT naming the value; a missing or
 //   empty list is INVALID_ARGUMENT too), written durably to the fence store (fence/store.h) and
@@ -17,20 +17,21 @@
 //   port of the project grouped by binding:host_id. Parameter "hostId" narrows the answer to
 //   that node (an unknown node gives an empty list); other parameters are ignored.
 //
-// Every RPC first checks `secrets` against the configured secrets file (UNAUTHENTICATED).
-// Mizar-MP failures while enforcing give UNAVAILABLE (Mizar-MP unreachable or failing) or
-// UNKNOWN (anything else), naming the ports left; the store keeps the intent, and the periodic
-// reconcile (every reconcileIntervalMs) re-runs the enforcement: it finishes interrupted
-// fences and unfences and disables ports created inside a fence later. Fence, unfence and
-// reconcile passes are serialised.
+// Every RPC first checks `secrets` against the configured secrets (UNAUTHENTICATED). Mizar-MP
+// failures while enforcing give UNAVAILABLE (Mizar-MP unreachable or failing) or UNKNOWN
+// (anything else), naming the ports left; the store keeps the intent, and the periodic
+// reconcile (every reconcileIntervalMs) re-runs the enforcement (fence/plan.h, fence/enforcer.h):
+// it finishes interrupted fences and unfences and disables ports created inside a fence later.
+// Fence, unfence and reconcile passes are serialised.
 //
-// Readiness (for Identity's Probe): ready=false while the store is opening (Start() opens it on
-// a background thread), an error naming the store when it cannot be opened or stops working.
+// Advertised capabilities: NETWORK_FENCE and GET_CLIENTS_TO_FENCE. Readiness ("fence store"):
+// ready=false while the store is opening (Start() opens it on a background thread), an error
+// naming the store when it cannot be opened or stops working.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,32 +39,20 @@
 #include <thread>
 #include <vector>
 
+#include "addons/service.h"
 #include "common/status.h"
 #include "fence.grpc.pb.h"
 #include "fence/cidrset.h"
-#include "fence/config.h"
-#include "fence/identity.h"
-#include "fence/record_cache.h"
+#include "fence/enforcer.h"
+#include "fence/options.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
+#include "records/cache.h"
 
 namespace mizarmp::fence {
 
 // The GetFenceClients parameter that narrows the answer to one node.
 inline constexpr const char* kHostIdParameter = "hostId";
-
-struct FenceOptions {
-  client::ClientConfig mizarmp;  // base_url, project, dialect, TLS, token file
-  std::string state_dir = kDefaultStateDir;
-  std::string fence_store = kDefaultFenceStore;
-  std::map<std::string, std::vector<std::string>> node_addresses;
-  std::string host_id;
-  bool use_port_list = false;
-  std::map<std::string, std::string> expected_secrets;  // never logged
-  std::chrono::milliseconds reconcile_interval{10000};
-
-  static FenceOptions FromConfig(const ServerConfig& config);
-};
 
 // One node's addresses as GetFenceClients answers them.
 struct FenceClient {
@@ -71,36 +60,37 @@ struct FenceClient {
   std::vector<Cidr> addresses;  // merged
 };
 
-// What one enforcement pass did.
-struct EnforceReport {
-  int disabled = 0;            // ports set admin_state_up=false
-  int enabled = 0;             // ports set admin_state_up=true
-  int failed = 0;              // port updates that failed
-  std::vector<Cidr> enforced;  // fences completely enforced by this pass
-  std::vector<Cidr> unfenced;  // pending unfences completed by this pass
-};
-
-class FenceService final : public ::fence::FenceController::Service {
+class FenceService final : public ::fence::FenceController::Service, public addons::AddonsService {
  public:
   explicit FenceService(FenceOptions options);
   ~FenceService() override;  // Stop()
 
-  // Opens the store on a background thread, then runs the reconcile loop. Returns at once.
-  void Start();
-  // Opens the store and reconciles once, synchronously (tests). Returns the open error.
-  Status StartAndWait();
-  void Stop();
+  // This object itself.
+  grpc::Service* grpc_service() override { return this; }
+  // "fence.FenceController".
+  std::string health_name() const override;
+  // NETWORK_FENCE and GET_CLIENTS_TO_FENCE.
+  std::vector<identity::Capability> capabilities() const override;
+  // One check, "fence store": StoreReadiness().
+  std::vector<addons::ReadinessCheck> readiness_checks() override;
+  // Opens the store on a background thread, then runs the reconcile loop there. Returns at once.
+  void Start() override;
+  // Ends the reconcile loop and waits for it.
+  void Stop() override;
 
-  // For Identity: ready=false while opening; an error naming the store when unusable.
-  Readiness StoreReadiness() const;
-  // Registers the readiness check and the capabilities with Identity.
-  void RegisterWith(IdentityService& identity);
+  // Opens the store and reconciles once, synchronously, then starts the loop (tests). Returns
+  // the open error.
+  Status StartAndWait();
+
+  // ready=false while the store is opening; an error naming the store when it is unusable.
+  addons::Readiness StoreReadiness() const;
 
   // One enforcement pass over the whole store (the reconcile). Errors name what is left.
   Result<EnforceReport> Reconcile();
+  // How many enforcement passes ran (reconciles, fences and unfences).
   uint64_t reconcile_passes() const { return passes_.load(); }
 
-  // The RPCs' logic without gRPC.
+  // GetFenceClients without gRPC (parameters as the request carries them).
   Result<std::vector<FenceClient>> FenceClients(const std::map<std::string, std::string>& params);
 
   grpc::Status FenceClusterNetwork(grpc::ServerContext* context,
@@ -117,25 +107,44 @@ class FenceService final : public ::fence::FenceController::Service {
                                ::fence::GetFenceClientsResponse* response) override;
 
  private:
+  using Secrets = google::protobuf::Map<std::string, std::string>;
+  using NodeAddresses = std::map<std::string, std::vector<Cidr>>;  // host id -> addresses
+
+  // The store's life: opening, the loop, the store as the RPCs and passes get it.
   Status OpenStore();
+  void StartLoop(bool initial_pass);
   void Run(bool initial_pass);
+  void ReconcileAndLog();
   Result<FenceStore*> Store() const;
+  void NoteStoreError(const Status& s);
+
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
-  // `cidrs` is given), the store. Logs a refusal by the secrets check under `rpc`'s name.
+  // `cidrs` is given), the store.
   struct Admitted {
     CidrSet cidrs;
     FenceStore* store = nullptr;
   };
-  Result<Admitted> Admit(const char* rpc,
-                         const google::protobuf::Map<std::string, std::string>& secrets,
+  Result<Admitted> Admit(const char* rpc, const Secrets& secrets,
                          const google::protobuf::RepeatedPtrField<::fence::CIDR>* cidrs);
-  Result<std::unique_ptr<client::Client>> NewClient() const;
-  // Call with enforce_mu_ held.
+  // The secrets check; logs a refusal under `rpc`'s name.
+  Status Authenticate(const char* rpc, const Secrets& secrets) const;
+
+  // One enforcement pass; call with enforce_mu_ held.
   Result<EnforceReport> EnforceLocked();
-  void NoteStoreError(const Status& s);
+  Result<StoreSnapshot> ReadStore(FenceStore& store);
+  Status RecordCompletion(FenceStore& store, const AppliedPlan& applied);
+
+  // GetFenceClients' sources; `only` (if not empty) is the one node asked for.
+  Status AddRecordedAddresses(const std::string& only, NodeAddresses& by_node);
+  void AddConfiguredAddresses(const std::string& only, NodeAddresses& by_node) const;
+  Status AddPortListAddresses(const std::string& only, NodeAddresses& by_node) const;
+
+  Result<std::unique_ptr<client::Client>> NewClient() const;
+  // "Mizar-MP at <url without credentials>", how errors name Mizar-MP.
+  std::string MizarMpName() const;
 
   FenceOptions options_;
-  RecordCache records_{options_.state_dir};  // GetFenceClients' view of the plugin's records
+  records::RecordCache records_{options_.state_dir};  // the plugin's records, for GetFenceClients
 
   mutable std::mutex store_mu_;
   std::unique_ptr<FenceStore> store_;

@@ -1,37 +1,25 @@
-// The fence store: what is fenced, durably, in SQLite (libsqlite3).
+// The fence store: what is fenced, durably, behind one interface so the FenceController does not
+// know where its state lives.
 //
-// One database file (default /var/lib/mizarmp/fence.db), created 0600 in a directory created
-// 0700; journal_mode=WAL with synchronous=FULL, so a transaction that returned is on disk: a
-// crash (kill -9, power loss) at any later point loses no acknowledged fence, and a crash in
-// the middle of a transaction leaves the state before it.
+// Two tables of CIDRs (canonical form, fence/cidrset.h):
+//   fences:   pending  (written, not yet or not completely enforced at Mizar-MP) or
+//             enforced (every port inside it was disabled at Mizar-MP at the last pass)
+//   unfences: lifted fences whose ports may still need re-enabling (pending unfences)
+// A write that returned is durable: a crash at any later point loses no acknowledged fence, and
+// a crash in the middle of a write leaves the state before it. Implementations are thread-safe.
 //
-// Schema (user_version 1):
-//   fences(cidr TEXT PRIMARY KEY, state TEXT 'pending'|'enforced', created_at, updated_at)
-//     pending:  written, not yet (or not completely) enforced at Mizar-MP
-//     enforced: every port inside it was disabled at Mizar-MP at the last pass
-//   unfences(cidr TEXT PRIMARY KEY, created_at)
-//     lifted fences whose ports may still need re-enabling (pending unfences)
-// CIDRs are stored in canonical form (fence/cidrset.h).
-//
-// Thread-safe: one connection, one mutex.
-//
-// Snapshot() answers from the last snapshot it read while nothing changed since: this store's
-// own writes drop it, and another connection's commit (a second server or an operator's sqlite3
-// on the same file) shows in `PRAGMA data_version`, which is read on every call (one step of a
-// statement prepared once, instead of a transaction with two queries and their parsing).
+// Backends: OpenFenceStore() picks one from the configured location; today every location is a
+// file path, kept in SQLite (fence/sqlite_store.h). A new backend is one FenceStore class and
+// one line in OpenFenceStore().
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/ipaddr.h"
 #include "common/status.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
 
 namespace mizarmp::fence {
 
@@ -53,51 +41,38 @@ struct StoreSnapshot {
 
 class FenceStore {
  public:
-  // Opens (creating when missing) the database at `path`. Errors: FAILED_PRECONDITION naming
-  // the path for an unusable file (not a database, corrupt, newer schema, unwritable), the
-  // errno code for directory problems.
-  static Result<std::unique_ptr<FenceStore>> Open(const std::string& path);
-  ~FenceStore();
-  FenceStore(const FenceStore&) = delete;
-  FenceStore& operator=(const FenceStore&) = delete;
-
-  const std::string& path() const { return path_; }
+  virtual ~FenceStore() = default;
 
   // Adds fences (new ones pending; an existing one becomes pending again so the next pass
-  // re-checks it) and drops any pending unfence of the same CIDRs. One transaction.
-  Status AddFences(const std::vector<Cidr>& cidrs);
+  // re-checks it) and drops any pending unfence of the same CIDRs, all or nothing.
+  virtual Status AddFences(const std::vector<Cidr>& cidrs) = 0;
+
   // Removes the listed fences (exact, canonical match: a wider CIDR does not lift narrower
   // fences, so a retried unfence never lifts a fence made since), recording each removed fence
-  // as a pending unfence. Unknown CIDRs are ignored. One transaction. Returns the removed ones.
-  Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs);
-  // Marks fences enforced (those still stored; others are ignored).
-  Status MarkEnforced(const std::vector<Cidr>& cidrs);
-  // Forgets pending unfences (their ports were re-enabled).
-  Status CompleteUnfences(const std::vector<Cidr>& cidrs);
+  // as a pending unfence, all or nothing. Unknown CIDRs are ignored. Returns the removed ones,
+  // sorted.
+  virtual Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs) = 0;
 
-  Result<StoreSnapshot> Snapshot() const;
-  Result<std::vector<FenceEntry>> ListFences() const;
+  // Marks the listed fences enforced (those still stored; others are ignored).
+  virtual Status MarkEnforced(const std::vector<Cidr>& cidrs) = 0;
 
-  // A cheap liveness check of the connection (a read of the schema version).
-  Status Check() const;
+  // Forgets the listed pending unfences (their ports were re-enabled).
+  virtual Status CompleteUnfences(const std::vector<Cidr>& cidrs) = 0;
 
- private:
-  FenceStore() = default;
-  Status Exec(const char* sql) const;
-  Status Begin() const;
-  Status Commit() const;
-  void Rollback() const;
-  Status SqlError(const std::string& what) const;
-  Result<int64_t> DataVersion() const;
-  Result<StoreSnapshot> ReadSnapshot() const;
+  // Every fence and pending unfence as of one point in time, including what other writers to
+  // the same location committed.
+  virtual Result<StoreSnapshot> Snapshot() const = 0;
 
-  std::string path_;
-  sqlite3* db_ = nullptr;
-  mutable std::mutex mu_;
-  mutable sqlite3_stmt* data_version_ = nullptr;  // PRAGMA data_version, prepared once
-  // The last snapshot read and the data_version it was read at; Begin() (every write) drops it.
-  mutable std::shared_ptr<const StoreSnapshot> cached_;
-  mutable int64_t cached_version_ = -1;
+  // The fences of Snapshot().
+  virtual Result<std::vector<FenceEntry>> ListFences() const = 0;
+
+  // A cheap check that the store still answers.
+  virtual Status Check() const = 0;
 };
+
+// Opens (creating when missing) the store at `location`. Errors name the location:
+// INVALID_ARGUMENT for a location no backend accepts, otherwise the backend's (see
+// fence/sqlite_store.h).
+Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location);
 
 }  // namespace mizarmp::fence

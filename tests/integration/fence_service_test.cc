@@ -14,9 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "cni/records.h"
+#include "addons/identity.h"
 #include "common/fileutil.h"
 #include "mock-server/mock.h"
+#include "records/records.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::fence {
@@ -148,8 +149,8 @@ class FenceServiceTest : public ::testing::Test {
 
   void Record(const std::string& container, const std::string& host,
               const std::vector<std::string>& addresses, const std::string& network = "net1") {
-    cni::Record r;
-    r.state = cni::Record::State::kComplete;
+    records::Record r;
+    r.state = records::Record::State::kComplete;
     r.network = network;
     r.container_id = container;
     r.ifname = "eth0";
@@ -158,7 +159,7 @@ class FenceServiceTest : public ::testing::Test {
     r.host_id = host;
     r.mac = "02:00:00:00:00:01";
     for (const auto& a : addresses) r.ips.push_back({a, ""});
-    ASSERT_TRUE(cni::RecordStore(dir_.path() + "/cni").Write(r).ok());
+    ASSERT_TRUE(records::RecordStore(dir_.path() + "/cni").Write(r).ok());
   }
 
   TempDir dir_;
@@ -279,7 +280,7 @@ TEST_F(FenceServiceTest, MizarMpDownKeepsTheIntentAndTheReconcileFinishesIt) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->disabled, 2);
   EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}}));
-  auto store = FenceStore::Open(Options().fence_store);
+  auto store = OpenFenceStore(Options().fence_store);
   ASSERT_TRUE(store.ok());
   auto fences = (*store)->ListFences();
   ASSERT_TRUE(fences.ok());
@@ -404,16 +405,15 @@ TEST_F(FenceServiceTest, UnusableStoreIsReportedByProbeAndRpcs) {
   service_ = std::make_unique<FenceService>(o);
   EXPECT_FALSE(service_->StoreReadiness().ready) << "opening";
   EXPECT_FALSE(service_->StartAndWait().ok());
-  Readiness r = service_->StoreReadiness();
+  addons::Readiness r = service_->StoreReadiness();
   EXPECT_FALSE(r.error.ok());
   EXPECT_NE(r.error.message().find(o.fence_store), std::string::npos) << r.error.message();
   grpc::Status s = Fence({"10.240.1.0/24"});
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
 
-  IdentityOptions io;
+  addons::IdentityOptions io;
   io.mizarmp.base_url = mock_->base_url();
-  IdentityService identity(io);
-  service_->RegisterWith(identity);
+  addons::IdentityService identity(io, {service_.get()});
   identity::ProbeResponse resp;
   grpc::ServerContext ctx;
   grpc::Status p = identity.Probe(&ctx, nullptr, &resp);
@@ -423,12 +423,14 @@ TEST_F(FenceServiceTest, UnusableStoreIsReportedByProbeAndRpcs) {
 
 TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
   Start();
-  IdentityOptions io;
+  addons::IdentityOptions io;
   io.mizarmp.base_url = mock_->base_url();
-  IdentityService identity(io);
-  service_->RegisterWith(identity);
+  addons::IdentityService identity(io, {service_.get()});
+  identity::GetCapabilitiesResponse advertised;
+  grpc::ServerContext ctx;
+  ASSERT_TRUE(identity.GetCapabilities(&ctx, nullptr, &advertised).ok());
   std::set<std::string> caps;
-  for (const auto& c : identity.Capabilities()) {
+  for (const auto& c : advertised.capabilities()) {
     if (c.has_network_fence()) {
       caps.insert(identity::Capability::NetworkFence::Type_Name(c.network_fence().type()));
     }
@@ -437,6 +439,19 @@ TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
   auto ready = identity.CheckReady();
   ASSERT_TRUE(ready.ok()) << ready.status().ToString();
   EXPECT_TRUE(*ready);
+}
+
+TEST_F(FenceServiceTest, RegistersAsAnAddonsService) {
+  FenceService& service = Start();
+  addons::AddonsService& as_addon = service;
+  EXPECT_EQ(as_addon.grpc_service(), static_cast<grpc::Service*>(&service));
+  EXPECT_EQ(as_addon.health_name(), "fence.FenceController");
+  auto checks = as_addon.readiness_checks();
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].name, "fence store");
+  addons::Readiness ready = checks[0].check();
+  EXPECT_TRUE(ready.ready);
+  EXPECT_TRUE(ready.error.ok()) << ready.error.ToString();
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#include "fence/enforcer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+
+namespace mizarmp::fence {
+namespace {
+
+// Makes one change; false when it failed (a port deleted meanwhile does not count).
+bool ApplyChange(client::Client& mp, const PortChange& change, AppliedPlan& out) {
+  const bool up = change.admin_state_up;
+  auto updated = mp.UpdatePort(change.port_id, nlohmann::json{{"admin_state_up", up}});
+  if (updated.ok()) {
+    (up ? out.report.enabled : out.report.disabled)++;
+    MZ_LOG(kInfo) << (up ? "re-enabled " : "disabled ") << change.label << " on host "
+                  << (change.host_id.empty() ? "?" : change.host_id);
+    return true;
+  }
+  if (updated.status().IsNotFound()) return true;
+  ++out.report.failed;
+  if (out.first_error.ok()) out.first_error = updated.status();
+  out.left.push_back(change.label + (up ? " to re-enable" : " to disable"));
+  return false;
+}
+
+}  // namespace
+
+AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan) {
+  AppliedPlan out;
+  std::vector<bool> failed(plan.changes.size(), false);
+  for (size_t i = 0; i < plan.changes.size(); ++i) {
+    failed[i] = !ApplyChange(mp, plan.changes[i], out);
+  }
+  Completion done = CompletedBy(plan, failed);
+  out.report.enforced = std::move(done.enforced);
+  out.report.unfenced = std::move(done.unfenced);
+  out.newly_enforced = std::move(done.newly_enforced);
+  return out;
+}
+
+}  // namespace mizarmp::fence

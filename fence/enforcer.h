@@ -1,0 +1,36 @@
+// The step that applies an enforcement plan (fence/plan.h) at Mizar-MP.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/ipaddr.h"
+#include "common/status.h"
+#include "fence/plan.h"
+#include "mizarmp-client/client.h"
+
+namespace mizarmp::fence {
+
+// What one enforcement pass did.
+struct EnforceReport {
+  int disabled = 0;            // ports set admin_state_up=false
+  int enabled = 0;             // ports set admin_state_up=true
+  int failed = 0;              // port updates that failed
+  std::vector<Cidr> enforced;  // fences completely enforced by this pass
+  std::vector<Cidr> unfenced;  // pending unfences completed by this pass
+};
+
+// What applying a plan did, and what it leaves for the store and the caller's error.
+struct AppliedPlan {
+  EnforceReport report;
+  std::vector<Cidr> newly_enforced;  // of report.enforced, the fences stored as pending
+  Status first_error;                // the first failed update's error; OK if none failed
+  std::vector<std::string> left;     // per failed update: "<port label> to disable|re-enable"
+};
+
+// Makes every change of `plan` at Mizar-MP (one port update each, in the plan's order) and logs
+// each change made. A port deleted meanwhile (NOT_FOUND) needs nothing more; any other failure
+// leaves what depends on that change incomplete (CompletedBy).
+AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan);
+
+}  // namespace mizarmp::fence

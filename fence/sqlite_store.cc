@@ -1,0 +1,441 @@
+#include "fence/sqlite_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <initializer_list>
+#include <string_view>
+
+#include "common/fd.h"
+#include "common/fileutil.h"
+#include "common/log.h"
+#include "fence/cidrset.h"
+
+namespace mizarmp::fence {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kCreateSchema =
+    "CREATE TABLE IF NOT EXISTS fences ("
+    " cidr TEXT PRIMARY KEY NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('pending', 'enforced')),"
+    " created_at TEXT NOT NULL,"
+    " updated_at TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS unfences ("
+    " cidr TEXT PRIMARY KEY NOT NULL,"
+    " created_at TEXT NOT NULL);"
+    "PRAGMA user_version = 1;";
+
+// A prepared statement, finalized on destruction.
+class Stmt {
+ public:
+  Stmt() = default;
+  ~Stmt() {
+    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  // Compiles `sql`; false on failure (the connection's error message says why).
+  bool Prepare(sqlite3* db, const char* sql) {
+    return sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK;
+  }
+  // Runs the statement once more with `params` bound to ?1, ?2, ...; whether it completed.
+  bool Run(std::initializer_list<std::string_view> params) {
+    sqlite3_reset(stmt_);
+    int index = 1;
+    for (std::string_view p : params) {
+      sqlite3_bind_text(stmt_, index++, p.data(), static_cast<int>(p.size()), SQLITE_TRANSIENT);
+    }
+    return sqlite3_step(stmt_) == SQLITE_DONE;
+  }
+  // The next row of a query: SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+std::string NowUtc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Column(sqlite3_stmt* s, int i) {
+  const unsigned char* text = sqlite3_column_text(s, i);
+  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text));
+}
+
+// The store's directory, created 0700 when missing. An existing one is left as it is (it may be
+// shared), with a warning when others could write into it.
+Status PrepareDirectory(const std::string& dir) {
+  struct stat st {};
+  const bool existed = ::stat(dir.c_str(), &st) == 0;
+  Status made = MakeDirs(dir, 0700);
+  if (!made.ok()) return made.WithContext("fence store directory \"" + dir + "\"");
+  if (existed && (st.st_mode & 022) != 0) {
+    MZ_LOG(kWarn) << "fence store directory " << dir
+                  << " is writable by group/others; it should be 0700";
+  }
+  return Status::Ok();
+}
+
+// Makes sure `path` is a regular file of mode 0600, creating it ourselves so SQLite never
+// creates it with the umask's mode; its -wal and -shm files take the database file's mode.
+Status CreatePrivateFile(const std::string& path, const std::string& dir) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return ErrnoError("fence store \"" + path + "\": open", errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError("fence store \"" + path + "\": fstat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError("fence store \"" + path + "\": not a regular file");
+  }
+  if ((st.st_mode & 0777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
+    return ErrnoError("fence store \"" + path + "\": chmod 0600", errno);
+  }
+  if (st.st_size == 0) {
+    // Possibly just created: make its directory entry durable before anything is stored.
+    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dfd.valid() || ::fsync(dfd.get()) != 0) {
+      return ErrnoError("fence store directory \"" + dir + "\": fsync", errno);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteFenceStore>> SqliteFenceStore::Open(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return InvalidArgumentError("fence store \"" + path + "\": must be an absolute path");
+  }
+  const std::string dir = DirName(path);
+  MZ_RETURN_IF_ERROR(PrepareDirectory(dir));
+  MZ_RETURN_IF_ERROR(CreatePrivateFile(path, dir));
+  std::unique_ptr<SqliteFenceStore> store(new SqliteFenceStore(path));
+  MZ_RETURN_IF_ERROR(store->Connect());
+  // The first statements fail early on a file that is not a database (or a corrupt one).
+  MZ_RETURN_IF_ERROR(store->ApplyPragmas());
+  MZ_RETURN_IF_ERROR(store->CheckIntegrity());
+  MZ_RETURN_IF_ERROR(store->MigrateSchema());
+  MZ_LOG(kInfo) << "fence store " << path << " open (WAL, synchronous=FULL)";
+  return store;
+}
+
+SqliteFenceStore::~SqliteFenceStore() {
+  if (data_version_ != nullptr) sqlite3_finalize(data_version_);
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Status SqliteFenceStore::Connect() {
+  const int rc = sqlite3_open_v2(
+      path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
+      nullptr);
+  if (rc != SQLITE_OK) return SqlError("open");
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, 5000);
+  return Status::Ok();
+}
+
+// WAL with synchronous=FULL: a committed transaction is on disk (see the header).
+Status SqliteFenceStore::ApplyPragmas() {
+  MZ_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
+  MZ_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));
+  return Exec("PRAGMA foreign_keys=ON");
+}
+
+Status SqliteFenceStore::CheckIntegrity() {
+  Stmt check;
+  if (!check.Prepare(db_, "PRAGMA quick_check") || check.Step() != SQLITE_ROW) {
+    return SqlError("integrity check");
+  }
+  const std::string verdict = Column(check.get(), 0);
+  if (verdict != "ok") {
+    return DataLossError("fence store \"" + path_ + "\": integrity check failed: " + verdict);
+  }
+  return Status::Ok();
+}
+
+// Creates the tables in a new file; refuses a file written by a newer server.
+Status SqliteFenceStore::MigrateSchema() {
+  int version = 0;
+  {
+    Stmt v;
+    if (!v.Prepare(db_, "PRAGMA user_version") || v.Step() != SQLITE_ROW) {
+      return SqlError("reading the schema version");
+    }
+    version = sqlite3_column_int(v.get(), 0);
+  }
+  if (version > kSchemaVersion) {
+    return FailedPreconditionError("fence store \"" + path_ + "\": schema version " +
+                                   std::to_string(version) + " is newer than this server's " +
+                                   std::to_string(kSchemaVersion));
+  }
+  if (version == kSchemaVersion) return Status::Ok();
+  return InWriteTransaction([this] { return Exec(kCreateSchema); });
+}
+
+Status SqliteFenceStore::SqlError(const std::string& what) const {
+  const int code = db_ != nullptr ? sqlite3_extended_errcode(db_) : SQLITE_ERROR;
+  const std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : "no database";
+  const std::string text = "fence store \"" + path_ + "\": " + what + ": " + msg;
+  switch (code & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return UnavailableError(text);
+    case SQLITE_FULL:
+      return Status(Code::kResourceExhausted, text);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return DataLossError(text);
+    default:
+      return FailedPreconditionError(text);
+  }
+}
+
+Status SqliteFenceStore::Exec(const char* sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    return SqlError(std::string("executing \"") + sql + "\" (" + msg + ")");
+  }
+  return Status::Ok();
+}
+
+// Every write runs in a transaction begun here, so this is where the cached snapshot goes, at the
+// start of the write (a write that then fails or rolls back only costs the next read).
+Status SqliteFenceStore::Begin() const {
+  cached_.reset();
+  return Exec("BEGIN IMMEDIATE");
+}
+
+Status SqliteFenceStore::Commit() const { return Exec("COMMIT"); }
+
+void SqliteFenceStore::Rollback() const {
+  if (sqlite3_get_autocommit(db_) == 0) {
+    if (sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      MZ_LOG(kWarn) << "fence store " << path_ << ": rollback failed: " << sqlite3_errmsg(db_);
+    }
+  }
+}
+
+Status SqliteFenceStore::InWriteTransaction(const std::function<Status()>& body) {
+  MZ_RETURN_IF_ERROR(Begin());
+  Status s = body();
+  if (s.ok()) s = Commit();
+  if (!s.ok()) Rollback();
+  return s;
+}
+
+Status SqliteFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return InWriteTransaction([&]() -> Status {
+    const std::string now = NowUtc();
+    Stmt upsert;
+    Stmt drop_unfence;
+    if (!upsert.Prepare(db_,
+                        "INSERT INTO fences(cidr, state, created_at, updated_at) "
+                        "VALUES (?1, 'pending', ?2, ?2) "
+                        "ON CONFLICT(cidr) DO UPDATE SET state = 'pending', updated_at = ?2") ||
+        !drop_unfence.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1")) {
+      return SqlError("preparing the fence insert");
+    }
+    for (const Cidr& cidr : cidrs) {
+      const std::string text = CanonicalCidr(cidr);
+      if (!upsert.Run({text, now}) || !drop_unfence.Run({text})) {
+        return SqlError("storing fence " + text);
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+// The stored fences that exactly match one of `cidrs` (canonical), as stored. Call with mu_ held.
+Result<std::vector<Cidr>> SqliteFenceStore::StoredAmong(const std::vector<Cidr>& cidrs) const {
+  std::vector<Cidr> found;
+  Stmt all;
+  if (!all.Prepare(db_, "SELECT cidr FROM fences")) return SqlError("listing fences");
+  int rc;
+  while ((rc = all.Step()) == SQLITE_ROW) {
+    const std::string text = Column(all.get(), 0);
+    auto c = Cidr::Parse(text);
+    if (!c.ok()) {
+      MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
+      continue;
+    }
+    const bool wanted = std::any_of(cidrs.begin(), cidrs.end(), [&](const Cidr& want) {
+      return Cidr(want.network(), want.prefix_len()) == *c;
+    });
+    if (wanted) found.push_back(*c);
+  }
+  if (rc != SQLITE_DONE) return SqlError("listing fences");
+  return found;
+}
+
+Result<std::vector<Cidr>> SqliteFenceStore::RemoveFences(const std::vector<Cidr>& cidrs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Cidr> removed;
+  Status s = InWriteTransaction([&]() -> Status {
+    MZ_ASSIGN_OR_RETURN(removed, StoredAmong(cidrs));
+    const std::string now = NowUtc();
+    Stmt del;
+    Stmt add_unfence;
+    if (!del.Prepare(db_, "DELETE FROM fences WHERE cidr = ?1") ||
+        !add_unfence.Prepare(db_,
+                             "INSERT INTO unfences(cidr, created_at) VALUES (?1, ?2) "
+                             "ON CONFLICT(cidr) DO NOTHING")) {
+      return SqlError("preparing the fence removal");
+    }
+    for (const Cidr& cidr : removed) {
+      const std::string text = CanonicalCidr(cidr);
+      if (!del.Run({text}) || !add_unfence.Run({text, now})) {
+        return SqlError("removing fence " + text);
+      }
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  std::sort(removed.begin(), removed.end(), CidrLess);
+  return removed;
+}
+
+Status SqliteFenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
+  if (cidrs.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  return InWriteTransaction([&]() -> Status {
+    const std::string now = NowUtc();
+    Stmt upd;
+    if (!upd.Prepare(db_,
+                     "UPDATE fences SET state = 'enforced', updated_at = ?2 "
+                     "WHERE cidr = ?1 AND state <> 'enforced'")) {
+      return SqlError("preparing the state update");
+    }
+    for (const Cidr& cidr : cidrs) {
+      const std::string text = CanonicalCidr(cidr);
+      if (!upd.Run({text, now})) return SqlError("marking " + text + " enforced");
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
+  if (cidrs.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  return InWriteTransaction([&]() -> Status {
+    Stmt del;
+    if (!del.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1")) {
+      return SqlError("preparing the unfence completion");
+    }
+    for (const Cidr& cidr : cidrs) {
+      const std::string text = CanonicalCidr(cidr);
+      if (!del.Run({text})) return SqlError("completing unfence " + text);
+    }
+    return Status::Ok();
+  });
+}
+
+Result<int64_t> SqliteFenceStore::DataVersion() const {
+  if (data_version_ == nullptr) {
+    // Prepared on first use, under mu_; kept until the store closes.
+    if (sqlite3_prepare_v2(db_, "PRAGMA data_version", -1, &data_version_, nullptr) != SQLITE_OK) {
+      return SqlError("reading the data version");
+    }
+  }
+  sqlite3_reset(data_version_);
+  if (sqlite3_step(data_version_) != SQLITE_ROW) return SqlError("reading the data version");
+  const int64_t v = sqlite3_column_int64(data_version_, 0);
+  sqlite3_reset(data_version_);
+  return v;
+}
+
+Result<StoreSnapshot> SqliteFenceStore::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  MZ_ASSIGN_OR_RETURN(const int64_t version, DataVersion());
+  if (cached_ && version == cached_version_) return *cached_;
+  MZ_ASSIGN_OR_RETURN(StoreSnapshot snap, ReadSnapshot());
+  cached_ = std::make_shared<const StoreSnapshot>(snap);
+  cached_version_ = version;
+  return snap;
+}
+
+Result<StoreSnapshot> SqliteFenceStore::ReadSnapshot() const {
+  StoreSnapshot snap;
+  // One read transaction, so both tables are seen at the same point.
+  MZ_RETURN_IF_ERROR(Exec("BEGIN"));
+  Status s = ReadFences(snap);
+  if (s.ok()) s = ReadUnfences(snap);
+  if (s.ok()) {
+    s = Exec("COMMIT");
+  } else {
+    Rollback();
+  }
+  if (!s.ok()) return s;
+  std::sort(snap.fences.begin(), snap.fences.end(),
+            [](const FenceEntry& a, const FenceEntry& b) { return CidrLess(a.cidr, b.cidr); });
+  std::sort(snap.unfences.begin(), snap.unfences.end(), CidrLess);
+  return snap;
+}
+
+Status SqliteFenceStore::ReadFences(StoreSnapshot& snap) const {
+  Stmt q;
+  if (!q.Prepare(db_, "SELECT cidr, state, created_at, updated_at FROM fences")) {
+    return SqlError("listing fences");
+  }
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    const std::string text = Column(q.get(), 0);
+    auto c = Cidr::Parse(text);
+    if (!c.ok()) {
+      MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
+      continue;
+    }
+    FenceEntry e;
+    e.cidr = *c;
+    e.state = Column(q.get(), 1) == "enforced" ? FenceState::kEnforced : FenceState::kPending;
+    e.created_at = Column(q.get(), 2);
+    e.updated_at = Column(q.get(), 3);
+    snap.fences.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return SqlError("listing fences");
+  return Status::Ok();
+}
+
+Status SqliteFenceStore::ReadUnfences(StoreSnapshot& snap) const {
+  Stmt q;
+  if (!q.Prepare(db_, "SELECT cidr FROM unfences")) return SqlError("listing pending unfences");
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    auto c = Cidr::Parse(Column(q.get(), 0));
+    if (c.ok()) snap.unfences.push_back(*c);
+  }
+  if (rc != SQLITE_DONE) return SqlError("listing pending unfences");
+  return Status::Ok();
+}
+
+Result<std::vector<FenceEntry>> SqliteFenceStore::ListFences() const {
+  MZ_ASSIGN_OR_RETURN(StoreSnapshot snap, Snapshot());
+  return std::move(snap.fences);
+}
+
+Status SqliteFenceStore::Check() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt v;
+  if (!v.Prepare(db_, "SELECT count(*) FROM fences") || v.Step() != SQLITE_ROW) {
+    return SqlError("reading");
+  }
+  return Status::Ok();
+}
+
+}  // namespace mizarmp::fence

@@ -1,0 +1,85 @@
+// The fence store in SQLite (libsqlite3): the backend for a file path.
+//
+// One database file (default /var/lib/mizarmp/fence.db), created 0600 in a directory created
+// 0700; journal_mode=WAL with synchronous=FULL, so a transaction that returned is on disk: a
+// crash (kill -9, power loss) at any later point loses no acknowledged fence, and a crash in
+// the middle of a transaction leaves the state before it.
+//
+// Schema (user_version 1):
+//   fences(cidr TEXT PRIMARY KEY, state TEXT 'pending'|'enforced', created_at, updated_at)
+//   unfences(cidr TEXT PRIMARY KEY, created_at)
+//
+// Thread-safe: one connection, one mutex.
+//
+// Snapshot() answers from the last snapshot it read while nothing changed since: this store's
+// own writes drop it, and another connection's commit (a second server or an operator's sqlite3
+// on the same file) shows in `PRAGMA data_version`, which is read on every call (one step of a
+// statement prepared once, instead of a transaction with two queries and their parsing).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fence/store.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace mizarmp::fence {
+
+class SqliteFenceStore final : public FenceStore {
+ public:
+  // Opens (creating when missing) the database at `path`. Errors name the path:
+  // INVALID_ARGUMENT for a relative path; DATA_LOSS for a file that is not a database or is
+  // corrupt; FAILED_PRECONDITION for a newer schema, a special file or another unusable
+  // database; the errno's code for file-system problems (a directory in the way included).
+  static Result<std::unique_ptr<SqliteFenceStore>> Open(const std::string& path);
+  ~SqliteFenceStore() override;
+  SqliteFenceStore(const SqliteFenceStore&) = delete;
+  SqliteFenceStore& operator=(const SqliteFenceStore&) = delete;
+
+  Status AddFences(const std::vector<Cidr>& cidrs) override;
+  Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs) override;
+  Status MarkEnforced(const std::vector<Cidr>& cidrs) override;
+  Status CompleteUnfences(const std::vector<Cidr>& cidrs) override;
+  Result<StoreSnapshot> Snapshot() const override;
+  Result<std::vector<FenceEntry>> ListFences() const override;
+  // Reads the fences table's row count.
+  Status Check() const override;
+
+ private:
+  explicit SqliteFenceStore(std::string path) : path_(std::move(path)) {}
+
+  // The steps of Open(), in order.
+  Status Connect();
+  Status ApplyPragmas();
+  Status CheckIntegrity();
+  Status MigrateSchema();
+
+  Status Exec(const char* sql) const;
+  Status Begin() const;
+  Status Commit() const;
+  void Rollback() const;
+  // Runs `body` in a write transaction: committed when it succeeds, rolled back otherwise.
+  Status InWriteTransaction(const std::function<Status()>& body);
+  Status SqlError(const std::string& what) const;
+  Result<int64_t> DataVersion() const;
+  Result<StoreSnapshot> ReadSnapshot() const;
+  Status ReadFences(StoreSnapshot& snap) const;
+  Status ReadUnfences(StoreSnapshot& snap) const;
+  Result<std::vector<Cidr>> StoredAmong(const std::vector<Cidr>& cidrs) const;
+
+  const std::string path_;
+  sqlite3* db_ = nullptr;
+  mutable std::mutex mu_;
+  mutable sqlite3_stmt* data_version_ = nullptr;  // PRAGMA data_version, prepared once
+  // The last snapshot read and the data_version it was read at; Begin() (every write) drops it.
+  mutable std::shared_ptr<const StoreSnapshot> cached_;
+  mutable int64_t cached_version_ = -1;
+};
+
+}  // namespace mizarmp::fence
