@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fileutil.h"
+#include "common/strings.h"
 
 namespace mizarmp::keyrotation {
 
@@ -50,12 +51,12 @@ Result<std::string> UnescapeId(const std::string& name) {
       continue;
     }
     if (i + 2 >= name.size()) {
-      return InvalidArgumentError("bad escape in key store file name \"" + name + "\"");
+      return InvalidArgumentError("bad escape in key store file name " + Quoted(name));
     }
     const int hi = HexValue(name[i + 1]);
     const int lo = HexValue(name[i + 2]);
     if (hi < 0 || lo < 0) {
-      return InvalidArgumentError("bad escape in key store file name \"" + name + "\"");
+      return InvalidArgumentError("bad escape in key store file name " + Quoted(name));
     }
     out.push_back(static_cast<char>(hi * 16 + lo));
     i += 2;
@@ -91,16 +92,16 @@ Result<std::string> HexDecode(const std::string& hex) {
 
 Result<std::unique_ptr<LocalKeyStore>> LocalKeyStore::Open(const std::string& dir) {
   if (dir.empty()) return InvalidArgumentError("key store directory: empty path");
-  MZ_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("key store directory \"" + dir + "\""));
+  MZ_RETURN_IF_ERROR(MakeDirs(dir, 0700).WithContext("key store directory " + Quoted(dir)));
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
-    return ErrnoError("key store directory \"" + dir + "\": stat", errno);
+    return ErrnoError("key store directory " + Quoted(dir) + ": stat", errno);
   }
   if (!S_ISDIR(st.st_mode)) {
-    return FailedPreconditionError("key store directory \"" + dir + "\" is not a directory");
+    return FailedPreconditionError("key store directory " + Quoted(dir) + " is not a directory");
   }
   if ((st.st_mode & 07777) != 0700 && ::chmod(dir.c_str(), 0700) != 0) {
-    return ErrnoError("key store directory \"" + dir + "\": chmod 0700", errno);
+    return ErrnoError("key store directory " + Quoted(dir) + ": chmod 0700", errno);
   }
   return std::unique_ptr<LocalKeyStore>(new LocalKeyStore(dir));
 }
@@ -113,14 +114,14 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
   const std::string path = PathFor(volume_id);
   auto text = ReadFile(path);
   if (!text.ok()) {
-    if (text.status().code() == Code::kNotFound) {
-      return NotFoundError("no key stored for volume \"" + volume_id + "\"");
+    if (text.status().IsNotFound()) {
+      return NotFoundError("no key stored for volume " + Quoted(volume_id));
     }
     return text.status().WithContext("key store");
   }
   const json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return DataLossError("key store file \"" + path + "\" is not a JSON object");
+    return DataLossError("key store file " + Quoted(path) + " is not a JSON object");
   }
   VolumeKeys keys;
   keys.volume_id = volume_id;
@@ -128,7 +129,8 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
     auto it = doc.find(name);
     if (it == doc.end() || it->is_null()) return Status::Ok();
     if (!it->is_string()) {
-      return DataLossError("key store file \"" + path + "\": \"" + name + "\" is not a string");
+      return DataLossError("key store file " + Quoted(path) + ": " + Quoted(name) +
+                           " is not a string");
     }
     if (!hex) {
       out = it->get<std::string>();
@@ -136,8 +138,8 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
     }
     auto bytes = HexDecode(it->get<std::string>());
     if (!bytes.ok()) {
-      return DataLossError("key store file \"" + path + "\": \"" + name +
-                           "\": " + bytes.status().message());
+      return DataLossError("key store file " + Quoted(path) + ": " + Quoted(name) + ": " +
+                           bytes.status().message());
     }
     out = std::move(*bytes);
     return Status::Ok();
@@ -147,7 +149,7 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
   MZ_RETURN_IF_ERROR(field("pending", keys.pending, true));
   MZ_RETURN_IF_ERROR(field("previous", keys.previous, true));
   if (keys.current.empty()) {
-    return DataLossError("key store file \"" + path + "\" has no \"current\" key");
+    return DataLossError("key store file " + Quoted(path) + " has no \"current\" key");
   }
   return keys;
 }
@@ -173,7 +175,7 @@ Result<std::vector<std::string>> LocalKeyStore::List() {
   std::vector<std::string> ids;
   const std::string prefix = kPrefix;
   for (const auto& name : names) {
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (name.size() <= prefix.size() || !name.starts_with(prefix)) continue;
     // Temp files of atomic writes start with '.', so they never match the prefix.
     auto id = UnescapeId(name.substr(prefix.size()));
     if (id.ok()) ids.push_back(std::move(*id));

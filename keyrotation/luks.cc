@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace mizarmp::keyrotation {
 
@@ -17,8 +18,7 @@ namespace {
 
 void LogCallback(int level, const char* msg, void*) {
   if (msg == nullptr) return;
-  std::string text(msg);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const std::string text = Trim(msg);
   if (level == CRYPT_LOG_ERROR) {
     MZ_LOG(kWarn) << "libcryptsetup: " << text;
   } else {
@@ -54,8 +54,10 @@ Result<LuksDevice> LuksDevice::Open(const std::string& device) {
   struct stat st {};
   if (::stat(device.c_str(), &st) != 0) {
     const int e = errno;
-    if (e == ENOENT || e == ENOTDIR) return NotFoundError("device \"" + device + "\" not found");
-    return ErrnoError("device \"" + device + "\"", e);
+    if (e == ENOENT || e == ENOTDIR) {
+      return NotFoundError("device " + Quoted(device) + " not found");
+    }
+    return ErrnoError("device " + Quoted(device), e);
   }
   if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)) {
     return FailedPreconditionError(Quoted(device) +
@@ -64,7 +66,7 @@ Result<LuksDevice> LuksDevice::Open(const std::string& device) {
   }
   crypt_device* cd = nullptr;
   int rc = crypt_init(&cd, device.c_str());
-  if (rc < 0) return UnavailableError(CryptError("crypt_init(\"" + device + "\")", rc));
+  if (rc < 0) return UnavailableError(CryptError("crypt_init(" + Quoted(device) + ")", rc));
   LuksDevice luks(cd, device);
   rc = crypt_load(cd, CRYPT_LUKS, nullptr);
   if (rc < 0) {
@@ -95,16 +97,19 @@ LuksDevice::~LuksDevice() {
   if (cd_ != nullptr) crypt_free(cd_);
 }
 
-Result<int> LuksDevice::KeyslotOf(const std::string& passphrase) {
+Result<std::optional<int>> LuksDevice::FindKeyslot(const std::string& passphrase) {
   if (passphrase.empty()) return InvalidArgumentError("empty passphrase");
   // A NULL name only checks the passphrase against the header; nothing is activated.
   const int rc = crypt_activate_by_passphrase(cd_, nullptr, CRYPT_ANY_SLOT, passphrase.data(),
                                               passphrase.size(), 0);
-  if (rc >= 0) return rc;
-  if (rc == -EPERM || rc == -ENOENT) {
-    return PermissionDeniedError("the key opens no keyslot of \"" + path_ + "\"");
-  }
-  return UnavailableError(CryptError("checking a key against \"" + path_ + "\"", rc));
+  if (rc >= 0) return std::optional<int>(rc);
+  if (rc == -EPERM || rc == -ENOENT) return std::optional<int>();
+  return UnavailableError(CryptError("checking a key against " + Quoted(path_), rc));
+}
+
+bool LuksDevice::Opens(const std::string& passphrase) {
+  auto slot = FindKeyslot(passphrase);
+  return slot.ok() && slot->has_value();
 }
 
 Result<int> LuksDevice::AddKeyslot(const std::string& existing_passphrase,
@@ -116,21 +121,20 @@ Result<int> LuksDevice::AddKeyslot(const std::string& existing_passphrase,
                                                  new_passphrase.size());
   if (rc >= 0) return rc;
   if (rc == -EPERM) {
-    return PermissionDeniedError("adding a keyslot to \"" + path_ +
-                                 "\": the current key opens no keyslot");
+    return PermissionDeniedError("adding a keyslot to " + Quoted(path_) +
+                                 ": the current key opens no keyslot");
   }
   if (rc == -ENOSPC || rc == -EINVAL) {
-    return Status(Code::kResourceExhausted,
-                  CryptError("adding a keyslot to \"" + path_ + "\"", rc));
+    return Status(Code::kResourceExhausted, CryptError("adding a keyslot to " + Quoted(path_), rc));
   }
-  return UnavailableError(CryptError("adding a keyslot to \"" + path_ + "\"", rc));
+  return UnavailableError(CryptError("adding a keyslot to " + Quoted(path_), rc));
 }
 
 Status LuksDevice::DestroyKeyslot(int slot) {
   const int rc = crypt_keyslot_destroy(cd_, slot);
   if (rc < 0) {
     return UnavailableError(
-        CryptError("destroying keyslot " + std::to_string(slot) + " of \"" + path_ + "\"", rc));
+        CryptError("destroying keyslot " + std::to_string(slot) + " of " + Quoted(path_), rc));
   }
   return Status::Ok();
 }
@@ -150,17 +154,19 @@ Status FormatLuks2(const std::string& device, const std::string& passphrase,
   InstallCryptsetupLogging();
   crypt_device* raw = nullptr;
   int rc = crypt_init(&raw, device.c_str());
-  if (rc < 0) return UnavailableError(CryptError("crypt_init(\"" + device + "\")", rc));
+  if (rc < 0) return UnavailableError(CryptError("crypt_init(" + Quoted(device) + ")", rc));
   std::unique_ptr<crypt_device, void (*)(crypt_device*)> cd(raw, &crypt_free);
   MZ_RETURN_IF_ERROR(SetPbkdf(cd.get(), pbkdf));
   crypt_params_luks2 params{};
   params.sector_size = 512;
   rc = crypt_format(cd.get(), CRYPT_LUKS2, "aes", "xts-plain64", nullptr, nullptr, 64, &params);
-  if (rc < 0) return UnavailableError(CryptError("crypt_format(\"" + device + "\", LUKS2)", rc));
+  if (rc < 0) {
+    return UnavailableError(CryptError("crypt_format(" + Quoted(device) + ", LUKS2)", rc));
+  }
   rc = crypt_keyslot_add_by_volume_key(cd.get(), CRYPT_ANY_SLOT, nullptr, 0, passphrase.data(),
                                        passphrase.size());
   if (rc < 0) {
-    return UnavailableError(CryptError("adding the first keyslot to \"" + device + "\"", rc));
+    return UnavailableError(CryptError("adding the first keyslot to " + Quoted(device), rc));
   }
   return Status::Ok();
 }
@@ -170,12 +176,12 @@ Result<std::string> CryptMappingDevice(const std::string& mapping_name) {
   crypt_device* raw = nullptr;
   const int rc = crypt_init_by_name(&raw, mapping_name.c_str());
   if (rc < 0) {
-    return NotFoundError(CryptError("no active dm-crypt mapping \"" + mapping_name + "\"", rc));
+    return NotFoundError(CryptError("no active dm-crypt mapping " + Quoted(mapping_name), rc));
   }
   std::unique_ptr<crypt_device, void (*)(crypt_device*)> cd(raw, &crypt_free);
   const char* dev = crypt_get_device_name(cd.get());
   if (dev == nullptr || *dev == '\0') {
-    return NotFoundError("dm-crypt mapping \"" + mapping_name + "\" has no backing device");
+    return NotFoundError("dm-crypt mapping " + Quoted(mapping_name) + " has no backing device");
   }
   return std::string(dev);
 }

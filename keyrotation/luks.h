@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -39,10 +40,14 @@ class LuksDevice {
 
   const std::string& path() const { return path_; }
 
-  // The keyslot `passphrase` opens (checked against the header, nothing activated).
-  // PERMISSION_DENIED when it opens none.
-  Result<int> KeyslotOf(const std::string& passphrase);
-  bool Opens(const std::string& passphrase) { return KeyslotOf(passphrase).ok(); }
+  // The keyslot `passphrase` opens, or nullopt when it opens none (checked against the header,
+  // nothing activated). Errors are failures to check: INVALID_ARGUMENT for an empty
+  // passphrase, UNAVAILABLE from libcryptsetup.
+  Result<std::optional<int>> FindKeyslot(const std::string& passphrase);
+
+  // Whether `passphrase` is known to open a keyslot: false when it opens none and also when
+  // the check fails, for decisions that may only rely on a key that was seen to open.
+  bool Opens(const std::string& passphrase);
 
   // Adds a keyslot for `new_passphrase`, unlocked with `existing_passphrase`. Returns the slot.
   Result<int> AddKeyslot(const std::string& existing_passphrase, const std::string& new_passphrase,

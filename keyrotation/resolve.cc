@@ -10,6 +10,7 @@
 
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "keyrotation/luks.h"
 
 namespace mizarmp::keyrotation {
@@ -56,10 +57,7 @@ bool IsDir(const std::string& path) {
 
 Result<std::string> MountSource(const std::string& mount_point, const std::string& mount_table) {
   auto text = ReadFile(mount_table);
-  if (!text.ok()) {
-    return Status(text.status().code(),
-                  "mount table \"" + mount_table + "\": " + text.status().message());
-  }
+  if (!text.ok()) return text.status().WithContext("mount table " + Quoted(mount_table));
   const std::string want = Canonical(mount_point);
   std::string found;
   std::istringstream in(*text);
@@ -88,8 +86,8 @@ Result<std::string> MountSource(const std::string& mount_point, const std::strin
     if (point == want || point == mount_point) found = source;
   }
   if (found.empty()) {
-    return NotFoundError("nothing is mounted on \"" + mount_point + "\" (mount table \"" +
-                         mount_table + "\")");
+    return NotFoundError("nothing is mounted on " + Quoted(mount_point) + " (mount table " +
+                         Quoted(mount_table) + ")");
   }
   return found;
 }
@@ -99,7 +97,7 @@ Result<std::string> DeviceUnderMapper(const std::string& device, const ResolveOp
   for (int depth = 0; depth < 8; ++depth) {
     // An active dm-crypt mapping names its backing device directly.
     const std::string mapper_prefix = "/dev/mapper/";
-    if (current.compare(0, mapper_prefix.size(), mapper_prefix) == 0) {
+    if (current.starts_with(mapper_prefix)) {
       auto under = CryptMappingDevice(current.substr(mapper_prefix.size()));
       if (under.ok()) return *under;
       MZ_LOG(kDebug) << under.status().message() << "; following /sys instead";
@@ -109,17 +107,17 @@ Result<std::string> DeviceUnderMapper(const std::string& device, const ResolveOp
     if (!IsDir(slaves_dir)) return current;  // not device-mapper: the device itself
     MZ_ASSIGN_OR_RETURN(auto slaves, ListDir(slaves_dir));
     if (slaves.empty()) {
-      return FailedPreconditionError("device-mapper device \"" + current +
-                                     "\" has no underlying device (" + slaves_dir + ")");
+      return FailedPreconditionError("device-mapper device " + Quoted(current) +
+                                     " has no underlying device (" + slaves_dir + ")");
     }
     if (slaves.size() > 1) {
-      return FailedPreconditionError("device-mapper device \"" + current + "\" spans " +
+      return FailedPreconditionError("device-mapper device " + Quoted(current) + " spans " +
                                      std::to_string(slaves.size()) +
                                      " devices; cannot tell which holds the LUKS header");
     }
     current = options.dev_dir + "/" + slaves.front();
   }
-  return FailedPreconditionError("device-mapper stack under \"" + device + "\" is too deep");
+  return FailedPreconditionError("device-mapper stack under " + Quoted(device) + " is too deep");
 }
 
 Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType access,
@@ -129,21 +127,21 @@ Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType
   if (::stat(volume_path.c_str(), &st) != 0) {
     const int e = errno;
     if (e == ENOENT || e == ENOTDIR) {
-      return NotFoundError("volume_path \"" + volume_path + "\" does not exist");
+      return NotFoundError("volume_path " + Quoted(volume_path) + " does not exist");
     }
-    return ErrnoError("volume_path \"" + volume_path + "\"", e);
+    return ErrnoError("volume_path " + Quoted(volume_path), e);
   }
   if (S_ISDIR(st.st_mode)) {
     if (access == AccessType::kBlock) {
-      return InvalidArgumentError("volume_path \"" + volume_path +
-                                  "\" is a directory but volume_capability says block access");
+      return InvalidArgumentError("volume_path " + Quoted(volume_path) +
+                                  " is a directory but volume_capability says block access");
     }
     MZ_ASSIGN_OR_RETURN(auto source, MountSource(volume_path, options.mount_table));
     return DeviceUnderMapper(source, options);
   }
   if (access == AccessType::kMount) {
-    return InvalidArgumentError("volume_path \"" + volume_path +
-                                "\" is not a directory but volume_capability says mount access");
+    return InvalidArgumentError("volume_path " + Quoted(volume_path) +
+                                " is not a directory but volume_capability says mount access");
   }
   if (S_ISBLK(st.st_mode)) return DeviceUnderMapper(volume_path, options);
   return volume_path;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "keyrotation/options.h"
 
 namespace mizarmp::keyrotation {
 
@@ -19,7 +20,7 @@ enum class AccessType { kUnspecified, kBlock, kMount };
 
 struct ResolveOptions {
   // /proc/self/mountinfo format, or /proc/mounts (fstab-like) format.
-  std::string mount_table = "/proc/self/mountinfo";
+  std::string mount_table = kDefaultMountTable;
   std::string sys_block_dir = "/sys/block";
   std::string dev_dir = "/dev";
 };

@@ -19,10 +19,13 @@
 //
 // Concurrency: one rotation or recovery per volume id at a time; a second concurrent call for
 // the same volume gets ABORTED.
+//
+// Test builds watch or interrupt the sequence after each step, and make new keyslots cheap,
+// through RotatorOptions::hooks (keyrotation/hooks.h); production passes none.
 #pragma once
 
 #include <cstddef>
-#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -30,43 +33,19 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
 #include "keyrotation/luks.h"
 #include "keyrotation/resolve.h"
+#include "keyrotation/step.h"
 
 namespace mizarmp::keyrotation {
 
-enum class Step {
-  kPendingRecorded = 1,
-  kKeyslotAdded = 2,
-  kVerified = 3,
-  kPromoted = 4,
-  kOldKeyslotDestroyed = 5,
-  kOldKeyDropped = 6,
-};
-inline constexpr Step kAllSteps[] = {
-    Step::kPendingRecorded, Step::kKeyslotAdded,        Step::kVerified,
-    Step::kPromoted,        Step::kOldKeyslotDestroyed, Step::kOldKeyDropped};
-std::string_view StepName(Step step);
-// Accepts the names above or the step numbers "1".."6". INVALID_ARGUMENT otherwise.
-Result<Step> ParseStep(std::string_view text);
-
-// Test-only hooks read from the environment (never set in production):
-//   MIZARMP_KEYROT_CRASH_AFTER=<step>             SIGKILL the process right after that step
-//   MIZARMP_KEYROT_TEST_PBKDF2_ITERATIONS=<n>     new keyslots use PBKDF2 with n iterations
-inline constexpr const char* kCrashAfterEnv = "MIZARMP_KEYROT_CRASH_AFTER";
-inline constexpr const char* kTestPbkdfEnv = "MIZARMP_KEYROT_TEST_PBKDF2_ITERATIONS";
-
 struct RotatorOptions {
   ResolveOptions resolve;
-  PbkdfOptions pbkdf;               // production: libcryptsetup's defaults
-  std::optional<Step> crash_after;  // test hook
-  // Test hook: called after each step (before the crash hook), e.g. to hold a rotation open.
-  std::function<void(Step, const std::string& volume_id)> after_step;
+  PbkdfOptions pbkdf;              // production: libcryptsetup's defaults
+  RotationHooks* hooks = nullptr;  // not owned; null in production (keyrotation/hooks.h)
   size_t random_key_bytes = 32;
-
-  // Applies the test hooks above when set. INVALID_ARGUMENT on a malformed value.
-  Status ApplyTestHooksFromEnv();
 };
 
 struct RotateRequest {
@@ -111,10 +90,42 @@ class Rotator {
   };
   Result<std::unique_ptr<Guard>> Acquire(const std::string& volume_id);
 
-  Result<RecoveryOutcome> RecoverLocked(VolumeKeys& keys, LuksDevice& luks);
-  Status FinishRetirement(VolumeKeys& keys, LuksDevice& luks);
-  void AfterStep(Step step, const std::string& volume_id);
+  // Before the sequence, in Rotate()'s order:
+  // the volume's record; nullopt when it has none.
+  Result<std::optional<VolumeKeys>> StoredKeys(const std::string& volume_id);
+  // The device: the request's volume_path resolved, else the one the record names.
+  Result<std::string> DeviceOf(const RotateRequest& request,
+                               const std::optional<VolumeKeys>& stored) const;
+  // Finishes or rolls back what an interrupted rotation left in `keys`.
+  Status RecoverBeforeRotating(VolumeKeys& keys, const std::string& device, LuksDevice& luks);
+  // The keyslot the current key opens; FAILED_PRECONDITION when it opens none.
+  Result<int> CheckCurrentKey(const VolumeKeys& keys, LuksDevice& luks);
+  // The requested key, else a random one.
+  Result<std::string> NewKey(const RotateRequest& request) const;
   Result<std::string> RandomKey() const;
+
+  // The six steps; each is durable when it returns OK, and ends with AfterStep().
+  Status RecordPending(VolumeKeys& keys, const std::string& new_key);             // 1
+  Result<int> AddPendingKeyslot(VolumeKeys& keys, LuksDevice& luks);              // 2
+  Status VerifyPendingKeyslot(VolumeKeys& keys, LuksDevice& luks, int new_slot);  // 3
+  Status Promote(VolumeKeys& keys);                                               // 4
+  Status DestroyOldKeyslots(VolumeKeys& keys, LuksDevice& luks);                  // 5
+  Status DropOldKey(VolumeKeys& keys);                                            // 6
+  // Step 2 or 3 failed with `cause`: forgets the pending key (a failure to store that is only
+  // logged; recovery drops it later) and returns `cause`.
+  Status DropPending(VolumeKeys& keys, const Status& cause);
+
+  // Recovery of a volume whose rotation was interrupted (the guard is held).
+  Result<RecoveryOutcome> RecoverLocked(VolumeKeys& keys, LuksDevice& luks);
+  // `pending` set: promoted (completed) when its keyslot exists, else dropped (rolled back).
+  Result<RecoveryOutcome> SettlePending(VolumeKeys& keys, LuksDevice& luks);
+  // `previous` set: the old keyslot wiped and the old key dropped (completed), or back to the
+  // old key if the promoted one does not open the header (rolled back).
+  Result<RecoveryOutcome> SettlePrevious(VolumeKeys& keys, LuksDevice& luks);
+  Status FinishRetirement(VolumeKeys& keys, LuksDevice& luks);  // steps 5 and 6
+
+  void AfterStep(Step step, const std::string& volume_id);
+  PbkdfOptions NewKeyslotPbkdf() const;
 
   KeyStore& store_;
   RotatorOptions options_;

@@ -1,8 +1,23 @@
 #include "keyrotation/service.h"
 
+#include "addons/grpc_status.h"
+#include "addons/secrets.h"
 #include "common/log.h"
 
 namespace mizarmp::keyrotation {
+
+namespace {
+
+// Block vs. filesystem resolution, as the request's volume_capability says (unspecified when
+// it says neither).
+AccessType AccessOf(const encryptionkeyrotation::EncryptionKeyRotateRequest& request) {
+  if (!request.has_volume_capability()) return AccessType::kUnspecified;
+  if (request.volume_capability().has_block()) return AccessType::kBlock;
+  if (request.volume_capability().has_mount()) return AccessType::kMount;
+  return AccessType::kUnspecified;
+}
+
+}  // namespace
 
 KeyRotationService::KeyRotationService(Rotator& rotator,
                                        std::map<std::string, std::string> expected_secrets)
@@ -13,50 +28,52 @@ Status KeyRotationService::Rotate(
   if (request.volume_id().empty()) {
     return InvalidArgumentError("volume_id: required");
   }
-  MZ_RETURN_IF_ERROR(CheckSecrets(request.secrets(), expected_secrets_));
-  RotateRequest r;
-  r.volume_id = request.volume_id();
-  r.volume_path = request.volume_path();
-  r.new_key = request.encryption_key();
-  if (request.has_volume_capability()) {
-    if (request.volume_capability().has_block()) {
-      r.access = AccessType::kBlock;
-    } else if (request.volume_capability().has_mount()) {
-      r.access = AccessType::kMount;
-    }
-  }
-  return rotator_.Rotate(r);
+  MZ_RETURN_IF_ERROR(addons::CheckSecrets(request.secrets(), expected_secrets_));
+  return rotator_.Rotate(
+      {request.volume_id(), request.volume_path(), request.encryption_key(), AccessOf(request)});
 }
 
 grpc::Status KeyRotationService::EncryptionKeyRotate(
     grpc::ServerContext*, const encryptionkeyrotation::EncryptionKeyRotateRequest* request,
     encryptionkeyrotation::EncryptionKeyRotateResponse*) {
-  MZ_LOG(kInfo) << "EncryptionKeyRotate volume_id=\"" << request->volume_id() << "\" volume_path=\""
-                << request->volume_path()
-                << "\" key=" << (request->encryption_key().empty() ? "generated" : "supplied");
+  MZ_LOG(kInfo) << "EncryptionKeyRotate volume_id=" << Quoted(request->volume_id())
+                << " volume_path=" << Quoted(request->volume_path())
+                << " key=" << (request->encryption_key().empty() ? "generated" : "supplied");
   const Status s = Rotate(*request);
   if (!s.ok()) {
-    MZ_LOG(kWarn) << "EncryptionKeyRotate volume_id=\"" << request->volume_id()
-                  << "\": " << s.ToString();
+    MZ_LOG(kWarn) << "EncryptionKeyRotate volume_id=" << Quoted(request->volume_id()) << ": "
+                  << s.ToString();
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
+  return addons::ToGrpcStatus(s);
 }
 
 Result<std::unique_ptr<NodeKeyRotation>> NodeKeyRotation::Create(
-    const NodeKeyRotationConfig& config) {
+    const KeyRotationOptions& options, std::unique_ptr<RotationHooks> hooks) {
   std::unique_ptr<NodeKeyRotation> node(new NodeKeyRotation());
-  MZ_ASSIGN_OR_RETURN(node->store_, LocalKeyStore::Open(config.key_store_dir));
-  RotatorOptions options;
-  if (!config.mount_table.empty()) options.resolve.mount_table = config.mount_table;
-  MZ_RETURN_IF_ERROR(options.ApplyTestHooksFromEnv());
-  MZ_LOG(kInfo) << "EncryptionKeyRotation: key store " << config.key_store_dir << ", mount table "
-                << options.resolve.mount_table;
-  node->rotator_ = std::make_unique<Rotator>(*node->store_, std::move(options));
+  node->hooks_ = std::move(hooks);
+  MZ_ASSIGN_OR_RETURN(node->store_, LocalKeyStore::Open(options.key_store_dir));
+  RotatorOptions rotator_options;
+  if (!options.mount_table.empty()) rotator_options.resolve.mount_table = options.mount_table;
+  rotator_options.hooks = node->hooks_.get();
+  MZ_LOG(kInfo) << "EncryptionKeyRotation: key store " << options.key_store_dir << ", mount table "
+                << rotator_options.resolve.mount_table;
+  node->rotator_ = std::make_unique<Rotator>(*node->store_, std::move(rotator_options));
   if (Status s = node->rotator_->RecoverAll(); !s.ok()) {
     MZ_LOG(kWarn) << "key rotation recovery left work for later: " << s.ToString();
   }
-  node->service_ = std::make_unique<KeyRotationService>(*node->rotator_, config.expected_secrets);
+  node->service_ = std::make_unique<KeyRotationService>(*node->rotator_, options.expected_secrets);
   return node;
+}
+
+std::string NodeKeyRotation::health_name() const {
+  return encryptionkeyrotation::EncryptionKeyRotationController::service_full_name();
+}
+
+std::vector<identity::Capability> NodeKeyRotation::capabilities() const {
+  identity::Capability capability;
+  capability.mutable_encryption_key_rotation()->set_type(
+      identity::Capability::EncryptionKeyRotation::ENCRYPTIONKEYROTATION);
+  return {capability};
 }
 
 }  // namespace mizarmp::keyrotation

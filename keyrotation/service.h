@@ -1,11 +1,11 @@
-// The CSI-Addons EncryptionKeyRotationController on the node, and the wiring mizarmp-addons
-// uses in node mode.
+// The CSI-Addons EncryptionKeyRotationController on the node, and NodeKeyRotation, the
+// addons::AddonsService mizarmp-addons registers in node mode.
 //
 // EncryptionKeyRotate: INVALID_ARGUMENT without volume_id; UNAUTHENTICATED when the server has
-// expected secrets and the request does not carry every one of them with the same value;
-// otherwise Rotator::Rotate()'s status (NOT_FOUND, FAILED_PRECONDITION, ABORTED, ...).
-// volume_capability picks block vs. filesystem resolution when set. Neither the secrets nor
-// encryption_key ever reach a log line.
+// expected secrets and the request does not carry every one of them with the same value
+// (addons/secrets.h); otherwise Rotator::Rotate()'s status (NOT_FOUND, FAILED_PRECONDITION,
+// ABORTED, ...). volume_capability picks block vs. filesystem resolution when set. Neither the
+// secrets nor encryption_key ever reach a log line.
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -13,23 +13,24 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "addons/service.h"
 #include "common/status.h"
 #include "encryptionkeyrotation.grpc.pb.h"
-#include "fence/secrets.h"
+#include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
+#include "keyrotation/options.h"
 #include "keyrotation/rotator.h"
 
 namespace mizarmp::keyrotation {
-
-// Secrets are checked by the helper every mizarmp-addons service shares (fence/secrets.h).
-using fence::CheckSecrets;
 
 class KeyRotationService final
     : public encryptionkeyrotation::EncryptionKeyRotationController::Service {
  public:
   KeyRotationService(Rotator& rotator, std::map<std::string, std::string> expected_secrets);
 
+  // Rotate() answered as a gRPC status.
   grpc::Status EncryptionKeyRotate(
       grpc::ServerContext* context,
       const encryptionkeyrotation::EncryptionKeyRotateRequest* request,
@@ -43,27 +44,24 @@ class KeyRotationService final
   std::map<std::string, std::string> expected_secrets_;
 };
 
-struct NodeKeyRotationConfig {
-  std::string key_store_dir;
-  std::string mount_table;
-  std::map<std::string, std::string> expected_secrets;  // never logged
-};
-
-// Key store + rotator + service, as mizarmp-addons --mode node wires them: opens the local key
-// store, applies the test hooks from the environment and recovers interrupted rotations
-// (a volume that cannot be recovered now is logged and retried before its next rotation).
-class NodeKeyRotation {
+// Key store + rotator + service, as mizarmp-addons --mode node serves them. Advertises the
+// ENCRYPTIONKEYROTATION capability; has no readiness checks and no background work.
+class NodeKeyRotation final : public addons::AddonsService {
  public:
-  static Result<std::unique_ptr<NodeKeyRotation>> Create(const NodeKeyRotationConfig& config);
+  // Opens the local key store and recovers interrupted rotations (a volume that cannot be
+  // recovered now is logged and retried before its next rotation). `hooks` is null in
+  // production; test builds pass RotationHooksFromEnvironment()'s or their own.
+  static Result<std::unique_ptr<NodeKeyRotation>> Create(const KeyRotationOptions& options,
+                                                         std::unique_ptr<RotationHooks> hooks);
 
-  grpc::Service* service() { return service_.get(); }
-  static std::string service_name() {
-    return encryptionkeyrotation::EncryptionKeyRotationController::service_full_name();
-  }
-  Rotator& rotator() { return *rotator_; }
+  grpc::Service* grpc_service() override { return service_.get(); }
+  std::string health_name() const override;
+  std::vector<identity::Capability> capabilities() const override;
 
  private:
   NodeKeyRotation() = default;
+  // Declared in dependency order, so each is destroyed before what it uses.
+  std::unique_ptr<RotationHooks> hooks_;
   std::unique_ptr<LocalKeyStore> store_;
   std::unique_ptr<Rotator> rotator_;
   std::unique_ptr<KeyRotationService> service_;

@@ -1,7 +1,9 @@
-// EncryptionKeyRotation through gRPC: the real mizarmp-addons --mode node process, killed with
-// SIGKILL after each step of the rotation in turn (the test-only crash hook) and restarted;
-// Identity in node mode; concurrent rotations of one volume over a real socket.
+// EncryptionKeyRotation through gRPC: the real mizarmp-addons-testhooks --mode node process,
+// killed with SIGKILL after each step of the rotation in turn (the test-only crash hook) and
+// restarted; the production mizarmp-addons, which ignores the test hooks' variables; Identity in
+// node mode; concurrent rotations of one volume over a real socket.
 #include <grpcpp/grpcpp.h>
+#include <libcryptsetup.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -9,15 +11,17 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "addons/server.h"
 #include "common/fileutil.h"
 #include "encryptionkeyrotation.grpc.pb.h"
-#include "fence/server.h"
 #include "identity.grpc.pb.h"
+#include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
-#include "keyrotation/rotator.h"
 #include "keyrotation/service.h"
+#include "keyrotation/step.h"
 #include "tests/support/support.h"
 #include "tests/unit/keyrot_support.h"
 
@@ -27,6 +31,8 @@ namespace {
 using namespace std::chrono_literals;
 using mizarmp::testing::TempDir;
 using testing::ActiveKeyslots;
+using testing::CallbackHooks;
+using testing::KeyslotPbkdf;
 using testing::MakeLuksImage;
 using testing::Opens;
 
@@ -38,14 +44,20 @@ std::string LogOf(const std::string& path) {
   return text.ok() ? *text : std::string("(no log)");
 }
 
-// mizarmp-addons --mode node as a child process; SIGKILLed on destruction if still running.
+// The production server, whose test hooks never come from the environment, and the same server
+// linked with the hooks that read it (keyrotation/hooks.h).
+constexpr const char* kProductionBinary = "mizarmp-addons";
+constexpr const char* kTestHooksBinary = "mizarmp-addons-testhooks";
+
+// `binary` --mode node as a child process; SIGKILLed on destruction if still running.
 class AddonsNode {
  public:
   AddonsNode(const std::string& dir, const std::string& name,
              const std::map<std::string, std::string>& env,
-             const std::vector<std::string>& extra = {})
+             const std::vector<std::string>& extra = {},
+             const std::string& binary = kTestHooksBinary)
       : socket_(dir + "/" + name + ".sock"), log_(dir + "/" + name + ".log") {
-    std::vector<std::string> argv = {mizarmp::testing::BinDir() + "/mizarmp-addons",
+    std::vector<std::string> argv = {mizarmp::testing::BinDir() + "/" + binary,
                                      "--mode",
                                      "node",
                                      "--endpoint",
@@ -69,10 +81,11 @@ class AddonsNode {
     return pid_ > 0 && channel_->WaitForConnected(std::chrono::system_clock::now() + 20s);
   }
 
-  grpc::Status Rotate(const encryptionkeyrotation::EncryptionKeyRotateRequest& req) {
+  grpc::Status Rotate(const encryptionkeyrotation::EncryptionKeyRotateRequest& req,
+                      std::chrono::seconds deadline = 30s) {
     auto stub = encryptionkeyrotation::EncryptionKeyRotationController::NewStub(channel_);
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
     encryptionkeyrotation::EncryptionKeyRotateResponse resp;
     return stub->EncryptionKeyRotate(&ctx, req, &resp);
   }
@@ -196,7 +209,7 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, KeyRotCrash, ::testing::ValuesIn(kAllSteps),
 
 TEST(KeyRotNode, IdentityAdvertisesNodeServiceAndKeyRotation) {
   TempDir dir;
-  AddonsNode node(dir.path(), "ident", {});
+  AddonsNode node(dir.path(), "ident", {}, {}, kProductionBinary);
   ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
   auto stub = identity::Identity::NewStub(node.channel());
   grpc::ClientContext ctx;
@@ -261,21 +274,23 @@ TEST(KeyRotNode, ConcurrentRotationsOverGrpc) {
   std::condition_variable cv;
   int entered = 0;
   bool release = false;
-  RotatorOptions options;
-  options.pbkdf = PbkdfOptions::CheapForTests();
-  options.after_step = [&](Step step, const std::string&) {
+  auto hooks = std::make_unique<CallbackHooks>();
+  hooks->pbkdf = PbkdfOptions::CheapForTests();
+  hooks->after_step = [&](Step step, const std::string&) {
     if (step != Step::kPendingRecorded) return;
     std::unique_lock<std::mutex> lock(mu);
     ++entered;
     cv.notify_all();
     cv.wait(lock, [&] { return release; });
   };
-  Rotator rotator(**store, options);
-  KeyRotationService service(rotator, {});
-  fence::ServerOptions so;
+  KeyRotationOptions options;
+  options.key_store_dir = dir.path() + "/keys";
+  auto node = NodeKeyRotation::Create(options, std::move(hooks));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  addons::ServerOptions so;
   so.endpoint = "unix://" + dir.path() + "/c.sock";
-  fence::Server server(so);
-  server.AddService(&service, NodeKeyRotation::service_name());
+  addons::Server server(so);
+  server.Register(**node);
   ASSERT_TRUE(server.Start().ok());
   auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
   auto call = [&](const std::string& key) {
@@ -317,6 +332,43 @@ TEST(KeyRotNode, ConcurrentRotationsOverGrpc) {
   EXPECT_TRUE(Opens(image, "key-0"));
   EXPECT_FALSE(Opens(image, kOldKey));
   EXPECT_EQ(ActiveKeyslots(image), 1);
+}
+
+// The production binary links no test hooks: with both hook variables set in its environment
+// it neither kills itself after the named step nor gives the new keyslot the cheap PBKDF2;
+// the keyslot gets libcryptsetup's default PBKDF.
+TEST(KeyRotNode, ProductionBinaryIgnoresTheTestHookVariables) {
+  TempDir dir;
+  const std::string image = dir.path() + "/vol.img";
+  MakeLuksImage(image, kOldKey);
+  {
+    auto store = LocalKeyStore::Open(dir.path() + "/keys");
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put({"pvc-prod", image, kOldKey, "", ""}).ok());
+  }
+  const std::map<std::string, std::string> env = {
+      {kCrashAfterEnv, std::string(StepName(Step::kKeyslotAdded))}, {kTestPbkdfEnv, "1000"}};
+  AddonsNode node(dir.path(), "production", env, {}, kProductionBinary);
+  ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+
+  // The default PBKDF (memory-hard, benchmarked) makes this rotation take seconds.
+  const grpc::Status s = node.Rotate(Request("pvc-prod", image, kNewKey), 180s);
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << LogOf(node.log());
+  EXPECT_EQ(node.Wait(200ms), -1) << "the server exited; log:\n" << LogOf(node.log());
+  EXPECT_TRUE(Opens(image, kNewKey));
+  EXPECT_FALSE(Opens(image, kOldKey));
+  EXPECT_EQ(ActiveKeyslots(image), 1);
+
+  const std::optional<testing::KeyslotKdf> kdf = KeyslotPbkdf(image, kNewKey);
+  ASSERT_TRUE(kdf.has_value());
+  const crypt_pbkdf_type* defaults = crypt_get_pbkdf_default(CRYPT_LUKS2);
+  ASSERT_NE(defaults, nullptr);
+  EXPECT_EQ(kdf->type, defaults->type);
+  EXPECT_NE(kdf->type, CRYPT_KDF_PBKDF2);
+
+  const int raw = node.Terminate();
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+  EXPECT_EQ(LogOf(node.log()).find("test hook"), std::string::npos) << LogOf(node.log());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 """EncryptionKeyRotation through the independent Python gRPC client against a real
-mizarmp-addons --mode node process: the status codes a CSI-Addons caller sees for a missing
+mizarmp-addons-testhooks --mode node process (the server with the test hooks, for cheap PBKDF2
+keyslots): the status codes a CSI-Addons caller sees for a missing
 volume_id, an unknown volume and a device that is not LUKS2, the capabilities Identity
 advertises in node mode, and (when the cryptsetup CLI is installed to make the test image) a
 successful rotation whose new key opens the header and old key does not."""
@@ -19,6 +20,14 @@ CRYPTSETUP = shutil.which("cryptsetup") or (
     "/usr/sbin/cryptsetup" if os.access("/usr/sbin/cryptsetup", os.X_OK) else None)
 
 
+class TestHooksAddonsServer(ac.AddonsServer):
+    """The same server linked with the test hooks that read MIZARMP_KEYROT_* (found, like every
+    binary, in MIZARMP_BIN_DIR)."""
+
+    def command(self):
+        return [ac.binary("mizarmp-addons-testhooks")] + super().command()[1:]
+
+
 def cryptsetup(*args, key):
     """Runs the cryptsetup CLI with the passphrase on stdin."""
     run = subprocess.run([CRYPTSETUP, "--batch-mode", *args, "--key-file", "-"], input=key,
@@ -34,8 +43,8 @@ class KeyRotationTest(unittest.TestCase):
         cls.keys = os.path.join(cls.work.path, "keys")
         # Cheap PBKDF2 for the keyslots the server adds (a test-only hook of the server).
         os.environ["MIZARMP_KEYROT_TEST_PBKDF2_ITERATIONS"] = "1000"
-        cls.srv = ac.AddonsServer(cls.work.path, args=["--mode", "node",
-                                                       "--key-store-dir", cls.keys]).start()
+        cls.srv = TestHooksAddonsServer(cls.work.path, args=["--mode", "node",
+                                                             "--key-store-dir", cls.keys]).start()
         cls.channel = cls.srv.channel()
         pb = cls.stubs.encryptionkeyrotation_pb2_grpc
         cls.stub = pb.EncryptionKeyRotationControllerStub(cls.channel)

@@ -1,14 +1,20 @@
 // Helpers for the key rotation tests: LUKS2 image files made with libcryptsetup (cheap PBKDF2),
-// and checks of which keys open a header.
+// checks of which keys open a header and how a keyslot derives its key, and RotationHooks a
+// test fills in.
 #pragma once
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <libcryptsetup.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "common/fd.h"
+#include "keyrotation/hooks.h"
 #include "keyrotation/luks.h"
 
 namespace mizarmp::keyrotation::testing {
@@ -40,5 +46,42 @@ inline int ActiveKeyslots(const std::string& path) {
   if (!luks.ok()) return -1;
   return luks->ActiveKeyslots();
 }
+
+// How a keyslot derives its key: the PBKDF type ("pbkdf2", "argon2id", ...) and its cost.
+struct KeyslotKdf {
+  std::string type;
+  uint32_t iterations = 0;
+};
+
+// How the keyslot `key` opens on the LUKS2 header of `path` derives its key, read through
+// libcryptsetup (crypt_keyslot_get_pbkdf); nullopt when the header or the keyslot cannot be read.
+inline std::optional<KeyslotKdf> KeyslotPbkdf(const std::string& path, const std::string& key) {
+  crypt_device* cd = nullptr;
+  if (crypt_init(&cd, path.c_str()) < 0) return std::nullopt;
+  std::optional<KeyslotKdf> result;
+  if (crypt_load(cd, CRYPT_LUKS2, nullptr) == 0) {
+    const int slot =
+        crypt_activate_by_passphrase(cd, nullptr, CRYPT_ANY_SLOT, key.data(), key.size(), 0);
+    crypt_pbkdf_type pbkdf{};
+    // pbkdf.type points into `cd`: copied before crypt_free.
+    if (slot >= 0 && crypt_keyslot_get_pbkdf(cd, slot, &pbkdf) == 0 && pbkdf.type != nullptr) {
+      result = KeyslotKdf{pbkdf.type, pbkdf.iterations};
+    }
+  }
+  crypt_free(cd);
+  return result;
+}
+
+// RotationHooks whose behaviour the test sets: `after_step` runs after each step (e.g. to
+// watch the store or hold a rotation open), `pbkdf` replaces the rotator's for new keyslots.
+struct CallbackHooks final : RotationHooks {
+  std::function<void(Step, const std::string&)> after_step;
+  std::optional<PbkdfOptions> pbkdf;
+
+  void AfterStep(Step step, const std::string& volume_id) override {
+    if (after_step) after_step(step, volume_id);
+  }
+  std::optional<PbkdfOptions> NewKeyslotPbkdf() const override { return pbkdf; }
+};
 
 }  // namespace mizarmp::keyrotation::testing

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "addons/secrets.h"
 #include "common/fileutil.h"
 #include "keyrotation/keystore.h"
 #include "keyrotation/resolve.h"
@@ -25,6 +26,8 @@ namespace {
 
 using mizarmp::testing::TempDir;
 using testing::ActiveKeyslots;
+using testing::CallbackHooks;
+using testing::KeyslotPbkdf;
 using testing::MakeImageFile;
 using testing::MakeLuksImage;
 using testing::Opens;
@@ -51,6 +54,7 @@ class KeyRotTest : public ::testing::Test {
     store_ = std::move(*store);
     ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "", ""}).ok());
     options_.pbkdf = PbkdfOptions::CheapForTests();
+    options_.hooks = &hooks_;
     options_.resolve.mount_table = tmp_.path() + "/mountinfo";
     options_.resolve.sys_block_dir = tmp_.path() + "/sys/block";
     options_.resolve.dev_dir = tmp_.path() + "/dev";
@@ -66,6 +70,7 @@ class KeyRotTest : public ::testing::Test {
   TempDir tmp_;
   std::string image_;
   std::unique_ptr<LocalKeyStore> store_;
+  CallbackHooks hooks_;
   RotatorOptions options_;
 };
 
@@ -376,7 +381,7 @@ TEST_F(KeyRotTest, RotationFinishesAnInterruptedOneFirst) {
 TEST_F(KeyRotTest, EveryStepKeepsAStoredKeyThatOpens) {
   // Observe the store and the header after each step of a real rotation.
   std::vector<Step> seen;
-  options_.after_step = [&](Step step, const std::string&) {
+  hooks_.after_step = [&](Step step, const std::string&) {
     seen.push_back(step);
     const VolumeKeys k = Stored();
     const bool some_opens = Opens(image_, k.current) ||
@@ -399,7 +404,7 @@ TEST_F(KeyRotTest, ConcurrentRotationsOfOneVolume) {
   std::mutex mu;
   std::condition_variable cv;
   bool holding = false, release = false;
-  options_.after_step = [&](Step step, const std::string&) {
+  hooks_.after_step = [&](Step step, const std::string&) {
     if (step != Step::kPendingRecorded) return;
     std::unique_lock<std::mutex> lock(mu);
     holding = true;
@@ -439,6 +444,7 @@ TEST_F(KeyRotTest, ConcurrentRotationsOfOneVolume) {
 }
 
 TEST(KeyRotSecrets, CheckSecrets) {
+  using addons::CheckSecrets;
   google::protobuf::Map<std::string, std::string> got;
   EXPECT_TRUE(CheckSecrets(got, {}).ok());
   const std::map<std::string, std::string> want{{"token", "s3cret-value"}};
@@ -480,6 +486,119 @@ TEST(KeyRotSteps, NamesRoundTrip) {
     EXPECT_EQ(*ParseStep(std::to_string(static_cast<int>(s))), s);
   }
   EXPECT_EQ(ParseStep("bogus").status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(KeyRotTest, FindKeyslotSaysWhetherAKeyOpensWithoutAnError) {
+  auto luks = LuksDevice::Open(image_);
+  ASSERT_TRUE(luks.ok()) << luks.status().ToString();
+  auto slot = luks->FindKeyslot(kOldKey);
+  ASSERT_TRUE(slot.ok()) << slot.status().ToString();
+  ASSERT_TRUE(slot->has_value());
+  EXPECT_GE(**slot, 0);
+  EXPECT_TRUE(luks->Opens(kOldKey));
+  // A key that opens nothing is an answer, not an error.
+  auto none = luks->FindKeyslot("not-the-key");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(luks->Opens("not-the-key"));
+  // A check that cannot be made is an error.
+  EXPECT_EQ(luks->FindKeyslot("").status().code(), Code::kInvalidArgument);
+  EXPECT_FALSE(luks->Opens(""));
+}
+
+TEST_F(KeyRotTest, NewKeyslotsUseTheRotatorsPbkdfUnlessTheHooksReplaceIt) {
+  options_.pbkdf = PbkdfOptions::CheapForTests(1000);
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", image_, "own-pbkdf", AccessType::kBlock}).ok());
+  auto kdf = KeyslotPbkdf(image_, "own-pbkdf");
+  ASSERT_TRUE(kdf.has_value());
+  EXPECT_EQ(kdf->type, CRYPT_KDF_PBKDF2);
+  EXPECT_EQ(kdf->iterations, 1000u);
+
+  hooks_.pbkdf = PbkdfOptions::CheapForTests(2345);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", image_, "hooked-pbkdf", AccessType::kBlock}).ok());
+  kdf = KeyslotPbkdf(image_, "hooked-pbkdf");
+  ASSERT_TRUE(kdf.has_value());
+  EXPECT_EQ(kdf->type, CRYPT_KDF_PBKDF2);
+  EXPECT_EQ(kdf->iterations, 2345u);
+}
+
+TEST_F(KeyRotTest, StoredKeyThatDoesNotOpenSaysSo) {
+  ASSERT_TRUE(store_->Put({"vol-1", image_, "wrong-key", "", ""}).ok());
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-1", "", "x", AccessType::kUnspecified});
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "volume \"vol-1\": the stored key does not open the LUKS2 header of \"" +
+                             image_ + "\"");
+}
+
+// Hooks that record every step and give new keyslots cheap PBKDF2, owned by NodeKeyRotation.
+std::unique_ptr<RotationHooks> RecordingHooks(std::vector<Step>* seen) {
+  auto hooks = std::make_unique<CallbackHooks>();
+  hooks->after_step = [seen](Step step, const std::string&) { seen->push_back(step); };
+  hooks->pbkdf = PbkdfOptions::CheapForTests();
+  return hooks;
+}
+
+TEST_F(KeyRotTest, NodeKeyRotationIsTheEncryptionKeyRotationAddonsService) {
+  KeyRotationOptions options;
+  options.key_store_dir = tmp_.path() + "/keys";
+  options.mount_table = options_.resolve.mount_table;
+  auto node = NodeKeyRotation::Create(options, nullptr);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  addons::AddonsService& service = **node;
+  EXPECT_NE(service.grpc_service(), nullptr);
+  EXPECT_EQ(service.health_name(), "encryptionkeyrotation.EncryptionKeyRotationController");
+  const std::vector<identity::Capability> caps = service.capabilities();
+  ASSERT_EQ(caps.size(), 1u);
+  ASSERT_TRUE(caps[0].has_encryption_key_rotation());
+  EXPECT_EQ(caps[0].encryption_key_rotation().type(),
+            identity::Capability::EncryptionKeyRotation::ENCRYPTIONKEYROTATION);
+  EXPECT_TRUE(service.readiness_checks().empty());
+}
+
+TEST_F(KeyRotTest, NodeKeyRotationRecoversAtCreationThroughItsHooks) {
+  {
+    auto luks = LuksDevice::Open(image_);
+    ASSERT_TRUE(luks.ok());
+    ASSERT_TRUE(luks->AddKeyslot(kOldKey, "added-key", PbkdfOptions::CheapForTests()).ok());
+  }
+  ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "added-key", ""}).ok());
+  KeyRotationOptions options;
+  options.key_store_dir = tmp_.path() + "/keys";
+  std::vector<Step> seen;
+  auto node = NodeKeyRotation::Create(options, RecordingHooks(&seen));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, "added-key", "", ""}));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+  EXPECT_EQ(seen,
+            (std::vector<Step>{Step::kPromoted, Step::kOldKeyslotDestroyed, Step::kOldKeyDropped}));
+}
+
+TEST_F(KeyRotTest, NodeKeyRotationServesRotationsWithItsHooks) {
+  KeyRotationOptions options;
+  options.key_store_dir = tmp_.path() + "/keys";
+  std::vector<Step> seen;
+  auto node = NodeKeyRotation::Create(options, RecordingHooks(&seen));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  auto* service = static_cast<KeyRotationService*>((*node)->grpc_service());
+  encryptionkeyrotation::EncryptionKeyRotateRequest req;
+  req.set_volume_id("vol-1");
+  req.set_encryption_key("node-key");
+  encryptionkeyrotation::EncryptionKeyRotateResponse resp;
+  const grpc::Status s = service->EncryptionKeyRotate(nullptr, &req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(Opens(image_, "node-key"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
+  EXPECT_EQ(seen, std::vector<Step>(std::begin(kAllSteps), std::end(kAllSteps)));
+  auto kdf = KeyslotPbkdf(image_, "node-key");
+  ASSERT_TRUE(kdf.has_value());
+  EXPECT_EQ(kdf->type, CRYPT_KDF_PBKDF2);
+  // Errors keep their code and message on the way out.
+  req.clear_volume_id();
+  const grpc::Status missing = service->EncryptionKeyRotate(nullptr, &req, &resp);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(missing.error_message(), "volume_id: required");
 }
 
 }  // namespace
