@@ -48,7 +48,7 @@ Status Agent::SetUpBridge(const Cidr& gateway4, const std::optional<Cidr>& gatew
                                      " exists and is a \"" + link->kind + "\", not a bridge");
     }
     created_bridge_ = false;
-  } else if (link.status().code() == Code::kNotFound) {
+  } else if (link.status().IsNotFound()) {
     Status st = nl.CreateBridge(bridge_);
     if (!st.ok()) return st.WithContext("agent: creating bridge " + bridge_ + " in " + ns_label_);
     created_bridge_ = true;

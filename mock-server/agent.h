@@ -39,11 +39,9 @@ class Agent {
   // Creates the pair, enslaves the host end to the bridge and sets its admin state. On failure
   // nothing is left behind.
   Status Plug(const PlugRequest& request);
+  // Sets the host end administratively up or down.
   Status SetAdmin(const std::string& host_name, bool up);
   Status Unplug(const std::string& host_name);  // absent is success
-
-  const std::string& bridge() const { return bridge_; }
-  bool created_bridge() const { return created_bridge_; }
 
  private:
   Agent() = default;

@@ -5,13 +5,16 @@
 //   POST   /ports            {"port":{...}} -> 201 {"port":{...}};  {"ports":[...]} -> 201 bulk
 //   POST   /ports/bulk       {"ports":[...]} -> 201 {"ports":[...]}   (Alcor)
 //   GET    /ports/{id}       -> 200 {"port":{...}}; unknown: v0.1 200 {"port":null}, Alcor 404
-//   GET    /ports?k=v        -> 200 {"ports":[...]} filtered on any top-level field, e.g. binding:host_id
-//   PUT    /ports/{id}       {"port":{fields}} -> 200 {"port":{...}}; admin_state_up=false takes
+//   GET    /ports?k=v        -> 200 {"ports":[...]} filtered on any top-level field, e.g.
+//   binding:host_id PUT    /ports/{id}       {"port":{fields}} -> 200 {"port":{...}};
+//   admin_state_up=false takes
 //                            the host end of the agent's veth down, true brings it up again
 //   DELETE /ports/{id}       -> 200 (v0.1: also for unknown ids) / 404 unknown (Alcor)
+//   GET    /subnets          -> 200 {"subnets":[...]}
 //   GET    /subnets/{id}     -> 200 {"subnet":{...}} / 404
 // Control endpoints (not part of Mizar-MP):
 //   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "faults":{...}}
+//   GET  /mock/faults        {"faults":{...}}
 //   POST /mock/faults        a Faults document (fields below, snake_case); replaces the faults
 //   POST /mock/reset         drops every port (tearing down the agent's veths) and every fault
 //   GET  /healthz            200 "ok"
@@ -29,15 +32,15 @@ namespace mizarmp::mock {
 enum class Dialect { kV01, kAlcor };
 
 struct Faults {
-  int fail_creates = 0;        // the next N creates answer 500 (and create nothing)
-  int fail_deletes = 0;        // the next N deletes answer 500 (and delete nothing)
-  int fail_gets = 0;           // the next N GET port answer 503
-  bool never_ready = false;    // ports created from now on stay pending
-  bool fail_ready = false;     // ports created from now on go to failed/ERROR instead of ready
-  int delay_ms = 0;            // every REST response is delayed this long
-  int close_connections = 0;   // the next N REST requests get their connection closed, no response
-  int truncate_json = 0;       // the next N REST responses carry truncated JSON
-  int reject_creates = 0;      // the next N creates answer 400 (the request is refused)
+  int fail_creates = 0;       // the next N creates answer 500 (and create nothing)
+  int fail_deletes = 0;       // the next N deletes answer 500 (and delete nothing)
+  int fail_gets = 0;          // the next N GET port answer 503
+  bool never_ready = false;   // ports created from now on stay pending
+  bool fail_ready = false;    // ports created from now on go to failed/ERROR instead of ready
+  int delay_ms = 0;           // every REST response is delayed this long
+  int close_connections = 0;  // the next N REST requests get their connection closed, no response
+  int truncate_json = 0;      // the next N REST responses carry truncated JSON
+  int reject_creates = 0;     // the next N creates answer 400 (the request is refused)
 };
 
 struct Options {

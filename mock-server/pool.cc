@@ -1,6 +1,8 @@
 #include "mock-server/pool.h"
 
+#include <array>
 #include <cstdio>
+#include <utility>
 
 namespace mizarmp::mock {
 
@@ -82,9 +84,8 @@ bool AddressPool::IsHostOffsetAddress(const IpAddress& ip, std::string* why) con
 
 Result<IpAddress> AddressPool::Allocate() {
   if (used_.size() + 1 >= count_) {
-    return Status(Code::kResourceExhausted,
-                  "subnet " + network_.ToString() + " has no free address: all " +
-                      std::to_string(capacity()) + " host addresses are allocated");
+    return UnavailableError("subnet " + network_.ToString() + " has no free address: all " +
+                            std::to_string(capacity()) + " host addresses are allocated");
   }
   for (uint64_t i = 0; i < count_; ++i) {
     const uint64_t rel = (next_ + i) % count_;
@@ -94,7 +95,7 @@ Result<IpAddress> AddressPool::Allocate() {
     next_ = (rel + 1) % count_;
     return ip;
   }
-  return Status(Code::kResourceExhausted, "subnet " + network_.ToString() + " has no free address");
+  return UnavailableError("subnet " + network_.ToString() + " has no free address");
 }
 
 Status AddressPool::Reserve(const IpAddress& ip) {
@@ -115,13 +116,11 @@ Status AddressPool::Reserve(const IpAddress& ip) {
 
 void AddressPool::Release(const IpAddress& ip) { used_.erase(ip); }
 
-void AddressPool::Clear() { used_.clear(); }
-
 MacPool::MacPool(uint32_t seed) : counter_(seed & 0xffffff) {}
 
 Result<std::string> MacPool::Allocate() {
   if (used_.size() >= 0xffffff) {
-    return Status(Code::kResourceExhausted, "no free MAC address in fa:16:3e:00:00:00/24");
+    return UnavailableError("no free MAC address in fa:16:3e:00:00:00/24");
   }
   for (;;) {
     counter_ = (counter_ + 1) & 0xffffff;
@@ -133,5 +132,48 @@ Result<std::string> MacPool::Allocate() {
 }
 
 void MacPool::Release(const std::string& mac) { used_.erase(mac); }
+
+Lease::Lease(Lease&& other) noexcept
+    : addresses_(std::exchange(other.addresses_, {})),
+      macs_(std::exchange(other.macs_, nullptr)),
+      mac_(std::exchange(other.mac_, {})) {}
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    Release();
+    addresses_ = std::exchange(other.addresses_, {});
+    macs_ = std::exchange(other.macs_, nullptr);
+    mac_ = std::exchange(other.mac_, {});
+  }
+  return *this;
+}
+
+Lease::~Lease() { Release(); }
+
+Result<IpAddress> Lease::Allocate(AddressPool& pool) {
+  MZ_ASSIGN_OR_RETURN(IpAddress ip, pool.Allocate());
+  addresses_.emplace_back(&pool, ip);
+  return ip;
+}
+
+Status Lease::Reserve(AddressPool& pool, const IpAddress& ip) {
+  MZ_RETURN_IF_ERROR(pool.Reserve(ip));
+  addresses_.emplace_back(&pool, ip);
+  return Status::Ok();
+}
+
+Result<std::string> Lease::AllocateMac(MacPool& macs) {
+  MZ_ASSIGN_OR_RETURN(mac_, macs.Allocate());
+  macs_ = &macs;
+  return mac_;
+}
+
+void Lease::Release() {
+  for (const auto& [pool, ip] : addresses_) pool->Release(ip);
+  addresses_.clear();
+  if (macs_ != nullptr) macs_->Release(mac_);
+  macs_ = nullptr;
+  mac_.clear();
+}
 
 }  // namespace mizarmp::mock

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/ipaddr.h"
@@ -23,18 +24,15 @@ class AddressPool {
   // `network` must have no host bits; `gateway` must be a host address inside it.
   static Result<AddressPool> Create(const Cidr& network, const IpAddress& gateway);
 
-  // RESOURCE_EXHAUSTED naming the subnet when every address is taken.
+  // UNAVAILABLE naming the subnet when every address is taken (a port must go first).
   Result<IpAddress> Allocate();
   // Takes a requested address: INVALID_ARGUMENT when it is outside the subnet or is the
   // network/broadcast address, ALREADY_EXISTS when it is the gateway or already allocated.
   Status Reserve(const IpAddress& ip);
+  // Gives an address back; one that is not allocated is ignored.
   void Release(const IpAddress& ip);
-  void Clear();
 
-  bool Contains(const IpAddress& ip) const { return network_.Contains(ip); }
-  const Cidr& network() const { return network_; }
-  const IpAddress& gateway() const { return gateway_; }
-  size_t allocated_count() const { return used_.size(); }
+  // Every address handed out, in address order.
   std::vector<IpAddress> allocated() const { return {used_.begin(), used_.end()}; }
   // How many addresses can be handed out in all (gateway excluded).
   uint64_t capacity() const { return count_ - 1; }
@@ -55,13 +53,42 @@ class AddressPool {
 class MacPool {
  public:
   explicit MacPool(uint32_t seed);
+  // UNAVAILABLE when every MAC of the range is taken.
   Result<std::string> Allocate();
+  // Gives a MAC back; one that is not allocated is ignored.
   void Release(const std::string& mac);
-  void Clear() { used_.clear(); }
 
  private:
   uint32_t counter_;
   std::set<std::string> used_;
+};
+
+// What one port holds in the pools: its addresses and its MAC. A lease gives everything back to
+// the pools when it is destroyed, so a port whose build fails part-way through, a batch that is
+// refused, and a port that is deleted all leave nothing allocated, without undo code. The pools
+// must outlive the lease, and the lease is guarded by the pools' mutex.
+class Lease {
+ public:
+  Lease() = default;
+  Lease(Lease&& other) noexcept;
+  Lease& operator=(Lease&& other) noexcept;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease();
+
+  // The next free address of `pool`, held by this lease (see AddressPool::Allocate).
+  Result<IpAddress> Allocate(AddressPool& pool);
+  // `ip` from `pool`, held by this lease (see AddressPool::Reserve).
+  Status Reserve(AddressPool& pool, const IpAddress& ip);
+  // A fresh MAC from `macs`, held by this lease (see MacPool::Allocate). Called once per lease.
+  Result<std::string> AllocateMac(MacPool& macs);
+
+ private:
+  void Release();
+
+  std::vector<std::pair<AddressPool*, IpAddress>> addresses_;
+  MacPool* macs_ = nullptr;  // set once the lease holds mac_
+  std::string mac_;
 };
 
 }  // namespace mizarmp::mock

@@ -371,6 +371,45 @@ TEST_P(MockTest, SmallSubnetExhaustsWithAClearError) {
   EXPECT_EQ(Create(PortDoc("y-3")).status, 201);
 }
 
+// A create refused part-way through building its ports (a later item, or a later address of
+// the same port) gives back every address the earlier steps took.
+TEST_P(MockTest, RefusedCreateLeavesNothingAllocated) {
+  Options o = Opts();
+  o.cidr = "10.77.5.0/24";
+  o.subnet6_id = "6a6a6a6a-0000-4000-8000-000000000006";
+  o.cidr6 = "fd00:75::/64";
+  ASSERT_NO_FATAL_FAILURE(Start(o));
+  json keep = PortDoc("keep");
+  keep["fixed_ips"] = json::array({{{"subnet_id", kSubnet}, {"ip_address", "10.77.5.9"}}});
+  ASSERT_EQ(Create(keep).status, 201);
+  const json before = Get("/mock/state").j["allocated"];
+  ASSERT_EQ(before.size(), 2u) << before.dump() << ": one IPv4 and one IPv6 address";
+
+  // The second port of the batch asks for the first port's address.
+  json clash = PortDoc("n-2");
+  clash["fixed_ips"] = json::array({{{"subnet_id", kSubnet}, {"ip_address", "10.77.5.9"}}});
+  Http batch = Post(Ports(), json{{"ports", {PortDoc("n-1"), clash}}});
+  EXPECT_EQ(batch.status, 409) << batch.Describe();
+  EXPECT_EQ(Get("/mock/state").j["allocated"], before);
+
+  // The second requested address of one port names a subnet the controller does not have.
+  json half = PortDoc("n-3");
+  half["fixed_ips"] = json::array(
+      {{{"subnet_id", kSubnet}, {"ip_address", "10.77.5.20"}}, {{"subnet_id", "no-such-subnet"}}});
+  Http refused = Create(half);
+  EXPECT_EQ(refused.status, 400) << refused.Describe();
+  EXPECT_TRUE(Contains(refused.j.value("error", ""), "port.fixed_ips[1].subnet_id"))
+      << refused.body;
+  EXPECT_EQ(Get("/mock/state").j["allocated"], before);
+  EXPECT_EQ(server_->Ports().size(), 1u);
+
+  // The addresses are free again.
+  half["fixed_ips"].erase(1);
+  Http again = Create(half);
+  ASSERT_EQ(again.status, 201) << again.Describe();
+  EXPECT_EQ(again.j["port"]["fixed_ips"][0]["ip_address"], "10.77.5.20");
+}
+
 TEST_P(MockTest, Ipv6Subnet) {
   Options o = Opts();
   o.subnet6_id = "6a6a6a6a-0000-4000-8000-000000000006";
@@ -592,6 +631,63 @@ TEST(MockBinaryTest, UsageErrors) {
       "", std::chrono::seconds(20));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(Contains(r.err, "10.1.2.3/24")) << r.err;
+}
+
+// --help and the flag errors come from one table: every flag the scripts, tests and benchmarks
+// pass is listed, and a refused value names the flag and the accepted range.
+TEST(MockBinaryTest, HelpListsEveryFlagAndValuesAreChecked) {
+  const std::string bin = testing::BinDir() + "/mizarmp-mock";
+  auto r = testing::RunProcess({bin, "--help"}, {}, "", std::chrono::seconds(20));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* flag : {"--listen HOST:PORT",
+                           "--port-file PATH",
+                           "--dialect",
+                           "--project ID",
+                           "--vpc ID",
+                           "--subnet ID",
+                           "--cidr CIDR",
+                           "--gateway IP",
+                           "--subnet6 ID",
+                           "--cidr6 CIDR",
+                           "--ready-delay-ms N",
+                           "--gets-before-ready N",
+                           "--agent ",
+                           "--bridge NAME",
+                           "--agent-netns PATH",
+                           "--mtu N",
+                           "--tls-cert FILE",
+                           "--tls-key FILE",
+                           "--tls-client-ca FILE",
+                           "--token-file FILE",
+                           "--fail-creates N",
+                           "--fail-deletes N",
+                           "--fail-gets N",
+                           "--reject-creates N",
+                           "--close-connections N",
+                           "--truncate-json N",
+                           "--delay-ms N",
+                           "--never-ready",
+                           "--fail-ready",
+                           "--log-level LEVEL",
+                           "--log-file PATH"}) {
+    EXPECT_TRUE(Contains(r.out, flag)) << flag << " missing from:\n" << r.out;
+  }
+  EXPECT_TRUE(Contains(r.out, "default 127.0.0.1:9090")) << r.out;
+
+  r = testing::RunProcess({bin, "--mtu", "10"}, {}, "", std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--mtu: \"10\" is not an integer in 68..65535")) << r.err;
+  r = testing::RunProcess({bin, "--listen", "127.0.0.1:70000"}, {}, "", std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--listen: port \"70000\" is not in 0..65535")) << r.err;
+  r = testing::RunProcess({bin, "--log-level", "loud"}, {}, "", std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--log-level: ")) << r.err;
+  r = testing::RunProcess({bin, "--dialect", "v9"}, {}, "", std::chrono::seconds(20));
+  EXPECT_TRUE(Contains(r.err, "--dialect: must be v0.1 or alcor")) << r.err;
+  r = testing::RunProcess({bin, "--port-file"}, {}, "", std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Contains(r.err, "flag --port-file: needs a value")) << r.err;
 }
 
 }  // namespace

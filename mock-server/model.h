@@ -1,0 +1,133 @@
+// The mock's Mizar-MP controller (private to mock-server/): one project with its IPv4 (and
+// optional IPv6) subnet, the port table, address and MAC allocation, port readiness, and the host
+// agent that plugs a veth for each port going ready. No HTTP: the routes (routes.h) turn
+// requests into calls here and the Status codes below into HTTP answers.
+//
+// Every public method is thread-safe. Port documents are JSON in the options' dialect.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/ipaddr.h"
+#include "common/status.h"
+#include "mizarmp-client/types.h"
+#include "mock-server/agent.h"
+#include "mock-server/mock.h"
+#include "mock-server/pool.h"
+#include "mock-server/port.h"
+
+namespace mizarmp::mock {
+
+class Model {
+ public:
+  // Checks the project, subnet and readiness options and opens the agent's namespace (when
+  // options.agent); nothing is set up yet. INVALID_ARGUMENT naming the bad option.
+  static Result<std::unique_ptr<Model>> Create(const Options& options);
+  ~Model();  // Stop()
+
+  // Sets up the agent's bridge and starts the timer that moves pending ports on.
+  Status Start();
+  // Stops the timer and removes every veth and the bridge the agent created; the port table
+  // stays. Idempotent.
+  void Stop();
+
+  // Creates the ports of a create request, all or none: `items` is the array of port objects,
+  // named "ports[i]" in errors when `bulk`, else "port". `faults` decides whether the new ports
+  // never get ready or fail. Returns their documents. INVALID_ARGUMENT (bad item),
+  // ALREADY_EXISTS (id taken), NOT_FOUND (another controller's network), UNAVAILABLE (subnet or
+  // MAC range full).
+  Result<std::vector<nlohmann::json>> CreatePorts(const nlohmann::json& items, bool bulk,
+                                                  const Faults& faults);
+  // The port's document; moves it on first if it is due, then counts this read toward
+  // gets_before_ready. NOT_FOUND "port ID not found".
+  Result<nlohmann::json> GetPort(const std::string& id);
+  // The documents of the ports matching `query` (see MatchesQuery), in creation order; moves
+  // every due port on first.
+  std::vector<nlohmann::json> ListPorts(const std::multimap<std::string, std::string>& query);
+  // Applies a PUT's port fields and returns the document; a changed admin_state_up is applied
+  // to the agent's host end. NOT_FOUND, INVALID_ARGUMENT (see ApplyUpdate), INTERNAL with the
+  // agent's message when the host end cannot be set.
+  Result<nlohmann::json> UpdatePort(const std::string& id, const nlohmann::json& patch);
+  // Deletes the port, its addresses and its veth. NOT_FOUND "port ID not found".
+  Status DeletePort(const std::string& id);
+  // Deletes every port and veth; returns how many ports there were.
+  size_t DeleteAllPorts();
+
+  // The subnet with that id; NOT_FOUND "subnet ID not found".
+  Result<client::Subnet> Subnet(const std::string& id) const;
+  // IPv4 first, then IPv6 when configured.
+  std::vector<client::Subnet> Subnets() const;
+
+  struct Usage {
+    size_t ports = 0;
+    std::vector<std::string> allocated;  // every address handed out, IPv4 first
+  };
+  Usage usage() const;
+  std::vector<PortSummary> Summaries() const;  // in creation order
+
+  bool has_agent() const { return agent_ != nullptr; }
+  const Cidr& cidr4() const { return cidr4_; }
+
+ private:
+  explicit Model(const Options& options);
+  // Parses the options' IPv4 (and IPv6) subnet into the CIDRs, gateways and pools below.
+  Status SetUpSubnets();
+
+  // --- under mu_ ---
+  Result<PortRecord> BuildPort(const nlohmann::json& item, const std::string& where,
+                               const std::set<std::string>& batch_ids);
+  Result<std::vector<client::FixedIp>> TakeAddresses(const std::vector<client::FixedIp>& requested,
+                                                     const std::string& where, Lease& lease);
+  void SetPhase(PortRecord& r, Phase phase) const;
+  bool Due(const PortRecord& r, std::chrono::steady_clock::time_point now) const;
+  std::string ReserveHostName(const std::string& port_id);
+  void WakeTimer();
+  client::Subnet SubnetDocument(bool six) const;
+
+  // --- readiness ---
+  void TimerLoop();
+  void Activate(const std::string& id);
+  std::optional<PlugRequest> BeginActivation(const std::string& id, uint64_t* seq);
+  void FinishActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
+                        const Status& plugged);
+  Status SyncAdmin(const std::string& id);
+  // Removes a host end (logging a failure, prefixed by `context`) and frees its name.
+  void Unplug(const std::string& host_name, const std::string& context);
+
+  const Options options_;
+  Cidr cidr4_;
+  IpAddress gateway4_;
+  std::optional<Cidr> cidr6_;
+  IpAddress gateway6_;
+  Networks networks_;
+  std::unique_ptr<Agent> agent_;
+  std::thread timer_;
+
+  // Everything below is guarded by mu_. The pools come before the ports: a port's lease gives
+  // its addresses back to them when the port goes.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // wakes the timer
+  bool started_ = false;
+  bool stopping_ = false;
+  bool kicked_ = false;
+  AddressPool pool4_;
+  std::optional<AddressPool> pool6_;
+  MacPool macs_{0};
+  std::set<std::string> host_names_;  // reserved host-end names
+  std::map<std::string, PortRecord> ports_;
+  uint64_t next_seq_ = 1;
+
+  std::mutex admin_mu_;  // serialises applying admin_state_up to links
+};
+
+}  // namespace mizarmp::mock

@@ -1,0 +1,297 @@
+#include "mock-server/routes.h"
+
+#include <httplib.h>
+
+#include <exception>
+#include <utility>
+
+#include "common/fileutil.h"
+#include "common/log.h"
+#include "mock-server/dump.h"
+#include "mock-server/http.h"
+
+namespace mizarmp::mock {
+
+namespace {
+
+using nlohmann::json;
+
+Reply ErrorReply(int status, std::string message) {
+  return Reply{status, json{{"error", std::move(message)}}};
+}
+
+// The HTTP status of a failed model call (see the codes in model.h).
+int HttpStatus(const Status& s) {
+  if (s.IsInvalidArgument()) return 400;
+  if (s.IsNotFound()) return 404;
+  if (s.IsAlreadyExists()) return 409;
+  if (s.IsTransient()) return 503;
+  return 500;
+}
+
+Reply FailureReply(const Status& s) { return ErrorReply(HttpStatus(s), s.message()); }
+
+void Send(httplib::Response& res, const Reply& r) {
+  res.status = r.status;
+  res.set_content(Dump(r.body), "application/json");
+}
+
+// Parses a request body, naming the problem on failure.
+Result<json> ParseBody(const std::string& body) {
+  if (Trim(body).empty()) return InvalidArgumentError("request body is empty; expected JSON");
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    return InvalidArgumentError(std::string("request body is not valid JSON: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Routes>> Routes::Create(const Options& options, Model& model,
+                                               FaultInjector& faults) {
+  std::string token;
+  if (!options.token_file.empty()) {
+    auto t = ReadFile(options.token_file);
+    if (!t.ok()) return t.status().WithContext("mock: token file");
+    token = Trim(*t);
+    if (token.empty()) {
+      return InvalidArgumentError("mock: token file " + options.token_file + " is empty");
+    }
+  }
+  return std::unique_ptr<Routes>(new Routes(options, std::move(token), model, faults));
+}
+
+Routes::Routes(const Options& options, std::string token, Model& model, FaultInjector& faults)
+    : options_(options), token_(std::move(token)), model_(model), faults_(faults) {}
+
+void Routes::Install(httplib::Server& s) {
+  using httplib::Request;
+  using httplib::Response;
+  const std::string p = "/project/([^/]+)";
+  s.Post(p + "/ports", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return CreatePorts(q, false); });
+  });
+  s.Post(p + "/ports/bulk", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return CreatePorts(q, true); });
+  });
+  s.Get(p + "/ports",
+        [this](const Request& q, Response& r) { Serve(q, r, [&] { return ListPorts(q); }); });
+  s.Get(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return GetPort(q.matches[2].str()); });
+  });
+  s.Put(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return UpdatePort(q.matches[2].str(), q); });
+  });
+  s.Delete(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return DeletePort(q.matches[2].str()); });
+  });
+  s.Get(p + "/subnets",
+        [this](const Request& q, Response& r) { Serve(q, r, [&] { return ListSubnets(); }); });
+  s.Get(p + "/subnets/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return GetSubnet(q.matches[2].str()); });
+  });
+
+  s.Get("/healthz", [](const Request&, Response& r) {
+    r.status = 200;
+    r.set_content("ok", "text/plain");
+  });
+  s.Get("/mock/state", [this](const Request&, Response& r) { Send(r, State()); });
+  s.Get("/mock/faults", [this](const Request&, Response& r) {
+    Send(r, Reply{200, json{{"faults", FaultsToJson(faults_.Get())}}});
+  });
+  s.Post("/mock/faults", [this](const Request& q, Response& r) { Send(r, SetFaults(q)); });
+  s.Post("/mock/reset", [this](const Request&, Response& r) { Send(r, Reset()); });
+
+  auto no_route = [](const Request& q, Response& r) {
+    Send(r, ErrorReply(404, "no such endpoint: " + q.method + " " + q.path));
+  };
+  s.Get(".*", no_route);
+  s.Post(".*", no_route);
+  s.Put(".*", no_route);
+  s.Delete(".*", no_route);
+  s.Patch(".*", no_route);
+
+  s.set_logger([this](const Request& q, const Response& r) {
+    if (options_.verbose) {
+      MZ_LOG(kInfo) << q.method << " " << q.path << " -> " << r.status;
+    } else {
+      MZ_LOG(kDebug) << q.method << " " << q.path << " -> " << r.status;
+    }
+  });
+}
+
+void Routes::Stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+// --- the REST pipeline ------------------------------------------------------------------------
+
+void Routes::Serve(const httplib::Request& req, httplib::Response& res,
+                   const std::function<Reply()>& handler) {
+  requests_.fetch_add(1);
+  const FaultInjector::ConnectionFault connection = faults_.OnRequest();
+  if (connection.drop) {
+    if (DropConnection(req)) {
+      MZ_LOG(kDebug) << req.method << " " << req.path << ": connection closed (fault)";
+    } else {
+      MZ_LOG(kWarn) << req.method << " " << req.path
+                    << ": close_connections: the connection's socket was not found";
+    }
+    Send(res, ErrorReply(500, "injected fault: close_connections"));
+    return;
+  }
+  if (connection.delay_ms > 0) Sleep(connection.delay_ms);
+  Reply reply;
+  const std::string project = req.matches.size() < 2 ? std::string() : req.matches[1].str();
+  if (!Authorized(req)) {
+    reply = ErrorReply(401, "unauthorized");
+  } else if (project != options_.project_id) {
+    reply = ErrorReply(404, "project " + project + " not found");
+  } else {
+    try {
+      reply = handler();
+    } catch (const std::exception& e) {
+      reply = ErrorReply(500, std::string("internal error: ") + e.what());
+    }
+  }
+  std::string text = Dump(reply.body);
+  if (faults_.Take(&Faults::truncate_json)) text = text.substr(0, text.size() / 2);
+  res.status = reply.status;
+  res.set_content(text, "application/json");
+}
+
+bool Routes::Authorized(const httplib::Request& req) const {
+  if (token_.empty()) return true;
+  return ConstantTimeEqual(req.get_header_value("Authorization"), "Bearer " + token_);
+}
+
+// Sleeps `ms` unless the routes stop meanwhile.
+void Routes::Sleep(int ms) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait_for(lk, std::chrono::milliseconds(ms), [this] { return stopping_; });
+}
+
+// --- REST handlers ----------------------------------------------------------------------------
+
+// POST ports takes {"port":{...}} or {"ports":[...]}; POST ports/bulk only the latter.
+Reply Routes::CreatePorts(const httplib::Request& req, bool bulk_url) {
+  if (faults_.Take(&Faults::fail_creates)) return ErrorReply(500, "injected fault: fail_creates");
+  if (faults_.Take(&Faults::reject_creates)) {
+    return ErrorReply(400, "injected fault: reject_creates: the create request is refused");
+  }
+  auto doc = ParseBody(req.body);
+  if (!doc.ok()) return ErrorReply(400, doc.status().message());
+  if (!doc->is_object()) {
+    return ErrorReply(400,
+                      std::string("request body must be a JSON object, got ") + doc->type_name());
+  }
+  auto ports = doc->find("ports");
+  if (bulk_url || ports != doc->end()) {
+    if (ports == doc->end() || !ports->is_array()) {
+      return ErrorReply(400, "bulk create needs a \"ports\" array");
+    }
+    if (ports->empty()) return ErrorReply(400, "bulk create: \"ports\" is empty");
+    return Created(*ports, true);
+  }
+  auto port = doc->find("port");
+  if (port == doc->end()) {
+    return ErrorReply(400, "request body needs a \"port\" object or a \"ports\" array");
+  }
+  return Created(json::array({*port}), false);
+}
+
+Reply Routes::Created(const json& items, bool bulk) {
+  auto made = model_.CreatePorts(items, bulk, faults_.Get());
+  if (!made.ok()) return FailureReply(made.status());
+  if (bulk) return Reply{201, json{{"ports", std::move(made).value()}}};
+  return Reply{201, json{{"port", std::move(made->front())}}};
+}
+
+Reply Routes::GetPort(const std::string& id) {
+  if (faults_.Take(&Faults::fail_gets)) return ErrorReply(503, "injected fault: fail_gets");
+  auto port = model_.GetPort(id);
+  if (port.status().IsNotFound()) return UnknownPort(id);
+  if (!port.ok()) return FailureReply(port.status());
+  return Reply{200, json{{"port", std::move(port).value()}}};
+}
+
+// An unknown port reads as {"port":null} in v0.1 and as 404 in Alcor.
+Reply Routes::UnknownPort(const std::string& id) const {
+  if (alcor()) return ErrorReply(404, "port " + id + " not found");
+  return Reply{200, json{{"port", nullptr}}};
+}
+
+Reply Routes::ListPorts(const httplib::Request& req) {
+  return Reply{200, json{{"ports", model_.ListPorts(req.params)}}};
+}
+
+// PUT ports/{id} takes {"port":{fields}} (or the fields alone).
+Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
+  auto doc = ParseBody(req.body);
+  if (!doc.ok()) return ErrorReply(400, doc.status().message());
+  const json* patch = &*doc;
+  if (doc->is_object() && doc->contains("port")) patch = &(*doc)["port"];
+  if (!patch->is_object()) {
+    return ErrorReply(400,
+                      std::string("PUT body must be {\"port\":{...}}, got ") + patch->type_name());
+  }
+  auto port = model_.UpdatePort(id, *patch);
+  if (!port.ok()) return FailureReply(port.status());
+  return Reply{200, json{{"port", std::move(port).value()}}};
+}
+
+// Deleting an unknown port succeeds in v0.1 and is 404 in Alcor.
+Reply Routes::DeletePort(const std::string& id) {
+  if (faults_.Take(&Faults::fail_deletes)) return ErrorReply(500, "injected fault: fail_deletes");
+  Status st = model_.DeletePort(id);
+  if (st.IsNotFound() && !alcor()) return Reply{200, json::object()};
+  if (!st.ok()) return FailureReply(st);
+  return Reply{200, json::object()};
+}
+
+Reply Routes::GetSubnet(const std::string& id) const {
+  auto subnet = model_.Subnet(id);
+  if (!subnet.ok()) return FailureReply(subnet.status());
+  return Reply{200, json{{"subnet", client::SubnetToJson(*subnet)}}};
+}
+
+Reply Routes::ListSubnets() const {
+  json out = json::array();
+  for (const client::Subnet& s : model_.Subnets()) out.push_back(client::SubnetToJson(s));
+  return Reply{200, json{{"subnets", std::move(out)}}};
+}
+
+// --- control handlers -------------------------------------------------------------------------
+
+Reply Routes::State() const {
+  Model::Usage usage = model_.usage();
+  return Reply{200, json{{"ports", usage.ports},
+                         {"allocated", std::move(usage.allocated)},
+                         {"requests", requests_.load()},
+                         {"faults", FaultsToJson(faults_.Get())},
+                         {"dialect", alcor() ? "alcor" : "v0.1"}}};
+}
+
+Reply Routes::SetFaults(const httplib::Request& req) {
+  auto doc = ParseBody(req.body);
+  if (!doc.ok()) return ErrorReply(400, doc.status().message());
+  auto f = FaultsFromJson(*doc);
+  if (!f.ok()) return ErrorReply(400, f.status().message());
+  faults_.Set(*f);
+  MZ_LOG(kInfo) << "faults set: " << Dump(FaultsToJson(*f));
+  return Reply{200, json{{"faults", FaultsToJson(*f)}}};
+}
+
+Reply Routes::Reset() {
+  const size_t n = model_.DeleteAllPorts();
+  faults_.Set(Faults{});
+  MZ_LOG(kInfo) << "reset: dropped " << n << " ports and every fault";
+  return Reply{200, json{{"dropped", n}}};
+}
+
+}  // namespace mizarmp::mock

@@ -1,0 +1,88 @@
+// The mock's HTTP API (private to mock-server/): the REST routes of both wire dialects (v0.1
+// and Alcor), the bearer token, the injected faults on the way in and out, and the control
+// endpoints (/mock/state, /mock/faults, /mock/reset, /healthz). See mock.h for the API; the
+// model (model.h) does the work, this file turns requests into calls and Status into answers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/status.h"
+#include "mock-server/faults.h"
+#include "mock-server/mock.h"
+#include "mock-server/model.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace mizarmp::mock {
+
+// One HTTP answer: a status code and a JSON body.
+struct Reply {
+  int status = 200;
+  nlohmann::json body;
+};
+
+class Routes {
+ public:
+  // Reads the token file of the options, if any (INVALID_ARGUMENT when it is empty, the read
+  // error when it cannot be read). `model` and `faults` must outlive the routes.
+  static Result<std::unique_ptr<Routes>> Create(const Options& options, Model& model,
+                                                FaultInjector& faults);
+
+  // Adds every route, the catch-all 404 and the request log to `server`.
+  void Install(httplib::Server& server);
+  // Wakes the requests sleeping out delay_ms, so the server can stop at once.
+  void Stop();
+
+  uint64_t requests() const { return requests_.load(); }  // REST requests, control excluded
+
+ private:
+  Routes(const Options& options, std::string token, Model& model, FaultInjector& faults);
+
+  // The pipeline of every REST request: connection faults, token, project, the handler, the
+  // truncate_json fault.
+  void Serve(const httplib::Request& req, httplib::Response& res,
+             const std::function<Reply()>& handler);
+  bool Authorized(const httplib::Request& req) const;
+  void Sleep(int ms);
+
+  // REST handlers.
+  Reply CreatePorts(const httplib::Request& req, bool bulk_url);
+  Reply Created(const nlohmann::json& items, bool bulk);
+  Reply GetPort(const std::string& id);
+  Reply ListPorts(const httplib::Request& req);
+  Reply UpdatePort(const std::string& id, const httplib::Request& req);
+  Reply DeletePort(const std::string& id);
+  Reply GetSubnet(const std::string& id) const;
+  Reply ListSubnets() const;
+  Reply UnknownPort(const std::string& id) const;
+
+  // Control handlers.
+  Reply State() const;
+  Reply SetFaults(const httplib::Request& req);
+  Reply Reset();
+
+  bool alcor() const { return options_.dialect == Dialect::kAlcor; }
+
+  const Options options_;
+  const std::string token_;  // empty: no check
+  Model& model_;
+  FaultInjector& faults_;
+  std::atomic<uint64_t> requests_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // wakes sleeping requests on Stop()
+  bool stopping_ = false;
+};
+
+}  // namespace mizarmp::mock
