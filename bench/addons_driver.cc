@@ -4,7 +4,7 @@
 //   rpc         Identity.Probe and FenceController.ListClusterFence: calls/s and latency with
 //               --clients concurrent clients (one channel and connection each), mizarmp-addons vs
 //               mizarmp-bench-bare-grpc (empty handlers), interleaved in rounds
-//   getclients  GetFenceClients over --records attachment records (cni::RecordStore::Write, the
+//   getclients  GetFenceClients over --records attachment records (records::RecordStore::Write, the
 //               plugin's <stateDir>/<network>/<containerId>_<ifname>.json) of --nodes nodes:
 //               the whole cluster, and narrowed to one node (parameter hostId)
 //   fence       FenceClusterNetwork of --cidrs CIDRs against --ports ports at mizarmp-mock: time,
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "bench/support.h"
-#include "cni/records.h"
+#include "records/records.h"
 #include "fence.grpc.pb.h"
 #include "identity.grpc.pb.h"
 
@@ -408,11 +408,11 @@ class Bench {
   bool GetClients() {
     const std::string state = o_.work_dir + "/gc-state";
     fs::remove_all(state);
-    mizarmp::cni::RecordStore store(state);
+    mizarmp::records::RecordStore store(state);
     const auto t0 = mb::Clock::now();
     for (int i = 0; i < o_.records; ++i) {
-      mizarmp::cni::Record r;
-      r.state = mizarmp::cni::Record::State::kComplete;
+      mizarmp::records::Record r;
+      r.state = mizarmp::records::Record::State::kComplete;
       r.network = "mzbench";
       char buf[64];
       std::snprintf(buf, sizeof(buf), "c%06d", i);
@@ -431,7 +431,7 @@ class Bench {
       r.mac = buf;
       std::snprintf(buf, sizeof(buf), "10.246.%d.%d/16", (i + 2) / 256, (i + 2) % 256);
       r.ips.push_back({buf, "10.246.0.1"});
-      r.created_at = mizarmp::cni::NowRfc3339();
+      r.created_at = mizarmp::records::NowRfc3339();
       if (auto s = store.Write(r); !s.ok()) return Fail("RecordStore::Write: " + s.ToString());
     }
     json out = {{"records", o_.records},

@@ -201,7 +201,7 @@ def main():
       f"{M.get('client_log', '?')} |")
     p(f"| reference plugins | {M.get('ptp', '?')} (`/usr/lib/cni/ptp` + `host-local`) |")
     p(f"| last commit touching fence/ | {M.get('fence_log', '?') or 'none'} |")
-    p(f"| last commit touching fence/health.cc | {M.get('health_log', '') or 'none (gRPC default health service)'} |")
+    p(f"| last commit touching addons/health.cc | {M.get('health_log', '') or 'none (gRPC default health service)'} |")
     p("")
     p("Commands (as `bench/run.sh` ran them):")
     p("")
@@ -362,7 +362,7 @@ def main():
       f"({len(all_ldd)} vs {len(ldd)} libraries"
       + ("" if same else f"; only in the probe: {sorted(set(all_ldd) - set(ldd))}, only in mizarmp: "
                          f"{sorted(set(ldd) - set(all_ldd))}") + ").")
-    p(f"- **GetFenceClients keeps the parsed records** (fence/record_cache.h): a network directory is listed and "
+    p(f"- **GetFenceClients keeps the parsed records** (records/cache.h): a network directory is listed and "
       "parsed again only when its device, inode or mtime changed (the plugin only renames records into it or "
       f"unlinks them). 10,000 records / 100 nodes: {PREVIOUS['gc_ms']} -> {fmt(gc_med)} median; one node (`hostId`) "
       f"{PREVIOUS['gc_node_ms']} -> {fmt(gc_node)}.")
@@ -508,7 +508,7 @@ def main():
     p("")
     if rpc:
         p("Three servers in turn: mizarmp-addons, the bare server, and the bare server with gRPC's default")
-        p("health service switched on (`grpc::EnableDefaultHealthCheckService(true)`, what fence/server.cc used")
+        p("health service switched on (`grpc::EnableDefaultHealthCheckService(true)`, what the server (now addons/server.cc) used")
         p("before it served its own sync health service). Server CPU per call = the server process's")
         p("utime+stime (`/proc/PID/stat`) over the round / calls.")
         p("")
@@ -873,7 +873,7 @@ def main():
         p("### GetFenceClients: building the answer")
         p("")
         p(f"- {fmt(gc_med)} for {gc['records']:,} records = {fmt(per_rec, 'us', 1)} per record (narrowed to one "
-          f"node: {fmt(gc_node)}). The records are cached (fence/record_cache.h), so a call stats each network "
+          f"node: {fmt(gc_node)}). The records are cached (records/cache.h), so a call stats each network "
           "directory and then walks every cached record: parses each pod address into a CIDR, groups by host "
           "and merges each node's list; the `hostId` filter skips other nodes' records but still visits them. "
           f"Server CPU per call: {fmt(gc.get('server_cpu_ms_per_call'), 'ms', 1)} ({gc.get('profiled_calls')} "

@@ -54,7 +54,7 @@ M=$WORK/machine.txt
   echo "commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   echo "dirty=$(git -C "$ROOT" status --porcelain -- bench cni common mizarmp-client netns mock-server fence 2>/dev/null | wc -l)"
   echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
-  echo "health_log=$(git -C "$ROOT" log --oneline -1 -- fence/health.cc 2>/dev/null)"
+  echo "health_log=$(git -C "$ROOT" log --oneline -1 -- addons/health.cc 2>/dev/null)"
   echo "client_log=$(git -C "$ROOT" log --oneline -1 -- mizarmp-client 2>/dev/null)"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$M"
