@@ -66,7 +66,9 @@ class AddCommand {
 
     // From here on every failure deletes the port and the record before it is returned.
     if (StepError e = AddAfterIntent()) return Fail(CleanUpFailedAdd(std::move(*e), *lock));
-    return Ok(ResultToJson(result_, conf_.cni_version).dump());
+    // Values from the environment are valid UTF-8 (env.cc); replace rather than throw anyway.
+    return Ok(ResultToJson(result_, conf_.cni_version)
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
  private:
@@ -98,8 +100,14 @@ class AddCommand {
     // An ADD crashed or was killed after writing its intent: remove what it may have made.
     MZ_LOG(kInfo) << "found the intent record of an interrupted ADD; deleting its port "
                   << existing.port_id;
-    return DeletePort(existing.port_id,
-                      "deleting port " + existing.port_id + " of an interrupted earlier ADD");
+    // Where the earlier ADD made it, even if the configuration names another controller now.
+    auto controller = inv_.ControllerOf(existing);
+    if (!controller.ok()) return FromStatus(controller.status(), Stage::kConfig);
+    Status s = (*controller)->DeletePort(existing.port_id);
+    if (s.ok()) return std::nullopt;
+    return FromStatus(
+        s.WithContext("deleting port " + existing.port_id + " of an interrupted earlier ADD"),
+        Stage::kController);
   }
 
   StepError DeletePort(const std::string& port_id, const std::string& context) {
@@ -277,7 +285,7 @@ class AddCommand {
   CniError CleanUpFailedAdd(CniError error, FileLock& lock) {
     const std::string& port_id = record_.port_id;
     if (Status del = client_->DeletePort(port_id); !del.ok()) {
-      MZ_LOG(kError) << "ADD failed (" << error.msg << ") and deleting port " << port_id
+      MZ_LOG(kError) << "ADD failed (" << LogEscaped(error.msg) << ") and deleting port " << port_id
                      << " failed too: " << del.message();
       return error.WithNote("port " + port_id + " could not be deleted (" + del.message() +
                             "): the intent record " + inv_.RecordPath() +

@@ -110,9 +110,10 @@ class CheckCommand {
     return std::nullopt;
   }
 
-  // 2. The port at the controller: still there, ready, with the record's addresses.
+  // 2. The port at the controller the record names: still there, ready, with the record's
+  // addresses.
   StepError CheckPort() {
-    auto controller = inv_.Controller();
+    auto controller = inv_.ControllerOf(record_);
     if (!controller.ok()) return FromStatus(controller.status(), Stage::kConfig);
     auto port = (*controller)->GetPort(record_.port_id);
     if (!port.ok()) {

@@ -15,6 +15,30 @@ Result<client::Client*> Invocation::Controller() {
   return client_.get();
 }
 
+Result<client::Client*> Invocation::ControllerOf(const records::Record& record) {
+  const std::string& project = record.project_id.empty() ? conf_.project : record.project_id;
+  if (record.mpurl.empty() || (record.mpurl == conf_.mpurl && project == conf_.project)) {
+    return Controller();
+  }
+  auto& slot = others_[{record.mpurl, project}];
+  if (!slot) {
+    client::ClientConfig cc = ClientConfigFor(conf_);
+    cc.base_url = record.mpurl;
+    cc.project_id = project;
+    MZ_LOG(kInfo) << "the record of port " << LogEscaped(record.port_id) << " names controller "
+                  << LogEscaped(record.mpurl) << " project " << LogEscaped(project)
+                  << " (the configuration names " << LogEscaped(conf_.mpurl) << " project "
+                  << LogEscaped(conf_.project) << "): using the record's";
+    auto made = client::Client::Create(std::move(cc));
+    if (!made.ok()) {
+      return made.status().WithContext("the controller the record of port " + record.port_id +
+                                       " names");
+    }
+    slot = std::move(made).value();
+  }
+  return slot.get();
+}
+
 Result<std::string> Invocation::HostId() const {
   return ResolveHostId(conf_, options_.hostid_file);
 }

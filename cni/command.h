@@ -3,9 +3,11 @@
 // command, like containernetworking/plugins' cmdAdd/cmdDel/... .
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "cni/config.h"
 #include "cni/env.h"
@@ -44,6 +46,11 @@ class Invocation {
 
   // The REST client for conf().mpurl; INVALID_ARGUMENT for a client configuration it refuses.
   Result<client::Client*> Controller();
+  // The REST client for the controller and project `record` names (the ones its port was made
+  // at), with this configuration's TLS, token and timeouts: a port is deleted where it is even
+  // after "mpurl" or "project" changed. conf()'s client when the record names no controller
+  // (records of old versions) or the same one.
+  Result<client::Client*> ControllerOf(const records::Record& record);
   // This node's host id: the config's, else the host id file's, else the host name.
   Result<std::string> HostId() const;
   // Whether a signal asked to abandon the command.
@@ -72,6 +79,8 @@ class Invocation {
   const RunOptions& options_;
   records::RecordStore store_;
   std::unique_ptr<client::Client> client_;
+  // Clients for other controllers or projects than the configuration's, by (mpurl, project).
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<client::Client>> others_;
 };
 
 // Releases an attachment's lock and removes its file. A failure is only logged: the lock is

@@ -107,6 +107,14 @@ Result<json> DecodeJson(std::string_view text) {
   size_t start = 0;
   while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
   if (start == text.size()) return InvalidArgumentError("network configuration on stdin is empty");
+  if (text.size() > kMaxConfigBytes) {
+    return InvalidArgumentError("network configuration is larger than " +
+                                std::to_string(kMaxConfigBytes) + " bytes");
+  }
+  if (JsonNestingDepth(text, kMaxConfigDepth) > kMaxConfigDepth) {
+    return InvalidArgumentError("network configuration nests arrays and objects deeper than " +
+                                std::to_string(kMaxConfigDepth) + " levels");
+  }
   // The parser reports the byte position of a syntax error through its exception; catch it here
   // so nothing escapes this function.
   try {

@@ -16,6 +16,13 @@ namespace mizarmp::cni {
 
 inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
 inline constexpr const char* kDefaultHostIdFile = "/etc/mizarmp/hostid";
+// The largest network configuration read from stdin: real ones are a few KiB, and the plugin
+// must not hold (or make a runtime wait on) an unbounded input.
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+// The deepest nesting of arrays and objects accepted in the configuration (prevResult,
+// runtimeConfig and args included). Real configurations nest fewer than ten levels; the bound
+// keeps every recursive walk of the tree (copy, dump, destruction) far from the stack's end.
+inline constexpr size_t kMaxConfigDepth = 64;
 
 struct DnsConfig {
   std::vector<std::string> nameservers;
@@ -59,7 +66,8 @@ struct NetConf {
 };
 
 // Parses stdin. INVALID_ARGUMENT (the caller maps it to code 6) with the parser's byte position
-// when the text is not JSON or not an object.
+// when the text is not JSON or not an object, and for a text longer than kMaxConfigBytes or
+// nested deeper than kMaxConfigDepth (refused before any tree is built).
 Result<nlohmann::json> DecodeJson(std::string_view text);
 
 // The document's "cniVersion", or "0.1.0" when absent. INVALID_ARGUMENT if it is not a string.

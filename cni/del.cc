@@ -8,9 +8,11 @@ namespace mizarmp::cni {
 
 namespace {
 
-// Which port DEL deletes, and whether the record found is this attachment's to remove.
+// Which port DEL deletes (and where), and whether the record found is this attachment's to
+// remove.
 struct Target {
   std::string port_id;
+  const records::Record* record = nullptr;  // the attachment's valid record: its controller
   bool owns_record = false;
   bool no_record = false;  // nothing at the record path at all
 };
@@ -27,10 +29,11 @@ Target TargetOf(const Invocation& inv, const records::RecordLookup& found) {
              found.record.ifname == inv.env().ifname) {
     t.owns_record = true;
     t.port_id = found.record.port_id;
+    t.record = &found.record;
   } else {
     MZ_LOG(kWarn) << "record " << inv.RecordPath() << " belongs to container "
-                  << found.record.container_id << " interface " << found.record.ifname
-                  << "; leaving it";
+                  << LogEscaped(found.record.container_id) << " interface "
+                  << LogEscaped(found.record.ifname) << "; leaving it";
   }
   return t;
 }
@@ -45,6 +48,12 @@ Outcome CmdDel(Invocation& inv) {
   auto found = inv.FindRecord();
   if (!found.ok()) return Fail(found.status(), Stage::kStateDir);
   const Target target = TargetOf(inv, *found);
+  // The port is deleted at the controller the record names, even if the config changed since.
+  if (target.record != nullptr) controller = inv.ControllerOf(*target.record);
+  if (!controller.ok()) {
+    return Fail(FromStatus(controller.status(), Stage::kConfig)
+                    .WithNote("record " + inv.RecordPath() + " kept for a retry"));
+  }
 
   if (Status s = (*controller)->DeletePort(target.port_id); !s.ok()) {
     CniError e = FromStatus(s.WithContext("deleting port " + target.port_id), Stage::kController);

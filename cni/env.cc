@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "common/strings.h"
+
 namespace mizarmp::cni {
 namespace {
 
@@ -25,8 +27,8 @@ Result<Command> ParseCommand(std::string_view name) {
   if (name == "VERSION") return Command::kVersion;
   if (name == "GC") return Command::kGc;
   if (name == "STATUS") return Command::kStatus;
-  return InvalidArgumentError("CNI_COMMAND \"" + std::string(name) +
-                              "\" is not one of ADD, DEL, CHECK, VERSION, GC, STATUS");
+  return InvalidArgumentError("CNI_COMMAND " + LogEscaped(name) +
+                              " is not one of ADD, DEL, CHECK, VERSION, GC, STATUS");
 }
 
 std::string_view CommandName(Command command) {
@@ -56,10 +58,15 @@ Result<CniArgs> ParseCniArgs(std::string_view text) {
     if (pair.empty()) continue;  // "a=b;" or ";;"
     size_t eq = pair.find('=');
     if (eq == std::string_view::npos || eq == 0) {
-      return InvalidArgumentError("CNI_ARGS: \"" + std::string(pair) + "\" is not KEY=VALUE");
+      return InvalidArgumentError("CNI_ARGS: " + LogEscaped(pair) + " is not KEY=VALUE");
     }
     std::string key(pair.substr(0, eq));
     std::string value(pair.substr(eq + 1));
+    // Every pair may end up in a JSON document or a log line (the pod's identity names its
+    // port): refuse bytes JSON cannot carry here, where the value enters.
+    if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
+      return InvalidArgumentError("CNI_ARGS: " + LogEscaped(pair) + " is not valid UTF-8");
+    }
     if (key == "IgnoreUnknown") {
       args.ignore_unknown = TruthyArg(value);
     } else if (key == "K8S_POD_NAMESPACE") {
@@ -79,8 +86,8 @@ Status ValidateContainerId(std::string_view id) {
     ok = Alnum(c) || c == '_' || c == '.' || c == '-';
   }
   if (ok) return Status::Ok();
-  return InvalidArgumentError("CNI_CONTAINERID \"" + std::string(id) +
-                              "\" is invalid (want [A-Za-z0-9][A-Za-z0-9_.-]*)");
+  return InvalidArgumentError("CNI_CONTAINERID " + LogEscaped(id) +
+                              " is invalid (want [A-Za-z0-9][A-Za-z0-9_.-]*)");
 }
 
 Status ValidateIfname(std::string_view name) {
@@ -91,6 +98,8 @@ Status ValidateIfname(std::string_view name) {
     why = "is longer than 15 characters";
   } else if (name == "." || name == "..") {
     why = "is not a usable name";
+  } else if (!IsValidUtf8(name)) {
+    why = "is not valid UTF-8";
   } else {
     for (char c : name) {
       if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) ||
@@ -101,7 +110,12 @@ Status ValidateIfname(std::string_view name) {
     }
   }
   if (why.empty()) return Status::Ok();
-  return InvalidArgumentError("CNI_IFNAME \"" + std::string(name) + "\" " + why);
+  return InvalidArgumentError("CNI_IFNAME " + LogEscaped(name) + " " + why);
+}
+
+Status ValidateNetns(std::string_view path) {
+  if (IsValidUtf8(path)) return Status::Ok();
+  return InvalidArgumentError("CNI_NETNS " + LogEscaped(path) + " is not valid UTF-8");
 }
 
 Result<Env> ParseEnv(const std::map<std::string, std::string>& vars) {
@@ -137,6 +151,7 @@ Result<Env> ParseEnv(const std::map<std::string, std::string>& vars) {
   if (attachment) {
     MZ_RETURN_IF_ERROR(ValidateContainerId(env.container_id));
     MZ_RETURN_IF_ERROR(ValidateIfname(env.ifname));
+    MZ_RETURN_IF_ERROR(ValidateNetns(env.netns));
   }
   MZ_ASSIGN_OR_RETURN(env.args, ParseCniArgs(Get(vars, "CNI_ARGS")));
   return env;

@@ -24,7 +24,7 @@ struct CniArgs {
   std::string pod_name;                                    // K8S_POD_NAME
   std::vector<std::pair<std::string, std::string>> pairs;  // everything, in order
 };
-// INVALID_ARGUMENT naming the pair that is not KEY=VALUE.
+// INVALID_ARGUMENT naming the pair that is not KEY=VALUE or not valid UTF-8.
 Result<CniArgs> ParseCniArgs(std::string_view text);
 
 struct Env {
@@ -43,7 +43,9 @@ Result<Env> ParseEnv(const std::map<std::string, std::string>& vars);
 
 // [A-Za-z0-9][A-Za-z0-9_.-]*
 Status ValidateContainerId(std::string_view id);
-// 1..15 bytes, no '/', ':' or whitespace, not "." or "..".
+// 1..15 bytes of valid UTF-8, no '/', ':' or whitespace, not "." or "..".
 Status ValidateIfname(std::string_view name);
+// Valid UTF-8 (the path goes into the port's JSON, the record and the result).
+Status ValidateNetns(std::string_view path);
 
 }  // namespace mizarmp::cni

@@ -2,6 +2,8 @@
 // the stale records (port, record, lock), then the ports of this network on this host that no
 // record knows about (state lost in a crash). Failures are collected, not fatal: GC does what it
 // can and reports the rest as code 11 so the runtime calls it again.
+#include <chrono>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -18,6 +20,10 @@ using records::Record;
 namespace {
 
 using Attachments = std::set<std::pair<std::string, std::string>>;  // {containerID, ifname}
+
+// Temp and lock files younger than this may be an in-flight command's and are never swept (a
+// temp file lives milliseconds; a lock file that is held, however old, is never swept either).
+constexpr std::chrono::seconds kStaleFileAge{60};
 
 // The config's valid attachments ("cni.dev/valid-attachments", or the older
 // "cni.dev/attachments"); with neither key nothing is valid.
@@ -61,6 +67,7 @@ class GcCommand {
     auto host = inv_.HostId();
     if (!host.ok()) return Fail(host.status(), Stage::kConfig);
     CollectLeakedPorts(*host);
+    SweepStaleFiles();
 
     if (!failures_.empty()) {
       return Fail(TryAgainLater("GC could not remove " + std::to_string(failures_.size()) +
@@ -79,7 +86,7 @@ class GcCommand {
         continue;
       }
       if (Status s = CollectStale(r); !s.ok()) {
-        MZ_LOG(kWarn) << "GC: " << s.message();
+        MZ_LOG(kWarn) << "GC: " << LogEscaped(s.message());
         failures_.push_back(s.message());
         keep_ports_.insert(r.port_id);  // not attempted again by CollectLeakedPorts
       }
@@ -96,15 +103,29 @@ class GcCommand {
       if (now.status().IsNotFound()) return lock.ReleaseAndRemove();
       return now.status();
     }
-    MZ_LOG(kInfo) << "GC: removing stale attachment of container " << r.container_id
-                  << " interface " << r.ifname << " (port " << now->port_id << ")";
-    if (Status s = client_->DeletePort(now->port_id); !s.ok()) {
+    MZ_LOG(kInfo) << "GC: removing stale attachment of container " << LogEscaped(r.container_id)
+                  << " interface " << LogEscaped(r.ifname) << " (port " << LogEscaped(now->port_id)
+                  << ")";
+    // At the controller the record names, even if the configuration names another one now.
+    MZ_ASSIGN_OR_RETURN(client::Client * controller, inv_.ControllerOf(*now));
+    if (Status s = controller->DeletePort(now->port_id); !s.ok()) {
       return s.WithContext("container " + r.container_id + " interface " + r.ifname +
                            ": deleting port " + now->port_id);
     }
     deleted_.insert(now->port_id);
     MZ_RETURN_IF_ERROR(store_.Remove(conf_.name, r.container_id, r.ifname));
     return lock.ReleaseAndRemove();
+  }
+
+  // Temp files and lock files that interrupted commands left. Only logged when it fails: the
+  // attachments are collected, and the next GC sweeps again.
+  void SweepStaleFiles() {
+    auto removed = store_.SweepStale(conf_.name, kStaleFileAge);
+    if (!removed.ok()) {
+      MZ_LOG(kWarn) << "GC: sweeping stale files: " << LogEscaped(removed.status().message());
+    } else if (!removed->empty()) {
+      MZ_LOG(kInfo) << "GC: removed " << removed->size() << " stale temp/lock file(s)";
+    }
   }
 
   // Ports of this network on this host that neither a valid attachment nor a record accounts
@@ -122,14 +143,63 @@ class GcCommand {
       }
       return;
     }
-    for (const client::Port& p : *ports) {
+    for (const client::Port& p : ports->ports) {
       if (!IsLeaked(p, host)) continue;
-      MZ_LOG(kInfo) << "GC: deleting port " << p.id << " (" << p.description
-                    << "): no valid attachment";
-      if (Status s = client_->DeletePort(p.id); !s.ok()) {
+      if (Status s = DeleteLeakedPort(p); !s.ok()) {
         failures_.push_back("deleting leaked port " + p.id + ": " + s.message());
       }
     }
+  }
+
+  // Deletes a port no record accounted for when the records were listed. An ADD may have made it
+  // since (it writes its intent record, then creates the port, all under the attachment's
+  // lock): so the port's attachment is locked and its record looked for again first, and a port
+  // with a record is left alone. A port whose id is not the one its description's attachment
+  // derives was not made by an ADD of this network, so no ADD can be making it.
+  Status DeleteLeakedPort(const client::Port& p) {
+    FileLock lock;
+    if (auto attachment = AttachmentOf(p)) {
+      MZ_ASSIGN_OR_RETURN(lock, store_.Lock(conf_.name, attachment->first, attachment->second));
+      MZ_ASSIGN_OR_RETURN(records::RecordLookup found,
+                          store_.Find(conf_.name, attachment->first, attachment->second));
+      if (!found.absent()) {
+        MZ_LOG(kInfo) << "GC: port " << LogEscaped(p.id) << " has a record now (an ADD made it "
+                      << "meanwhile); leaving it";
+        return Status::Ok();  // the lock file stays beside the record, as after an ADD
+      }
+    }
+    MZ_LOG(kInfo) << "GC: deleting port " << LogEscaped(p.id) << " (" << LogEscaped(p.description)
+                  << "): no valid attachment";
+    Status s = client_->DeletePort(p.id);
+    if (s.ok()) deleted_.insert(p.id);
+    if (lock.held()) ReleaseLock(lock);
+    return s;
+  }
+
+  // The (container id, ifname) an ADD of this network made `p` for, read from its description
+  // ("cni <containerId>, ..., if:<ifname>[, pod:...]") and confirmed by the port id derived
+  // from them. None when the description names no attachment whose derived id is p.id.
+  std::optional<std::pair<std::string, std::string>> AttachmentOf(const client::Port& p) const {
+    const std::string& d = p.description;
+    if (!d.starts_with("cni ")) return std::nullopt;
+    const size_t cid_end = d.find(", ", 4);
+    if (cid_end == std::string::npos) return std::nullopt;
+    const std::string cid = d.substr(4, cid_end - 4);
+    // An ifname has no whitespace: it runs to the next ' ' (then a ',' separator ends it) or to
+    // the end. A pod name may hold ", if:" too, so every occurrence is tried.
+    for (size_t at = d.find(", if:"); at != std::string::npos; at = d.find(", if:", at + 1)) {
+      const size_t start = at + 5;
+      const size_t space = d.find(' ', start);
+      std::string ifname = d.substr(start, space == std::string::npos ? space : space - start);
+      if (space != std::string::npos) {
+        if (ifname.empty() || ifname.back() != ',') continue;
+        ifname.pop_back();
+      }
+      if (!ifname.empty() && PortIdFor(conf_.name, cid, ifname) == p.id) {
+        return std::make_pair(cid, ifname);
+      }
+    }
+    return std::nullopt;
   }
 
   // A port this plugin made for this network on `host` (by its description and binding) that is

@@ -34,13 +34,25 @@ int Print(const Outcome& outcome, const std::optional<std::string>& config_versi
           std::string* stdout_text) {
   if (outcome.error) {
     const CniError& e = *outcome.error;
-    MZ_LOG(kError) << "code " << e.code << ": " << e.msg
-                   << (e.details.empty() ? "" : " (" + e.details + ")");
+    // Messages quote values from outside (the environment, the controller): escaped, so the
+    // log line stays one line.
+    MZ_LOG(kError) << "code " << e.code << ": " << LogEscaped(e.msg)
+                   << (e.details.empty() ? "" : " (" + LogEscaped(e.details) + ")");
     *stdout_text = ErrorJson(e, ErrorVersion(config_version));
     return 1;
   }
   *stdout_text = outcome.output;
   return 0;
+}
+
+// CNI_ARGS as the runtime sent it ("K=V;K2=V2"), for the log.
+std::string ArgsText(const CniArgs& args) {
+  std::string out;
+  for (const auto& [key, value] : args.pairs) {
+    if (!out.empty()) out += ';';
+    out += key + "=" + value;
+  }
+  return out;
 }
 
 // Every log line of this process names the command and the container.
@@ -138,8 +150,8 @@ int Run(const std::map<std::string, std::string>& vars, std::string_view stdin_t
   }
   SetUpLogging(conf);
   MZ_LOG(kDebug) << CommandName(env->command) << " container=" << env->container_id
-                 << " netns=" << env->netns << " ifname=" << env->ifname
-                 << " network=" << conf.name;
+                 << " netns=" << LogEscaped(env->netns) << " ifname=" << LogEscaped(env->ifname)
+                 << " network=" << conf.name << " args=" << LogEscaped(ArgsText(env->args));
 
   Invocation invocation(std::move(env).value(), std::move(conf), options);
   return Print(Dispatch(invocation), version, stdout_text);

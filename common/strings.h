@@ -35,4 +35,21 @@ std::string Trim(std::string_view s);
 // in it. For secrets and tokens.
 bool ConstantTimeEqual(std::string_view given, std::string_view secret);
 
+// Whether `s` is well-formed UTF-8 (no stray continuation bytes, cut-off sequences, overlong
+// forms, surrogates or code points past U+10FFFF): what a JSON document may carry.
+bool IsValidUtf8(std::string_view s);
+
+// `s` made safe to put in one log line, in double quotes: '"' and '\\' escaped, control
+// characters as \n, \r, \t or \xNN, and every byte that is not part of valid UTF-8 as \xNN. A
+// value from outside (the environment, a controller) can then neither split a log line nor
+// forge one.
+std::string LogEscaped(std::string_view s);
+
+// The deepest nesting of JSON arrays and objects in `text` (brackets inside strings do not
+// count), scanned without parsing. The scan stops as soon as the depth passes `limit` and then
+// returns limit + 1, so a hostile document costs at most one pass. Lets a caller refuse a
+// document too deep to handle before building a tree of it (a recursive copy, dump or
+// destructor of a tree 100,000 levels deep overflows the stack).
+size_t JsonNestingDepth(std::string_view text, size_t limit);
+
 }  // namespace mizarmp

@@ -8,6 +8,7 @@
 #include <openssl/x509_vfy.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -47,6 +48,12 @@ std::string Excerpt(const std::string& body) {
     out += "...";
   }
   return out;
+}
+
+// A request body. Its strings come from callers' input (a pod's netns path, names): invalid
+// UTF-8 is replaced (U+FFFD) rather than thrown on.
+std::string DumpBody(const json& doc) {
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // Percent-encodes everything but RFC 3986 unreserved characters and `keep`.
@@ -95,6 +102,44 @@ Status CheckReadable(const std::string& path, const char* what) {
                                 " is not readable: " + content.status().message());
   }
   return Status::Ok();
+}
+
+// What identifies one version of a file: a rewrite in place changes its times or size, a
+// replacement (rename, a Kubernetes secret's symlink swap) its inode. All zero when absent.
+struct FileVersion {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  friend bool operator==(const FileVersion&, const FileVersion&) = default;
+};
+
+FileVersion VersionOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return FileVersion{};
+  return FileVersion{st.st_dev, st.st_ino, st.st_size,
+                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                     int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+// The one bearer token in `path` (surrounding white space trimmed). INVALID_ARGUMENT naming the
+// file (never its content) if it is unreadable, empty or holds more than one word.
+Result<std::string> ReadToken(const std::string& path) {
+  auto content = ReadFile(path);
+  if (!content.ok()) {
+    return InvalidArgumentError("token file " + path +
+                                " is not readable: " + content.status().message());
+  }
+  std::string token = Trim(*content);
+  if (token.empty()) return InvalidArgumentError("token file " + path + " is empty");
+  for (char c : token) {
+    if (std::iscntrl(static_cast<unsigned char>(c)) || c == ' ') {
+      return InvalidArgumentError("token file " + path +
+                                  " holds more than one token (whitespace inside)");
+    }
+  }
+  return token;
 }
 
 int64_t ElapsedMs(Clock::time_point since) {
@@ -287,6 +332,7 @@ struct TransportFailure {
   bool retryable = false;  // the server may not have seen or answered the request
   bool timed_out = false;  // the attempt's time ran out
   int partial_http = 0;    // the status line arrived, then the body was cut short
+  bool too_large = false;  // the body passed ClientConfig::max_response_bytes
 };
 
 }  // namespace
@@ -299,6 +345,28 @@ struct Client::Impl {
   std::unique_ptr<httplib::ClientImpl> http;  // made by the first request, then kept (keep-alive)
   httplib::SSLClient* tls_client = nullptr;   // == http.get() for https
   std::optional<Dialect> bulk_dialect;        // what bulk create turned out to speak (kAuto)
+  FileVersion token_version;                  // the token file as it was when its token was read
+
+  // Re-reads the token file when it changed since it was read (a rotated token), so a
+  // long-lived Client keeps working. A new file that is unreadable or holds no single token is
+  // logged (not its content) and the last good token kept: a rotation caught half-way must
+  // not lose a token that still works.
+  void RefreshToken() {
+    const std::string& path = cfg().token_file;
+    if (path.empty()) return;
+    const FileVersion now = VersionOf(path);
+    if (now == token_version) return;
+    auto token = ReadToken(path);
+    if (!token.ok()) {
+      MZ_LOG(kWarn) << "token file changed but cannot be used (" << token.status().message()
+                    << "); keeping the previous token";
+      return;
+    }
+    token_version = now;
+    headers.erase("Authorization");
+    headers.emplace("Authorization", "Bearer " + *token);
+    MZ_LOG(kInfo) << "token file " << path << " changed; using its new token";
+  }
 
   const ClientConfig& cfg() const { return owner->config_; }
 
@@ -386,8 +454,18 @@ struct Client::Impl {
     const auto started = Clock::now();
     const auto attempt_deadline = started + timeout;
     bool overran = false;
-    // Ends the attempt once `timeout` has passed while a body arrives (see BoundAttempt).
-    req.progress = [&overran, attempt_deadline](uint64_t, uint64_t) {
+    bool too_large = false;
+    const size_t max_bytes = cfg().max_response_bytes;
+    std::string received;
+    // Takes the body as it arrives (with a Content-Length, chunked or until the connection
+    // closes alike): ends the attempt once `timeout` has passed (see BoundAttempt), or once the
+    // body is announced or grows past the bound, before it is held in memory.
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t total) {
+      if (total > max_bytes || received.size() + n > max_bytes) {
+        too_large = true;
+        return false;
+      }
+      received.append(data, n);
       if (Clock::now() < attempt_deadline) return true;
       overran = true;
       return false;
@@ -396,7 +474,13 @@ struct Client::Impl {
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
     const bool sent = Send(**conn, req, &res, &err);
-    *out = std::move(res.body);
+    *out = std::move(received);
+    if (too_large) {
+      out->clear();  // nothing of it is kept
+      return TransportFailure{
+          "the response body is larger than " + std::to_string(max_bytes) + " bytes", false, false,
+          0, true};
+    }
     if (sent) {
       *http_status = res.status;
       return std::nullopt;
@@ -412,7 +496,7 @@ struct Client::Impl {
   }
 
   // httplib bounds the connect and TLS handshake (connection timeout) and each wait on the
-  // socket (read/write timeouts); Perform's progress callback ends the attempt once `timeout`
+  // socket (read/write timeouts); Perform's content receiver ends the attempt once `timeout`
   // has passed while a body arrives, so a server trickling its body cannot stretch it. Only a
   // server trickling the status line and headers could (each wait is bounded, not their sum).
   void BoundAttempt(httplib::ClientImpl& c, milliseconds timeout) const {
@@ -545,7 +629,9 @@ struct Client::Impl {
   // status is returned for the caller to interpret. `deadline` (if set) bounds every attempt
   // and every backoff sleep; running into it gives DEADLINE_EXCEEDED.
   Result<Response> Call(Method method, const std::string& path, const std::string* body,
-                        bool expect_json, std::optional<Clock::time_point> deadline = {}) {
+                        bool expect_json, std::optional<Clock::time_point> deadline = {},
+                        bool empty_ok = false) {
+    RefreshToken();
     Response resp;
     resp.call = std::string(MethodName(method)) + " " + path;
     const int max_attempts = std::max(1, cfg().max_attempts);
@@ -572,7 +658,7 @@ struct Client::Impl {
       }
       MZ_LOG(kDebug) << resp.call << " -> HTTP " << resp.http << " in " << ElapsedMs(started)
                      << " ms";
-      last = RetryReason(&resp, expect_json);
+      last = RetryReason(&resp, expect_json, empty_ok);
       if (last.ok()) return resp;
     }
     return last;
@@ -589,7 +675,7 @@ struct Client::Impl {
           call + ": deadline reached while retrying (last: " + last.message() + ")");
     }
     MZ_LOG(kWarn) << call << ": attempt " << (attempt - 1) << " of " << max_attempts << " failed ("
-                  << last.message() << "); retrying in " << backoff.count() << " ms";
+                  << LogEscaped(last.message()) << "); retrying in " << backoff.count() << " ms";
     std::this_thread::sleep_for(backoff);
     return Status::Ok();
   }
@@ -611,6 +697,7 @@ struct Client::Impl {
   // An attempt that got no complete response: UNAVAILABLE, or INTERNAL for a success whose body
   // was cut short (a garbled answer, not an unreachable server).
   static Status FailureStatus(const Response& resp, const TransportFailure& f, bool expect_json) {
+    if (f.too_large) return InternalError(resp.call + ": " + f.text);
     if (!f.timed_out && expect_json && f.partial_http >= 200 && f.partial_http < 300) {
       return InternalError(resp.call + ": HTTP " + std::to_string(f.partial_http) +
                            ": response cut short (" + f.text + "): " + Excerpt(resp.body));
@@ -620,9 +707,18 @@ struct Client::Impl {
 
   // Why a complete response is worth another attempt: a 5xx, or a 2xx whose body is not the JSON
   // expected. OK for any other answer, which the caller interprets (with resp->doc parsed).
-  static Status RetryReason(Response* resp, bool expect_json) {
+  // With `empty_ok`, a 204 or a 2xx without a body is an answer too (resp->doc stays null).
+  static Status RetryReason(Response* resp, bool expect_json, bool empty_ok = false) {
     if (resp->http >= 500) return resp->Error();
+    if (empty_ok && resp->success() && (resp->http == 204 || Trim(resp->body).empty())) {
+      return Status::Ok();
+    }
     if (resp->success() && expect_json) {
+      if (JsonNestingDepth(resp->body, kMaxResponseDepth) > kMaxResponseDepth) {
+        return InternalError(resp->call + ": HTTP " + std::to_string(resp->http) +
+                             ": response nests arrays and objects deeper than " +
+                             std::to_string(kMaxResponseDepth) + " levels");
+      }
       resp->doc = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
       if (resp->doc.is_discarded()) {
         return InternalError(resp->call + ": HTTP " + std::to_string(resp->http) +
@@ -650,7 +746,8 @@ struct Client::Impl {
     return port;
   }
 
-  Result<std::vector<Port>> PortsFromResponse(const Response& r) {
+  // The array of ports a response carries (bare, or under "ports"); nullptr for null (none).
+  Result<const json*> PortArray(const Response& r) {
     if (!r.success()) return r.Error();
     const json* list = &r.doc;
     if (r.doc.is_object()) {
@@ -661,18 +758,42 @@ struct Client::Impl {
       }
       list = &*it;
     }
-    std::vector<Port> out;
-    if (list->is_null()) return out;
+    if (list->is_null()) return static_cast<const json*>(nullptr);
     if (!list->is_array()) {
       return InternalError(r.call + ": ports is not an array (got " +
                            std::string(list->type_name()) + ")");
     }
+    return list;
+  }
+
+  // Every port of the response, or the first that does not parse (what we created must read
+  // back whole).
+  Result<std::vector<Port>> PortsFromResponse(const Response& r) {
+    MZ_ASSIGN_OR_RETURN(const json* list, PortArray(r));
+    std::vector<Port> out;
+    if (list == nullptr) return out;
     for (size_t i = 0; i < list->size(); ++i) {
       auto port = PortFromJson((*list)[i]);
       if (!port.ok()) {
         return port.status().WithContext(r.call + ": ports[" + std::to_string(i) + "]");
       }
       out.push_back(std::move(port).value());
+    }
+    return out;
+  }
+
+  // The ports of the response that parse, and one line for each that does not.
+  Result<PortList> PortListFromResponse(const Response& r) {
+    MZ_ASSIGN_OR_RETURN(const json* list, PortArray(r));
+    PortList out;
+    if (list == nullptr) return out;
+    for (size_t i = 0; i < list->size(); ++i) {
+      auto port = PortFromJson((*list)[i]);
+      if (port.ok()) {
+        out.ports.push_back(std::move(port).value());
+      } else {
+        out.unreadable.push_back("ports[" + std::to_string(i) + "]: " + port.status().message());
+      }
     }
     return out;
   }
@@ -688,7 +809,7 @@ struct Client::Impl {
                                  bool* endpoint_missing = nullptr) {
     json list = json::array();
     for (const PortSpec& s : specs) list.push_back(PortSpecToJson(s));
-    const std::string body = json{{"ports", std::move(list)}}.dump();
+    const std::string body = DumpBody(json{{"ports", std::move(list)}});
     const std::string path =
         ProjectPath() + (dialect == Dialect::kAlcor ? "/ports/bulk" : "/ports");
     MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kPost, path, &body, true));
@@ -736,20 +857,10 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   }
 
   std::string token;
+  FileVersion token_version;
   if (!config.token_file.empty()) {
-    auto content = ReadFile(config.token_file);
-    if (!content.ok()) {
-      return InvalidArgumentError("token file " + config.token_file +
-                                  " is not readable: " + content.status().message());
-    }
-    token = Trim(*content);
-    if (token.empty()) return InvalidArgumentError("token file " + config.token_file + " is empty");
-    for (char c : token) {
-      if (std::iscntrl(static_cast<unsigned char>(c)) || c == ' ') {
-        return InvalidArgumentError("token file " + config.token_file +
-                                    " holds more than one token (whitespace inside)");
-      }
-    }
+    token_version = VersionOf(config.token_file);
+    MZ_ASSIGN_OR_RETURN(token, ReadToken(config.token_file));
   }
 
   std::unique_ptr<Client> client(new Client(std::move(config)));
@@ -760,12 +871,13 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   impl.headers.emplace("Host", impl.endpoint.host_header);
   impl.headers.emplace("Accept", "application/json");
   if (!token.empty()) impl.headers.emplace("Authorization", "Bearer " + token);
+  impl.token_version = token_version;
   return client;
 }
 
 Result<Port> Client::CreatePort(const PortSpec& spec) {
   if (spec.id.empty()) return InvalidArgumentError("CreatePort: empty port id");
-  const std::string body = json{{"port", PortSpecToJson(spec)}}.dump();
+  const std::string body = DumpBody(json{{"port", PortSpecToJson(spec)}});
   MZ_ASSIGN_OR_RETURN(Response r,
                       impl_->Call(Method::kPost, impl_->ProjectPath() + "/ports", &body, true));
   if (r.http == 409 && r.attempts > 1) {
@@ -842,7 +954,7 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
     last_status = port->status.empty() ? "\"\"" : port->status;
     switch (port->state()) {
       case PortState::kReady:
-        MZ_LOG(kDebug) << "port " << port_id << " ready (" << port->status << ") after "
+        MZ_LOG(kDebug) << "port " << port_id << " ready (" << LogEscaped(port->status) << ") after "
                        << ElapsedMs(start) << " ms";
         return port;
       case PortState::kFailed:
@@ -900,7 +1012,7 @@ Status Client::DeletePort(const std::string& port_id) {
   return r.Error();
 }
 
-Result<std::vector<Port>> Client::ListPorts(const std::map<std::string, std::string>& filters) {
+Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& filters) {
   std::string path = impl_->ProjectPath() + "/ports";
   char sep = '?';
   for (const auto& [k, v] : filters) {
@@ -911,7 +1023,7 @@ Result<std::vector<Port>> Client::ListPorts(const std::map<std::string, std::str
     sep = '&';
   }
   MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, true));
-  return impl_->PortsFromResponse(r);
+  return impl_->PortListFromResponse(r);
 }
 
 Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) {
@@ -920,8 +1032,19 @@ Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) 
     return InvalidArgumentError(std::string("UpdatePort ") + port_id +
                                 ": fields must be a JSON object, got " + fields.type_name());
   }
-  const std::string body = json{{"port", fields}}.dump();
-  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kPut, impl_->PortPath(port_id), &body, true));
+  const std::string body = DumpBody(json{{"port", fields}});
+  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kPut, impl_->PortPath(port_id), &body, true,
+                                              std::nullopt, /*empty_ok=*/true));
+  if (r.success() && r.doc.is_null()) {
+    // Updated, and the controller said nothing more (204, or an empty body): read it back.
+    MZ_LOG(kDebug) << r.call << ": HTTP " << r.http << " without a body; reading the port back";
+    auto port = impl_->Get(port_id, std::nullopt);
+    if (!port.ok()) {
+      return port.status().WithContext(r.call + ": updated (HTTP " + std::to_string(r.http) +
+                                       ", no body), then reading it back");
+    }
+    return port;
+  }
   return impl_->PortFromResponse(r);
 }
 

@@ -7,7 +7,8 @@
 // Codes: connection failures and timeouts after retries -> UNAVAILABLE (DEADLINE_EXCEEDED for
 // the poll deadline); 400 -> INVALID_ARGUMENT; 401 -> UNAUTHENTICATED; 403 -> PERMISSION_DENIED;
 // 404 / {"port":null} -> NOT_FOUND; 409 -> ALREADY_EXISTS; other 4xx -> FAILED_PRECONDITION;
-// 5xx after retries -> UNAVAILABLE; a body that is not the JSON expected -> INTERNAL.
+// 5xx after retries -> UNAVAILABLE; a body that is not the JSON expected, is larger than
+// max_response_bytes or nests deeper than kMaxResponseDepth -> INTERNAL.
 #pragma once
 
 #include <atomic>
@@ -42,8 +43,18 @@ struct ClientConfig {
   int max_attempts = 3;
   std::chrono::milliseconds retry_backoff{20};
   TlsConfig tls;
-  std::string token_file;  // optional bearer token, read once by Create(); never logged
+  // Optional bearer token, read by Create() and again whenever the file changes (rotation);
+  // never logged.
+  std::string token_file;
+  // The largest response body read: a controller sending more gets the call failed (INTERNAL,
+  // naming the bound, not retried) rather than the process's memory.
+  size_t max_response_bytes = size_t{64} << 20;
 };
+
+// JSON responses nesting arrays and objects deeper than this are refused (INTERNAL) before a
+// tree is built: no controller answer has a reason to, and deep trees make recursive walks
+// overflow the stack.
+inline constexpr size_t kMaxResponseDepth = 64;
 
 struct PollOptions {
   std::chrono::milliseconds initial{1};  // first re-poll this soon after the first GET
@@ -81,9 +92,13 @@ class Client {
   Result<Subnet> GetSubnet(const std::string& subnet_id);
   // DELETE /project/{p}/ports/{id}. A port that is already gone (404, {"port":null}) is success.
   Status DeletePort(const std::string& port_id);
-  // GET /project/{p}/ports?k=v&... e.g. {{"binding:host_id", "node-a"}}.
-  Result<std::vector<Port>> ListPorts(const std::map<std::string, std::string>& filters = {});
-  // PUT /project/{p}/ports/{id} {"port": fields}, e.g. {"admin_state_up": false}.
+  // GET /project/{p}/ports?k=v&... e.g. {{"binding:host_id", "node-a"}}. An entry that does not
+  // parse as a port does not fail the list: it is named in `unreadable`, and the caller decides
+  // what a list with holes may be trusted for.
+  Result<PortList> ListPorts(const std::map<std::string, std::string>& filters = {});
+  // PUT /project/{p}/ports/{id} {"port": fields}, e.g. {"admin_state_up": false}. The updated
+  // port; a controller that answers 204 or a 2xx with an empty body has done the update, and
+  // the port is then read back with GET (an error then says the update itself went through).
   Result<Port> UpdatePort(const std::string& port_id, const nlohmann::json& fields);
 
   // HTTP requests sent so far (every attempt counts), for benchmarks and tests.

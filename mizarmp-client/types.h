@@ -63,6 +63,13 @@ struct Port {
   PortState state() const;
 };
 
+// A port list as read from the controller: the ports that parsed, and one line per entry that
+// did not ("ports[3]: port.fixed_ips is not an array").
+struct PortList {
+  std::vector<Port> ports;
+  std::vector<std::string> unreadable;
+};
+
 struct Subnet {
   std::string id;
   std::string project_id;

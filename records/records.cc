@@ -1,8 +1,14 @@
 #include "records/records.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 
 #include "common/log.h"
@@ -32,6 +38,20 @@ Status ReadString(const json& j, const char* key, bool required, std::string* ou
     return Bad(key, std::string("is not a string (got ") + it->type_name() + ")");
   *out = it->get<std::string>();
   if (required && out->empty()) return Bad(key, "is empty");
+  return Status::Ok();
+}
+
+// The container id and interface name as parts of a file name: the container id without ':'
+// (it ends at the first one) and neither with '/' (one path component), so names are unique.
+Status CheckNameParts(std::string_view container_id, std::string_view ifname) {
+  if (container_id.empty() || container_id.find_first_of(":/") != std::string_view::npos) {
+    return InvalidArgumentError("attachment record: container id " + LogEscaped(container_id) +
+                                " is empty or holds ':' or '/'");
+  }
+  if (ifname.empty() || ifname.find('/') != std::string_view::npos) {
+    return InvalidArgumentError("attachment record: interface name " + LogEscaped(ifname) +
+                                " is empty or holds '/'");
+  }
   return Status::Ok();
 }
 
@@ -121,6 +141,12 @@ std::string RecordStore::NetworkDir(std::string_view network) const {
 
 std::string RecordStore::RecordPath(std::string_view network, std::string_view container_id,
                                     std::string_view ifname) const {
+  return NetworkDir(network) + "/" + std::string(container_id) + ":" + std::string(ifname) +
+         std::string(kRecordSuffix);
+}
+
+std::string RecordStore::LegacyRecordPath(std::string_view network, std::string_view container_id,
+                                          std::string_view ifname) const {
   return NetworkDir(network) + "/" + std::string(container_id) + "_" + std::string(ifname) +
          std::string(kRecordSuffix);
 }
@@ -132,6 +158,7 @@ std::string RecordStore::LockPath(std::string_view network, std::string_view con
 
 Result<FileLock> RecordStore::Lock(std::string_view network, std::string_view container_id,
                                    std::string_view ifname) const {
+  MZ_RETURN_IF_ERROR(CheckNameParts(container_id, ifname));
   MZ_RETURN_IF_ERROR(MakeDirs(NetworkDir(network), 0700));
   return FileLock::Acquire(LockPath(network, container_id, ifname), 0600);
 }
@@ -149,15 +176,30 @@ Result<RecordLookup> RecordStore::FindPath(const std::string& path) const {
   return RecordLookup{RecordLookup::Kind::kValid, std::move(rec).value(), {}};
 }
 
+Result<RecordLookup> RecordStore::FindLegacy(std::string_view network,
+                                             std::string_view container_id,
+                                             std::string_view ifname) const {
+  MZ_ASSIGN_OR_RETURN(RecordLookup found,
+                      FindPath(LegacyRecordPath(network, container_id, ifname)));
+  // The legacy name is shared by attachments whose ids differ in where '_' splits them: only
+  // a record that names this attachment is its.
+  if (found.valid() && found.record.container_id == container_id && found.record.ifname == ifname) {
+    return found;
+  }
+  return RecordLookup{};
+}
+
 Result<RecordLookup> RecordStore::Find(std::string_view network, std::string_view container_id,
                                        std::string_view ifname) const {
-  return FindPath(RecordPath(network, container_id, ifname));
+  MZ_ASSIGN_OR_RETURN(RecordLookup found, FindPath(RecordPath(network, container_id, ifname)));
+  if (!found.absent()) return found;
+  return FindLegacy(network, container_id, ifname);
 }
 
 Result<Record> RecordStore::Read(std::string_view network, std::string_view container_id,
                                  std::string_view ifname) const {
   const std::string path = RecordPath(network, container_id, ifname);
-  MZ_ASSIGN_OR_RETURN(RecordLookup found, FindPath(path));
+  MZ_ASSIGN_OR_RETURN(RecordLookup found, Find(network, container_id, ifname));
   switch (found.kind) {
     case RecordLookup::Kind::kAbsent:
       return NotFoundError("no attachment record " + path);
@@ -170,14 +212,26 @@ Result<Record> RecordStore::Read(std::string_view network, std::string_view cont
 }
 
 Status RecordStore::Write(const Record& record) const {
+  MZ_RETURN_IF_ERROR(CheckNameParts(record.container_id, record.ifname));
   MZ_RETURN_IF_ERROR(MakeDirs(NetworkDir(record.network), 0700));
-  return WriteFileAtomic(RecordPath(record.network, record.container_id, record.ifname),
-                         RecordToJson(record).dump(2) + "\n", 0600);
+  MZ_RETURN_IF_ERROR(WriteFileAtomic(
+      RecordPath(record.network, record.container_id, record.ifname),
+      // Invalid UTF-8 is replaced, never thrown on: the values came from outside.
+      RecordToJson(record).dump(2, ' ', false, json::error_handler_t::replace) + "\n", 0600));
+  return RemoveLegacy(record.network, record.container_id, record.ifname);
+}
+
+Status RecordStore::RemoveLegacy(std::string_view network, std::string_view container_id,
+                                 std::string_view ifname) const {
+  MZ_ASSIGN_OR_RETURN(RecordLookup legacy, FindLegacy(network, container_id, ifname));
+  if (legacy.absent()) return Status::Ok();
+  return RemoveFileDurable(LegacyRecordPath(network, container_id, ifname));
 }
 
 Status RecordStore::Remove(std::string_view network, std::string_view container_id,
                            std::string_view ifname) const {
-  return RemoveFileDurable(RecordPath(network, container_id, ifname));
+  MZ_RETURN_IF_ERROR(RemoveFileDurable(RecordPath(network, container_id, ifname)));
+  return RemoveLegacy(network, container_id, ifname);
 }
 
 Result<std::vector<Record>> RecordStore::List(std::string_view network) const {
@@ -195,18 +249,101 @@ Result<std::vector<Record>> RecordStore::List(std::string_view network) const {
     const std::string path = dir + "/" + name;
     auto found = FindPath(path);
     if (!found.ok()) {
-      MZ_LOG(kWarn) << "skipping " << path << ": " << found.status().message();
+      MZ_LOG(kWarn) << "skipping " << path << ": " << LogEscaped(found.status().message());
     } else if (found->corrupt()) {
-      MZ_LOG(kWarn) << "skipping " << path << ": " << found->problem;
+      MZ_LOG(kWarn) << "skipping " << path << ": " << LogEscaped(found->problem);
     } else if (found->valid() && found->record.network != network) {
-      MZ_LOG(kWarn) << "skipping " << path << ": it names network \"" << found->record.network
-                    << "\"";
+      MZ_LOG(kWarn) << "skipping " << path << ": it names network "
+                    << LogEscaped(found->record.network);
     } else if (found->valid()) {
       out.push_back(std::move(found->record));
     }
     // An absent file was removed since the directory was listed: nothing to skip or keep.
   }
   return out;
+}
+
+namespace {
+
+constexpr std::string_view kLockSuffix = ".lock";
+
+// Whether `path` was last modified more than `min_age` ago (false if it cannot be stat'ed).
+bool OlderThan(const std::string& path, std::chrono::seconds min_age) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  return ::time(nullptr) - st.st_mtime > min_age.count();
+}
+
+// A temp file of WriteFileAtomic: ".<record name>.tmp.<pid>.<random>".
+bool IsTempFile(std::string_view name) {
+  return name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string_view::npos;
+}
+
+// Removes the lock file at `path` if nobody holds it and no record is beside it, under the same
+// protocol as FileLock (lock, check the path still names the locked file, unlink while
+// holding): a command that opened it meanwhile notices the unlink and starts over.
+Result<bool> RemoveOrphanLock(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return false;
+    return ErrnoError("open lock " + path, errno);
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK || errno == EINTR) return false;  // held: a command is running
+    return ErrnoError("flock " + path, errno);
+  }
+  struct stat held {
+  }, now{};
+  if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &now) != 0 ||
+      now.st_ino != held.st_ino || now.st_dev != held.st_dev) {
+    return false;  // replaced or removed meanwhile
+  }
+  const std::string record = path.substr(0, path.size() - kLockSuffix.size());
+  struct stat rec {};
+  if (::lstat(record.c_str(), &rec) == 0 || errno != ENOENT) return false;  // a record is there
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return false;
+    return ErrnoError("remove lock " + path, errno);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> RecordStore::SweepStale(std::string_view network,
+                                                         std::chrono::seconds min_age) const {
+  std::vector<std::string> removed;
+  const std::string dir = NetworkDir(network);
+  auto names = ListDir(dir);
+  if (!names.ok()) {
+    if (names.status().IsNotFound()) return removed;
+    return names.status();
+  }
+  std::sort(names->begin(), names->end());
+  for (const std::string& name : *names) {
+    const std::string path = dir + "/" + name;
+    const bool temp = IsTempFile(name);
+    const bool lock =
+        !temp && EndsWith(name, std::string(kRecordSuffix) + std::string(kLockSuffix));
+    if ((!temp && !lock) || !OlderThan(path, min_age)) continue;
+    if (temp) {
+      if (::unlink(path.c_str()) == 0) {
+        removed.push_back(name);
+      } else if (errno != ENOENT) {
+        MZ_LOG(kWarn) << "cannot remove stale temp file " << LogEscaped(path) << ": "
+                      << std::strerror(errno);
+      }
+      continue;
+    }
+    auto gone = RemoveOrphanLock(path);
+    if (!gone.ok()) {
+      MZ_LOG(kWarn) << "cannot sweep lock file " << LogEscaped(path) << ": "
+                    << gone.status().message();
+    } else if (*gone) {
+      removed.push_back(name);
+    }
+  }
+  return removed;
 }
 
 Result<std::vector<std::string>> RecordStore::ListNetworks() const {

@@ -1,10 +1,20 @@
 // Attachment records: one JSON file per (network, container, interface) under the state dir,
-//   <stateDir>/<network>/<containerId>_<ifname>.json   (dirs 0700, files 0600, atomic writes)
+//   <stateDir>/<network>/<containerId>:<ifname>.json   (dirs 0700, files 0600, atomic writes)
 // with a lock file beside it (<same>.lock) that serialises every command on the attachment.
+//
+// Why ':' separates the two: a CNI container id is [A-Za-z0-9][A-Za-z0-9_.-]* and holds no ':',
+// so the first ':' of a name ends the container id, and an interface name holds no '/' (it is
+// one path component): every (container, interface) pair gets its own file and lock, and a file
+// name names one pair. The previous versions' "<containerId>_<ifname>.json" did not ('_' may
+// appear in both: container "a_b" + ifname "c" and container "a" + ifname "b_c" shared one
+// file). Records under that legacy name are still read (only when the record inside names the
+// attachment asked for) and removed, never written; RecordStore refuses a container id with
+// ':' or '/' and an interface name with '/', which keeps the mapping one-to-one.
 // ADD writes an "intent" record (port id first) before it asks the controller for anything and
 // completes it at the end; DEL and GC remove it. The CSI-Addons fencing server reads them too.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -78,24 +88,37 @@ class RecordStore {
                          std::string_view ifname) const;
   std::string LockPath(std::string_view network, std::string_view container_id,
                        std::string_view ifname) const;
+  // Where versions before the ':' naming wrote the record ("<containerId>_<ifname>.json").
+  std::string LegacyRecordPath(std::string_view network, std::string_view container_id,
+                               std::string_view ifname) const;
 
   // Creates the network directory (0700) if needed and takes the attachment's lock.
   Result<FileLock> Lock(std::string_view network, std::string_view container_id,
                         std::string_view ifname) const;
   // Whether the attachment has a record, a file that is not one, or nothing. An error only when
-  // the file exists but cannot be read.
+  // the file exists but cannot be read. Without a record under its name, a legacy-named record
+  // (see above) that names this attachment is returned.
   Result<RecordLookup> Find(std::string_view network, std::string_view container_id,
                             std::string_view ifname) const;
   // The attachment's valid record: NOT_FOUND if there is none, DATA_LOSS (with the problem) if
   // the file is not a valid record, for callers that treat both as "no usable record".
   Result<Record> Read(std::string_view network, std::string_view container_id,
                       std::string_view ifname) const;
-  // Atomically (re)writes the record, creating the network directory (0700) if needed.
+  // Atomically (re)writes the record, creating the network directory (0700) if needed, and
+  // then removes this attachment's legacy-named record, so one attachment never has two.
   Status Write(const Record& record) const;
-  // Removes the record file (absent is success). The caller releases the lock, normally with
-  // FileLock::ReleaseAndRemove() so no lock file is left behind.
+  // Removes the record file and this attachment's legacy-named one (absent is success). The
+  // caller releases the lock, normally with FileLock::ReleaseAndRemove() so no lock file is
+  // left behind.
   Status Remove(std::string_view network, std::string_view container_id,
                 std::string_view ifname) const;
+
+  // Removes what interrupted commands left in one network's directory: temp files of atomic
+  // writes, and lock files with no record beside them, both only when older than `min_age` (an
+  // in-flight command's files are younger) and a lock file only when nobody holds it. Returns
+  // the names removed; a file that cannot be removed is logged and left for the next sweep.
+  Result<std::vector<std::string>> SweepStale(std::string_view network,
+                                              std::chrono::seconds min_age) const;
 
   // Every readable record of one network / of the whole state dir (a missing directory is an
   // empty list). Lock files, temp files, other files and unreadable records are skipped (and
@@ -108,6 +131,11 @@ class RecordStore {
 
  private:
   Result<RecordLookup> FindPath(const std::string& path) const;
+  // The legacy-named record if it is a valid record of this very attachment, else absent.
+  Result<RecordLookup> FindLegacy(std::string_view network, std::string_view container_id,
+                                  std::string_view ifname) const;
+  Status RemoveLegacy(std::string_view network, std::string_view container_id,
+                      std::string_view ifname) const;
 
   std::string state_dir_;
 };

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -19,6 +20,24 @@ namespace {
 std::atomic<bool> g_cancelled{false};
 
 void OnSignal(int) { g_cancelled.store(true); }
+
+// Stdin up to one byte past the configuration bound: enough for Run() to refuse an oversized
+// configuration by its size without this process holding (or waiting for) all of it.
+std::string ReadBoundedStdin() {
+  const size_t max = mizarmp::cni::kMaxConfigBytes + 1;
+  std::string input;
+  char buf[65536];
+  while (input.size() < max) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, std::min(sizeof(buf), max - input.size()));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;  // an unreadable stdin is handled as what arrived: Run() reports what is missing
+    }
+    input.append(buf, static_cast<size_t>(n));
+  }
+  return input;
+}
 
 }  // namespace
 
@@ -40,11 +59,7 @@ int main() {
   auto cmd = env.find("CNI_COMMAND");
   const bool version = cmd != env.end() && cmd->second == "VERSION";
   std::string input;
-  if (!version) {
-    auto in = mizarmp::ReadAllFd(STDIN_FILENO);
-    // An unreadable stdin is handled as an empty one: Run() reports the missing configuration.
-    if (in.ok()) input = std::move(in).value();
-  }
+  if (!version) input = ReadBoundedStdin();
 
   mizarmp::cni::RunOptions options;
   options.cancelled = &g_cancelled;

@@ -2,6 +2,7 @@
 // controller generations, including every fault the mock can inject, bearer tokens and TLS.
 // The mock's host agent is disabled, so no root is needed.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
@@ -143,22 +145,23 @@ TEST_P(ClientMockTest, CreateGetListUpdateDelete) {
 
   auto all = client_->ListPorts();
   ASSERT_TRUE(all.ok()) << all.status().ToString();
-  EXPECT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->ports.size(), 2u);
 
   auto on_a = client_->ListPorts({{"binding:host_id", "node-a"}});
   ASSERT_TRUE(on_a.ok()) << on_a.status().ToString();
-  ASSERT_EQ(on_a->size(), 1u);
-  EXPECT_EQ((*on_a)[0].id, "port-a");
+  ASSERT_EQ(on_a->ports.size(), 1u);
+  EXPECT_EQ(on_a->ports[0].id, "port-a");
 
   // A value that needs URL encoding (space, slash).
   auto on_b = client_->ListPorts({{"binding:host_id", "node b/2"}});
   ASSERT_TRUE(on_b.ok()) << on_b.status().ToString();
-  ASSERT_EQ(on_b->size(), 1u);
-  EXPECT_EQ((*on_b)[0].id, "port-b");
+  ASSERT_EQ(on_b->ports.size(), 1u);
+  EXPECT_EQ(on_b->ports[0].id, "port-b");
 
   auto none = client_->ListPorts({{"binding:host_id", "node-nobody"}});
   ASSERT_TRUE(none.ok()) << none.status().ToString();
-  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(none->ports.empty());
+  EXPECT_TRUE(none->unreadable.empty());
 
   auto updated = client_->UpdatePort("port-a", json{{"admin_state_up", false}});
   ASSERT_TRUE(updated.ok()) << updated.status().ToString();
@@ -259,8 +262,8 @@ TEST_P(ClientMockTest, BulkCreateRemembersTheForm) {
 
   auto on_c = client_->ListPorts({{"binding:host_id", "node-c"}});
   ASSERT_TRUE(on_c.ok()) << on_c.status().ToString();
-  ASSERT_EQ(on_c->size(), 1u);
-  EXPECT_EQ((*on_c)[0].id, "bulk-3");
+  ASSERT_EQ(on_c->ports.size(), 1u);
+  EXPECT_EQ(on_c->ports[0].id, "bulk-3");
 }
 
 TEST_P(ClientMockTest, BulkCreateWithExplicitDialect) {
@@ -617,6 +620,39 @@ TEST_P(ClientMockTest, BearerToken) {
   EXPECT_TRUE(Contains(r.status().message(), c.token_file)) << r.status().message();
 }
 
+// A long-lived Client (the server's) keeps working after the token file is rotated: the file
+// is read again when it changes.
+TEST_P(ClientMockTest, TokenFileIsReadAgainWhenItChanges) {
+  testing::TempDir dir;
+  const std::string server_token = dir.path() + "/server-token";
+  const std::string client_token = dir.path() + "/client-token";
+  WriteText(server_token, "the-new-token\n");
+  WriteText(client_token, "the-old-token\n");
+  mock::Options o = MockOptions();
+  o.token_file = server_token;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+
+  ClientConfig c = Config();
+  c.token_file = client_token;
+  auto client = MakeClient(c);
+  ASSERT_NE(client, nullptr);
+  EXPECT_CODE(client->CreatePort(Spec("rotated")).status(), Code::kUnauthenticated);
+
+  // The rotation: the file is replaced (as a Secret volume does) with the token the controller
+  // now wants; the same Client uses it from its next call.
+  WriteText(client_token + ".tmp", "the-new-token\n");
+  ASSERT_EQ(::rename((client_token + ".tmp").c_str(), client_token.c_str()), 0);
+  auto p = client->CreatePort(Spec("rotated"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+
+  // A rotation caught half-way (an empty file) keeps the last good token rather than failing.
+  WriteText(client_token, "");
+  EXPECT_TRUE(client->GetPort("rotated").ok());
+  // Rewritten in place with another token: used too (the controller refuses it).
+  WriteText(client_token, "yet-another-token\n");
+  EXPECT_CODE(client->GetPort("rotated").status(), Code::kUnauthenticated);
+}
+
 // A throwaway CA, a server certificate for 127.0.0.1 (or the names in `san`) and a client
 // certificate, made with the openssl CLI in a temporary directory.
 struct Pki {
@@ -784,6 +820,137 @@ TEST(ClientUnreachable, ConnectionRefusedIsUnavailableAfterRetries) {
 
   Status del = (*client)->DeletePort("p");
   EXPECT_CODE(del, Code::kUnavailable);
+}
+
+// A tiny raw HTTP server on loopback answering every request with `handler`, for answers the
+// mock does not give.
+class RawServer {
+ public:
+  explicit RawServer(httplib::Server::Handler handler) {
+    server_.Get(".*", handler);
+    server_.Put(".*", handler);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    // Bound and listening already: connections wait in the backlog until the loop accepts.
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~RawServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+ClientConfig RawConfig(const std::string& url) {
+  ClientConfig c;
+  c.base_url = url;
+  c.dialect = Dialect::kV01;
+  c.connect_timeout = milliseconds(1000);
+  c.request_timeout = milliseconds(3000);
+  c.max_attempts = 3;
+  c.retry_backoff = milliseconds(1);
+  return c;
+}
+
+const char* kRawPort =
+    R"({"port":{"id":"p1","project_id":"p","network_id":"n","admin_state_up":false,)"
+    R"("mac_address":"0a:58:0a:00:00:05","status":"ACTIVE",)"
+    R"("fixed_ips":[{"ip_address":"10.0.0.5","subnet_id":"s"}]}})";
+
+// The fence updates ports with UpdatePort: a controller that answers the PUT with 204, or 200
+// with no body, has done the update; that is a success, with the port read back.
+TEST(ClientUpdate, NoContentOrEmptyBodyIsASuccess) {
+  for (int status : {204, 200}) {
+    SCOPED_TRACE(status);
+    std::atomic<int> puts{0};
+    std::atomic<int> gets{0};
+    RawServer server([&](const httplib::Request& req, httplib::Response& res) {
+      if (req.method == "PUT") {
+        ++puts;
+        res.status = status;  // no body
+      } else {
+        ++gets;
+        res.status = 200;
+        res.set_content(kRawPort, "application/json");
+      }
+    });
+    auto client = Client::Create(RawConfig(server.url()));
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    auto updated = (*client)->UpdatePort("p1", json{{"admin_state_up", false}});
+    ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+    EXPECT_EQ(updated->id, "p1");
+    EXPECT_FALSE(updated->admin_state_up);
+    EXPECT_EQ(puts.load(), 1) << "a success is not retried";
+    EXPECT_EQ(gets.load(), 1);
+  }
+}
+
+TEST(ClientUpdate, ABodyThatIsNotJsonIsStillAnError) {
+  RawServer server([](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content("<html>ok</html>", "text/html");
+  });
+  auto client = Client::Create(RawConfig(server.url()));
+  ASSERT_TRUE(client.ok());
+  auto updated = (*client)->UpdatePort("p1", json{{"admin_state_up", false}});
+  ASSERT_FALSE(updated.ok());
+  EXPECT_CODE(updated.status(), Code::kInternal);
+}
+
+// A controller answering with more than max_response_bytes (or JSON nested deeper than the
+// bound) gets a clear error, not the process's memory or stack.
+TEST(ClientResponses, OversizedAndDeeplyNestedAnswersAreRefused) {
+  const std::string huge = "{\"port\":{\"id\":\"" + std::string(8 << 20, 'x') + "\"}}";
+  const std::string deep = "{\"port\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::atomic<bool> send_deep{false};
+  RawServer server([&](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(send_deep ? deep : huge, "application/json");
+  });
+  ClientConfig c = RawConfig(server.url());
+  c.max_response_bytes = 1 << 20;
+  auto client = Client::Create(c);
+  ASSERT_TRUE(client.ok());
+  auto big = (*client)->GetPort("p1");
+  ASSERT_FALSE(big.ok());
+  EXPECT_CODE(big.status(), Code::kInternal);
+  EXPECT_TRUE(Contains(big.status().message(), "larger than 1048576 bytes"))
+      << big.status().message();
+  EXPECT_EQ((*client)->requests_sent(), 1u) << "not retried: it would be as large again";
+
+  // The same without a Content-Length (chunked): bounded as it arrives.
+  RawServer chunked([&](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider(
+        "application/json", [&](size_t offset, httplib::DataSink& sink) {
+          if (offset >= huge.size()) {
+            sink.done();
+            return true;
+          }
+          const size_t n = std::min<size_t>(65536, huge.size() - offset);
+          return sink.write(huge.data() + offset, n);
+        });
+  });
+  auto via_chunks = Client::Create([&] {
+    ClientConfig cc = RawConfig(chunked.url());
+    cc.max_response_bytes = 1 << 20;
+    return cc;
+  }());
+  ASSERT_TRUE(via_chunks.ok());
+  auto chunked_big = (*via_chunks)->GetPort("p1");
+  ASSERT_FALSE(chunked_big.ok());
+  EXPECT_CODE(chunked_big.status(), Code::kInternal);
+  EXPECT_TRUE(Contains(chunked_big.status().message(), "larger than 1048576 bytes"))
+      << chunked_big.status().message();
+
+  send_deep = true;
+  auto nested = (*client)->GetPort("p1");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_CODE(nested.status(), Code::kInternal);
+  EXPECT_TRUE(Contains(nested.status().message(), "deeper than 64")) << nested.status().message();
 }
 
 TEST(ClientCreate, RejectsBadConfig) {

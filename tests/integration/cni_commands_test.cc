@@ -3,11 +3,13 @@
 // DEL, GC and STATUS do. No root, no netns.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 
 #include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cni/attachment.h"
 #include "cni/plugin.h"
@@ -158,7 +160,22 @@ class CniCommandsTest : public ::testing::Test {
     return r;
   }
 
-  std::string RecordFile(const std::string& cid) const { return cid + "_eth0.json"; }
+  // A complete record of `cid` naming port `id` (no port is made).
+  Record MakeRecordOnly(const std::string& cid, const std::string& id) const {
+    Record r;
+    r.state = Record::State::kComplete;
+    r.network = network_;
+    r.container_id = cid;
+    r.ifname = "eth0";
+    r.port_id = id;
+    r.project_id = kProject;
+    r.mpurl = url_;
+    r.mac = "0a:58:00:00:00:02";
+    r.created_at = NowRfc3339();
+    return r;
+  }
+
+  std::string RecordFile(const std::string& cid) const { return cid + ":eth0.json"; }
 
   std::string network_ = "mznet-" + testing::UniqueName("n");
   testing::TempDir state_;
@@ -448,6 +465,122 @@ TEST_F(CniCommandsTest, GcRejectsMalformedAttachmentLists) {
   EXPECT_EQ(r.doc["code"], 7) << r.out;
   EXPECT_NE(r.doc["msg"].get<std::string>().find("cni.dev/valid-attachments[0]"), std::string::npos)
       << r.out;
+}
+
+// ------------------------------------------------------------------ moved controller, legacy
+
+// A record names the controller and project its port was made at; DEL and GC delete it there
+// even when the configuration names another controller (or project) now.
+TEST_F(CniCommandsTest, DelAndGcDeleteThePortAtTheControllerTheRecordNames) {
+  Record moved = MakeAttachment("moved");
+  Record stale = MakeAttachment("stale");
+  ASSERT_EQ(MockPortIds().size(), 2u);
+  mock::Options o;
+  o.cidr = "10.244.0.0/16";
+  auto other = mock::MockServer::Create(o);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_TRUE((*other)->Start().ok());
+
+  json cfg = Config();
+  cfg["mpurl"] = (*other)->base_url();
+  auto r = Do(Env("DEL", "moved"), cfg);
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_EQ(MockPortIds(), std::set<std::string>{stale.port_id})
+      << "the port must be deleted where the record says it is";
+  EXPECT_FALSE(Files().count(RecordFile("moved")));
+
+  json gc = Config("1.1.0");
+  gc["mpurl"] = (*other)->base_url();
+  r = Do(Env("GC"), gc);
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(MockPortIds().empty()) << "GC deletes the stale port at its own controller";
+  EXPECT_TRUE(Files().empty());
+}
+
+TEST_F(CniCommandsTest, DelOfARecordAtAControllerThatIsDownIs11AndKeepsIt) {
+  MakeAttachment("c1");
+  const std::string old_url = url_;
+  json cfg = Config();
+  StopMock();  // the record's controller is gone; the configuration names a live one
+  StartMock(mock::Faults{});
+  cfg["mpurl"] = url_;
+  ASSERT_NE(url_, old_url);
+  auto r = Do(Env("DEL", "c1"), cfg);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.doc["code"], 11) << r.out;
+  EXPECT_TRUE(Files().count(RecordFile("c1"))) << "the record must survive for a retry";
+}
+
+// Records written by the previous version ("<containerId>_<ifname>.json") are still found: DEL
+// deletes their port and removes them, GC collects them.
+TEST_F(CniCommandsTest, DelAndGcHandleRecordsUnderTheLegacyName) {
+  Record del = MakeAttachment("old-del");
+  Record gc = MakeAttachment("old-gc");
+  const std::string dir = state_.path() + "/" + network_;
+  for (const Record& r : {del, gc}) {
+    ASSERT_EQ(::rename((dir + "/" + r.container_id + ":eth0.json").c_str(),
+                       (dir + "/" + r.container_id + "_eth0.json").c_str()),
+              0);
+  }
+  auto r = Do(Env("DEL", "old-del"), Config());
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_EQ(MockPortIds(), std::set<std::string>{gc.port_id});
+  EXPECT_EQ(Files(), std::set<std::string>{"old-gc_eth0.json"});
+
+  r = Do(Env("GC"), Config("1.1.0"));
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_TRUE(MockPortIds().empty());
+  EXPECT_TRUE(Files().empty());
+}
+
+// ------------------------------------------------------------------------------ GC vs. ADD
+
+// An ADD in flight holds its attachment's lock from before its intent record until it is done.
+// A GC that lists the ADD's port while the ADD is between "port created" and "record written"
+// must not delete it: whatever the interleaving, a record never ends up without its port.
+TEST_F(CniCommandsTest, GcNeverDeletesThePortOfAnAddInFlight) {
+  RecordStore store(state_.path());
+  auto lock = store.Lock(network_, "adding", "eth0");  // the ADD in flight
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  const std::string id = PortIdFor(network_, "adding", "eth0");
+  MakePort(id, "adding", network_);  // created; the ADD's record is not on disk for now
+
+  Outcome gc;
+  std::thread collector([&] { gc = Do(Env("GC"), Config("1.1.0")); });
+  // Let the GC list the records (none) and the ports (the ADD's) before the ADD writes its
+  // record: the order that made the GC delete the port of an ADD about to succeed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Record rec = MakeRecordOnly("adding", id);
+  ASSERT_TRUE(store.Write(rec).ok());
+  (void)lock->ReleaseAndRemove();
+  collector.join();
+  EXPECT_EQ(gc.rc, 0) << gc.Describe();
+
+  auto found = store.Find(network_, "adding", "eth0");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  const bool has_record = found->valid();
+  const bool has_port = MockPortIds().count(id) > 0;
+  EXPECT_EQ(has_record, has_port) << "record without port (or port without record) after GC";
+  EXPECT_TRUE(has_record) << "the GC waited for the ADD and then found its record";
+}
+
+TEST_F(CniCommandsTest, GcSweepsOldOrphanLockAndTempFilesOnly) {
+  Record keep = MakeAttachment("keep");
+  RecordStore store(state_.path());
+  { ASSERT_TRUE(store.Lock(network_, "gone", "eth0").ok()); }   // an interrupted command's
+  { ASSERT_TRUE(store.Lock(network_, "young", "eth0").ok()); }  // a command just started
+  const std::string dir = state_.path() + "/" + network_;
+  std::ofstream(dir + "/.gone:eth0.json.tmp.1.2") << "{";
+  for (const std::string name : {"gone:eth0.json.lock", ".gone:eth0.json.tmp.1.2"}) {
+    struct timeval times[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+    ASSERT_EQ(::utimes((dir + "/" + name).c_str(), times), 0);
+  }
+  json cfg = Config("1.1.0");
+  cfg["cni.dev/valid-attachments"] = json::array({{{"containerID", "keep"}, {"ifname", "eth0"}}});
+  auto r = Do(Env("GC"), cfg);
+  EXPECT_EQ(r.rc, 0) << r.Describe();
+  EXPECT_EQ(Files(), (std::set<std::string>{RecordFile("keep"), "young:eth0.json.lock"}));
+  EXPECT_EQ(MockPortIds(), std::set<std::string>{keep.port_id});
 }
 
 }  // namespace

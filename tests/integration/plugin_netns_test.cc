@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/fileutil.h"
+#include "common/uuid.h"
 #include "mock-server/mock.h"
 #include "tests/support/support.h"
 
@@ -182,7 +183,7 @@ TEST_F(PluginNetnsTest, AddConfiguresWhatTheControllerAssigned) {
   // The attachment record the fencing service will read, private to root.
   auto recs = Records();
   ASSERT_EQ(recs.size(), 2u);  // record + its lock
-  const std::string rec_path = state_.path() + "/" + network_ + "/c1_eth0.json";
+  const std::string rec_path = state_.path() + "/" + network_ + "/c1:eth0.json";
   auto rec_text = ReadFile(rec_path);
   ASSERT_TRUE(rec_text.ok()) << rec_text.status().ToString();
   json rec = json::parse(*rec_text);
@@ -480,6 +481,39 @@ TEST_F(PluginNetnsTest, AlcorDialectEndToEnd) {
   EXPECT_EQ(Del("alcor", pod.path()).exit_code, 0);
   EXPECT_EQ(Del("alcor", pod.path()).exit_code, 0);  // 404 on the second delete is success
   EXPECT_EQ(mock_->Ports().size(), 0u);
+}
+
+// A runtime may collect garbage while a pod is being created, with a list of valid attachments
+// made before the new one: whatever the interleaving, an ADD racing a GC never ends with a
+// record and no port (or a port and no record), and neither command crashes.
+TEST_F(PluginNetnsTest, AddRacingGcNeverLeavesARecordWithoutItsPort) {
+  const json gc_config = Config("1.1.0");  // no cni.dev/valid-attachments: nothing is valid
+  for (int i = 0; i < 12; ++i) {
+    SCOPED_TRACE(i);
+    auto& pod = NewPod();
+    const std::string cid = "race" + std::to_string(i);
+    ProcessResult add;
+    ProcessResult gc;
+    std::thread adder([&] { add = Plugin("ADD", cid, pod.path(), Config()); });
+    std::thread collector([&] { gc = Plugin("GC", "", "", gc_config); });
+    adder.join();
+    collector.join();
+    EXPECT_EQ(add.signal, 0) << Describe(add);
+    EXPECT_EQ(gc.signal, 0) << Describe(gc);
+    EXPECT_EQ(gc.exit_code, 0) << Describe(gc);
+
+    struct stat st {};
+    const std::string record = state_.path() + "/" + network_ + "/" + cid + ":eth0.json";
+    const bool has_record = ::stat(record.c_str(), &st) == 0;
+    // The port id ADD derives for the attachment (see cni/attachment.h).
+    const std::string port_id = *UuidV5(kPortIdNamespace, network_ + "/" + cid + "/eth0");
+    bool has_port = false;
+    for (const auto& p : mock_->Ports()) has_port = has_port || p.id == port_id;
+    EXPECT_EQ(has_record, has_port) << "ADD: " << Describe(add) << "\nGC: " << Describe(gc);
+    if (add.exit_code != 0) {
+      EXPECT_FALSE(has_record) << Describe(add);
+    }
+  }
 }
 
 }  // namespace

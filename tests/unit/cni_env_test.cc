@@ -134,5 +134,33 @@ TEST(CniEnv, CniArgs) {
   }
 }
 
+// Values that go into JSON (the port, the record, the result) must be UTF-8: refused where they
+// enter, naming the variable, with the byte escaped in the message.
+TEST(CniEnv, NonUtf8ValuesAreRefusedNamingTheVariable) {
+  for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
+           {"CNI_NETNS", "/var/run/netns/p\xff"},
+           {"CNI_IFNAME", "eth\xc3"},
+           {"CNI_ARGS", "K8S_POD_NAME=web\xfe"},
+           {"CNI_ARGS", "K8S_POD_NAMESPACE=\xed\xa0\x80"},
+           {"CNI_ARGS", "IgnoreUnknown=1;OTHER\x80=x"}}) {
+    for (const char* command : {"ADD", "DEL", "CHECK"}) {
+      auto vars = AddEnv();
+      vars["CNI_COMMAND"] = command;
+      vars[var] = value;
+      auto env = ParseEnv(vars);
+      ASSERT_FALSE(env.ok()) << var << " " << command;
+      EXPECT_EQ(env.status().code(), Code::kInvalidArgument);
+      const std::string& msg = env.status().message();
+      EXPECT_NE(msg.find(var), std::string::npos) << msg;
+      EXPECT_NE(msg.find("UTF-8"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("\\x"), std::string::npos) << "the byte is escaped: " << msg;
+    }
+  }
+  auto vars = AddEnv();
+  vars["CNI_NETNS"] = "/var/run/netns/caf\xc3\xa9";
+  vars["CNI_ARGS"] = "K8S_POD_NAME=caf\xc3\xa9";
+  EXPECT_TRUE(ParseEnv(vars).ok()) << "valid UTF-8 beyond ASCII is fine";
+}
+
 }  // namespace
 }  // namespace mizarmp::cni

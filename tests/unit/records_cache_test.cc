@@ -96,7 +96,7 @@ TEST_F(RecordCacheTest, SameRecordsAsListAll) {
   std::ofstream(dir_.path() + "/state/stray.txt") << "x";
   ASSERT_EQ(::mkdir((dir_.path() + "/state/.hidden").c_str(), 0700), 0);
   std::ofstream(dir_.path() + "/state/net-a/c9_eth0.json") << "{not json";
-  std::ofstream(dir_.path() + "/state/net-a/c1_eth0.lock") << "";
+  std::ofstream(dir_.path() + "/state/net-a/c1:eth0.json.lock") << "";
 
   auto all = store_.ListAll();
   ASSERT_TRUE(all.ok());
@@ -161,9 +161,9 @@ TEST_F(RecordCacheTest, RemovedOrReplacedDirectoryIsNotServedFromTheCache) {
   ASSERT_EQ(::rename(a.c_str(), (a + ".old").c_str()), 0);
   ASSERT_EQ(::mkdir(a.c_str(), 0700), 0);
   Put(Sample("net-a", "c4", "10.240.0.8"));
-  ASSERT_EQ(::rename((a + ".old/c1_eth0.json").c_str(), (a + "/c1_eth0.json").c_str()), 0);
+  ASSERT_EQ(::rename((a + ".old/c1:eth0.json").c_str(), (a + "/c1:eth0.json").c_str()), 0);
   Age(a, hours(1));
-  ::unlink((a + ".old/c1_eth0.lock").c_str());
+  ::unlink((a + ".old/c1:eth0.json.lock").c_str());
   ::rmdir((a + ".old").c_str());
   EXPECT_EQ(Keys(*cache_.Snapshot()),
             (std::set<std::string>{"net-a/c1/10.240.0.5/16", "net-a/c4/10.240.0.8/16"}));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,11 @@ Record Sample(const std::string& network, const std::string& cid, const std::str
   return r;
 }
 
+bool FileExists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
 int Mode(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
@@ -49,7 +55,7 @@ TEST(Records, WriteReadRoundTripWithPrivateModes) {
   RecordStore store(dir.path() + "/state");
   Record r = Sample("net1", "c1", "eth0");
   ASSERT_TRUE(store.Write(r).ok());
-  const std::string path = dir.path() + "/state/net1/c1_eth0.json";
+  const std::string path = dir.path() + "/state/net1/c1:eth0.json";
   EXPECT_EQ(store.RecordPath("net1", "c1", "eth0"), path);
   EXPECT_EQ(store.LockPath("net1", "c1", "eth0"), path + ".lock");
   EXPECT_EQ(Mode(path), 0600);
@@ -79,7 +85,7 @@ TEST(Records, WriteReadRoundTripWithPrivateModes) {
   ASSERT_TRUE(store.Write(r).ok());
   auto names = ListDir(dir.path() + "/state/net1");
   ASSERT_TRUE(names.ok());
-  EXPECT_EQ(*names, std::vector<std::string>{"c1_eth0.json"});
+  EXPECT_EQ(*names, std::vector<std::string>{"c1:eth0.json"});
   ASSERT_TRUE(store.Read("net1", "c1", "eth0").ok());
   EXPECT_FALSE(store.Read("net1", "c1", "eth0")->complete());
 
@@ -206,6 +212,126 @@ TEST(Records, FindFailsOnlyForAFileItCannotRead) {
   ASSERT_EQ(::mkdir(store.RecordPath("net1", "c1", "eth0").c_str(), 0700), 0);
   auto found = store.Find("net1", "c1", "eth0");
   EXPECT_FALSE(found.ok()) << "a directory where the record belongs is not a record";
+}
+
+// Container "a_b" + ifname "c" and container "a" + ifname "b_c" shared "a_b_c.json" (and its
+// lock) before the ':' naming: each must have its own file and lock.
+TEST(Records, AttachmentsThatDifferInWhereUnderscoreSplitsHaveTheirOwnFiles) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  EXPECT_NE(store.RecordPath("n", "a_b", "c"), store.RecordPath("n", "a", "b_c"));
+  EXPECT_NE(store.LockPath("n", "a_b", "c"), store.LockPath("n", "a", "b_c"));
+  const Record first = Sample("n", "a_b", "c");
+  const Record second = Sample("n", "a", "b_c");
+  ASSERT_TRUE(store.Write(first).ok());
+  ASSERT_TRUE(store.Write(second).ok());
+  auto one = store.Read("n", "a_b", "c");
+  auto two = store.Read("n", "a", "b_c");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(one->port_id, first.port_id);
+  EXPECT_EQ(two->port_id, second.port_id);
+  // Both locks can be held at once: they are not one lock.
+  auto lock1 = store.Lock("n", "a_b", "c");
+  auto lock2 = store.Lock("n", "a", "b_c");
+  ASSERT_TRUE(lock1.ok() && lock2.ok());
+  ASSERT_TRUE(store.Remove("n", "a_b", "c").ok());
+  EXPECT_TRUE(store.Read("n", "a", "b_c").ok()) << "removing one kept the other";
+  auto list = store.List("n");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].container_id, "a");
+}
+
+TEST(Records, NamePartsThatWouldMakeNamesAmbiguousAreRefused) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  EXPECT_EQ(store.Write(Sample("n", "a:b", "eth0")).code(), Code::kInvalidArgument);
+  EXPECT_EQ(store.Write(Sample("n", "a", "x/y")).code(), Code::kInvalidArgument);
+  EXPECT_EQ(store.Lock("n", "../a", "eth0").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store.Lock("n", "a", "").status().code(), Code::kInvalidArgument);
+}
+
+// A record written by the previous version ("<containerId>_<ifname>.json") is still found,
+// read, replaced and removed; only the new name is written.
+TEST(Records, LegacyNamedRecordsAreReadAndRemovedButNotWritten) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  ASSERT_EQ(::mkdir(store.NetworkDir("n").c_str(), 0700), 0);
+  Record legacy = Sample("n", "a", "b_c");
+  const std::string legacy_path = dir.path() + "/n/a_b_c.json";
+  EXPECT_EQ(store.LegacyRecordPath("n", "a", "b_c"), legacy_path);
+  ASSERT_TRUE(WriteFileAtomic(legacy_path, RecordToJson(legacy).dump()).ok());
+
+  auto found = store.Find("n", "a", "b_c");
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->valid());
+  EXPECT_EQ(found->record.port_id, legacy.port_id);
+  // The same legacy name for the other attachment: not its record.
+  auto other = store.Find("n", "a_b", "c");
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->absent());
+  ASSERT_TRUE(store.Remove("n", "a_b", "c").ok());
+  EXPECT_TRUE(FileExists(legacy_path))
+      << "removing the other attachment must not remove this one's legacy record";
+
+  // Rewriting moves it to the new name.
+  legacy.state = Record::State::kIntent;
+  ASSERT_TRUE(store.Write(legacy).ok());
+  EXPECT_FALSE(FileExists(legacy_path));
+  EXPECT_TRUE(FileExists(store.RecordPath("n", "a", "b_c")));
+
+  // Removing removes a legacy-named record too.
+  ASSERT_TRUE(WriteFileAtomic(legacy_path, RecordToJson(legacy).dump()).ok());
+  ASSERT_TRUE(store.Remove("n", "a", "b_c").ok());
+  EXPECT_FALSE(FileExists(legacy_path));
+  EXPECT_TRUE(store.Find("n", "a", "b_c")->absent());
+}
+
+// Sets `path`'s modification time `age` into the past.
+void Age(const std::string& path, std::chrono::seconds age) {
+  struct timeval times[2];
+  ::gettimeofday(&times[0], nullptr);
+  times[0].tv_sec -= age.count();
+  times[1] = times[0];
+  ASSERT_EQ(::utimes(path.c_str(), times), 0) << path;
+}
+
+TEST(Records, SweepRemovesOnlyOldOrphanLocksAndTempFiles) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  const std::string d = dir.path() + "/n";
+  ASSERT_TRUE(store.Write(Sample("n", "kept", "eth0")).ok());
+  {
+    auto lock = store.Lock("n", "kept", "eth0");  // a lock file beside a record (as after ADD)
+    ASSERT_TRUE(lock.ok());
+  }
+  { ASSERT_TRUE(store.Lock("n", "orphan", "eth0").ok()); }  // no record: an interrupted command
+  { ASSERT_TRUE(store.Lock("n", "young", "eth0").ok()); }
+  auto held = store.Lock("n", "held", "eth0");  // a command in flight holds it
+  ASSERT_TRUE(held.ok());
+  std::ofstream(d + "/old_eth0.json.lock") << "";  // a legacy-named orphan lock
+  std::ofstream(d + "/.orphan:eth0.json.tmp.123.456") << "{";
+  std::ofstream(d + "/.young:eth0.json.tmp.123.457") << "{";
+  for (const char* name :
+       {"kept:eth0.json", "kept:eth0.json.lock", "orphan:eth0.json.lock", "held:eth0.json.lock",
+        "old_eth0.json.lock", ".orphan:eth0.json.tmp.123.456"}) {
+    Age(d + "/" + std::string(name), std::chrono::seconds(3600));
+  }
+
+  auto removed = store.SweepStale("n", std::chrono::seconds(60));
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(std::set<std::string>(removed->begin(), removed->end()),
+            (std::set<std::string>{"orphan:eth0.json.lock", "old_eth0.json.lock",
+                                   ".orphan:eth0.json.tmp.123.456"}));
+  auto left = ListDir(d);
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(std::set<std::string>(left->begin(), left->end()),
+            (std::set<std::string>{"kept:eth0.json", "kept:eth0.json.lock", "young:eth0.json.lock",
+                                   "held:eth0.json.lock", ".young:eth0.json.tmp.123.457"}));
+  // The held lock still works as a lock: it was not unlinked under its holder.
+  EXPECT_TRUE(FileExists(held->path()));
+  EXPECT_TRUE(store.SweepStale("missing-network", std::chrono::seconds(60))->empty());
 }
 
 }  // namespace
