@@ -11,7 +11,10 @@ Status CheckSecrets(const google::protobuf::Map<std::string, std::string>& got,
     if (it == got.end()) {
       return UnauthenticatedError("secrets: " + Quoted(key) + " is missing");
     }
-    if (!ConstantTimeEqual(it->second, want)) {
+    // The order matters and no test can see it (the result is symmetric): ConstantTimeEqual
+    // runs in time that depends only on its first argument, so that must be the request's
+    // value, which the caller knows anyway; swapped, the time would reveal the secret's length.
+    if (!ConstantTimeEqual(/*given=*/it->second, /*secret=*/want)) {
       return UnauthenticatedError("secrets: " + Quoted(key) + " does not match");
     }
   }

@@ -16,6 +16,7 @@
 #include <cassert>
 #include <charconv>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -64,17 +65,53 @@ Result<std::string> ReadPem(const char* what, const std::string& path) {
   return std::move(text).value();
 }
 
-// Makes the socket's directory (0700) and clears the way for bind(): a stale socket (nobody
-// answers on it) is removed; a live one or a non-socket is left alone and refused.
-Status PrepareUnixSocket(const std::string& path) {
-  const std::string dir = DirName(path);
+std::string OctalMode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// The socket's directory must be ours alone: whoever else could write to it (or owns it, or
+// points a symlink somewhere) could swap the socket for their own between our bind() and a
+// client's connect(). Made 0700 when missing; an existing one is checked, never "fixed".
+Status CheckSocketDirectory(const std::string& dir) {
   Status made = MakeDirs(dir, 0700);
   if (!made.ok()) return made.WithContext("socket directory \"" + dir + "\"");
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return ErrnoError("lstat \"" + dir + "\"", errno);
+  const std::string what = "socket directory \"" + dir + "\"";
+  if (S_ISLNK(st.st_mode)) {
+    return FailedPreconditionError(what +
+                                   " is a symlink; refusing to make the socket through "
+                                   "it (give the real directory)");
+  }
+  if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(what + " is not a directory");
+  if (st.st_uid != ::geteuid()) {
+    return FailedPreconditionError(what + " is owned by uid " + std::to_string(st.st_uid) +
+                                   ", not by this server (uid " + std::to_string(::geteuid()) +
+                                   "); use a directory of its own");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return FailedPreconditionError(what + " is writable by group or others (mode " +
+                                   OctalMode(st.st_mode) +
+                                   "); chmod go-w it, or let the server create it (0700)");
+  }
+  return Status::Ok();
+}
+
+// Checks the socket's directory and clears the way for bind(): a stale socket (nobody answers
+// on it) is removed; a live one, a symlink or a non-socket is left alone and refused.
+Status PrepareUnixSocket(const std::string& path) {
+  MZ_RETURN_IF_ERROR(CheckSocketDirectory(DirName(path)));
 
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Ok();
     return ErrnoError("lstat \"" + path + "\"", errno);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return FailedPreconditionError("endpoint \"" + path +
+                                   "\" is a symlink; refusing to replace it or follow it");
   }
   if (!S_ISSOCK(st.st_mode)) {
     return FailedPreconditionError("endpoint \"" + path +
@@ -92,6 +129,13 @@ Status PrepareUnixSocket(const std::string& path) {
   return Status::Ok();
 }
 
+// Anyone who can reach a TCP port can call it, unlike a 0600 unix socket: refuse to serve one
+// unless every caller proves who it is.
+Status CheckTcpClientsAuthenticated(const ServerOptions& options) {
+  if (!options.tls_client_ca_file.empty() || options.requests_need_secrets) return Status::Ok();
+  return InvalidArgumentError(TcpWithoutClientAuthMessage(options.endpoint));
+}
+
 // The credentials the endpoint is served with; for a unix endpoint, also clears the way for its
 // socket.
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& options,
@@ -103,6 +147,7 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOpt
     MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
     return grpc::InsecureServerCredentials();
   }
+  MZ_RETURN_IF_ERROR(CheckTcpClientsAuthenticated(options));
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
     if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
       return InvalidArgumentError("TLS needs both a certificate and a key file");
@@ -131,6 +176,14 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOpt
 }
 
 }  // namespace
+
+std::string TcpWithoutClientAuthMessage(std::string_view endpoint) {
+  return "endpoint " + Quoted(endpoint) +
+         ": a tcp:// endpoint can be reached by anyone on the network, so its clients must be "
+         "authenticated; set tlsClientCaFile (clients present a certificate signed by that CA; "
+         "needs tlsCertFile and tlsKeyFile) or secretsFile (a JSON object of at least one secret "
+         "every request must carry), or serve on a unix:// socket";
+}
 
 // How many calls the server is running, from the moment gRPC hands a call to the server until
 // it is finished: each call gets a CountingInterceptor, made when the call arrives and destroyed

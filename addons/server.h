@@ -4,13 +4,18 @@
 // threads) and server reflection. It knows no CSI-Addons service: each one implements
 // addons::AddonsService (addons/service.h) and is registered with Register() before Start().
 //
-// Unix socket endpoints: the parent directory is created 0700 when missing; an existing path is
-// replaced only when it is a socket nobody answers on (a live server makes Start() fail with
-// ALREADY_EXISTS, a non-socket with FAILED_PRECONDITION); the socket is created under umask 077
+// Unix socket endpoints: the parent directory is created 0700 when missing; an existing one must
+// be owned by this process's euid, not writable by group or others, and not a symlink
+// (FAILED_PRECONDITION naming the directory and the problem). An existing path is replaced only
+// when it is a socket nobody answers on (a live server makes Start() fail with ALREADY_EXISTS,
+// a symlink or a non-socket with FAILED_PRECONDITION); the socket is created under umask 077
 // and chmod'ed 0600, so it is never reachable by others; Shutdown() removes it (if it is still
 // the one this server created).
-// TCP endpoints: TLS (optionally requiring client certificates signed by a CA), or plaintext
-// only when explicitly allowed (insecure_tcp; tests only).
+// TCP endpoints: reachable by anyone on the network, so the clients must be authenticated: by
+// client certificates signed by a CA (tls_client_ca_file) or by the secrets every request of
+// the services carries (requests_need_secrets: a non-empty secretsFile). TLS with a server
+// certificate, or plaintext only when explicitly allowed (insecure_tcp; tests only, and still
+// with secrets).
 #pragma once
 
 #include <sys/types.h>
@@ -48,12 +53,20 @@ struct Endpoint {
 // naming the value otherwise (relative or too long socket paths included).
 Result<Endpoint> ParseEndpoint(std::string_view text);
 
+// Why a tcp:// endpoint without client authentication is refused and how to fix it (naming the
+// configuration keys): the one wording Server::Start() and the configuration check share.
+std::string TcpWithoutClientAuthMessage(std::string_view endpoint);
+
 struct ServerOptions {
   std::string endpoint = kDefaultEndpoint;
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
   bool insecure_tcp = false;
+  // Whether the registered services refuse requests that lack the configured secrets (the
+  // composer sets it from a non-empty secretsFile). A tcp:// endpoint needs this or
+  // tls_client_ca_file: an unauthenticated network endpoint is refused by Start().
+  bool requests_need_secrets = false;
   // How long Shutdown() lets in-flight calls finish before cancelling them.
   std::chrono::milliseconds shutdown_grace{10000};
   // How often an idle health Watch looks whether its client went away (HealthOptions).
@@ -76,8 +89,9 @@ class Server {
 
   // Prepares the endpoint, binds, starts serving, then calls Start() of every registered
   // service in registration order. Errors (no service is started then): INVALID_ARGUMENT
-  // (endpoint, TLS files), ALREADY_EXISTS (a live server answers on the socket),
-  // FAILED_PRECONDITION (the path exists and is not a socket), UNAVAILABLE (bind failed).
+  // (endpoint, TLS files, a tcp:// endpoint without client authentication), ALREADY_EXISTS
+  // (a live server answers on the socket), FAILED_PRECONDITION (the path exists and is not a
+  // socket, or the socket directory is not safe: see above), UNAVAILABLE (bind failed).
   Status Start();
 
   // The address clients dial in gRPC notation ("unix:/run/x.sock", "127.0.0.1:40123"); for a

@@ -110,44 +110,83 @@ std::string LocalKeyStore::PathFor(const std::string& volume_id) const {
   return dir_ + "/" + kPrefix + EscapeId(volume_id);
 }
 
+namespace {
+
+// Wipes the key strings of a key store document (hex of the keys).
+void WipeKeyFields(json& doc) {
+  if (!doc.is_object()) return;
+  for (const char* name : {"current", "pending", "previous"}) {
+    auto it = doc.find(name);
+    if (it != doc.end() && it->is_string()) Wipe(it->get_ref<std::string&>());
+  }
+}
+
+// Wipes what Get and Put hold while they work on a record: the file's text and the document.
+class WipeOnExit {
+ public:
+  WipeOnExit(std::string& text, json& doc) : text_(text), doc_(doc) {}
+  WipeOnExit(const WipeOnExit&) = delete;
+  WipeOnExit& operator=(const WipeOnExit&) = delete;
+  ~WipeOnExit() {
+    Wipe(text_);
+    WipeKeyFields(doc_);
+  }
+
+ private:
+  std::string& text_;
+  json& doc_;
+};
+
+}  // namespace
+
 Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
   const std::string path = PathFor(volume_id);
-  auto text = ReadFile(path);
-  if (!text.ok()) {
-    if (text.status().IsNotFound()) {
+  auto read = ReadFile(path);
+  if (!read.ok()) {
+    if (read.status().IsNotFound()) {
       return NotFoundError("no key stored for volume " + Quoted(volume_id));
     }
-    return text.status().WithContext("key store");
+    return read.status().WithContext("key store");
   }
-  const json doc = json::parse(*text, nullptr, false);
+  std::string text = std::move(*read);
+  Wipe(*read);
+  json doc = json::parse(text, nullptr, false);
+  WipeOnExit wipe(text, doc);
   if (doc.is_discarded() || !doc.is_object()) {
     return DataLossError("key store file " + Quoted(path) + " is not a JSON object");
   }
   VolumeKeys keys;
   keys.volume_id = volume_id;
-  auto field = [&](const char* name, std::string& out, bool hex) -> Status {
+  auto field = [&](const char* name, std::string& out) -> Status {
     auto it = doc.find(name);
     if (it == doc.end() || it->is_null()) return Status::Ok();
     if (!it->is_string()) {
       return DataLossError("key store file " + Quoted(path) + ": " + Quoted(name) +
                            " is not a string");
     }
-    if (!hex) {
-      out = it->get<std::string>();
-      return Status::Ok();
-    }
-    auto bytes = HexDecode(it->get<std::string>());
-    if (!bytes.ok()) {
-      return DataLossError("key store file " + Quoted(path) + ": " + Quoted(name) + ": " +
-                           bytes.status().message());
-    }
-    out = std::move(*bytes);
+    out = it->get<std::string>();
     return Status::Ok();
   };
-  MZ_RETURN_IF_ERROR(field("device", keys.device, false));
-  MZ_RETURN_IF_ERROR(field("current", keys.current, true));
-  MZ_RETURN_IF_ERROR(field("pending", keys.pending, true));
-  MZ_RETURN_IF_ERROR(field("previous", keys.previous, true));
+  auto key_field = [&](const char* name, SecretString& out) -> Status {
+    std::string hex;
+    Status s = field(name, hex);
+    if (s.ok() && !hex.empty()) {
+      auto bytes = HexDecode(hex);
+      if (bytes.ok()) {
+        out = SecretString(std::move(*bytes));
+      } else {
+        s = DataLossError("key store file " + Quoted(path) + ": " + Quoted(name) + ": " +
+                          bytes.status().message());
+      }
+    }
+    Wipe(hex);
+    return s;
+  };
+  MZ_RETURN_IF_ERROR(field("device", keys.device));
+  MZ_RETURN_IF_ERROR(field("luksUuid", keys.luks_uuid));
+  MZ_RETURN_IF_ERROR(key_field("current", keys.current));
+  MZ_RETURN_IF_ERROR(key_field("pending", keys.pending));
+  MZ_RETURN_IF_ERROR(key_field("previous", keys.previous));
   if (keys.current.empty()) {
     return DataLossError("key store file " + Quoted(path) + " has no \"current\" key");
   }
@@ -157,13 +196,18 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
 Status LocalKeyStore::Put(const VolumeKeys& keys) {
   if (keys.volume_id.empty()) return InvalidArgumentError("key store: empty volume id");
   json doc = json::object();
+  std::string text;
+  WipeOnExit wipe(text, doc);
   doc["volumeId"] = keys.volume_id;
   doc["device"] = keys.device;
+  if (!keys.luks_uuid.empty()) doc["luksUuid"] = keys.luks_uuid;
+  // Moved into the document, so the only copy of each hex string is the one wiped on exit.
   doc["current"] = HexEncode(keys.current);
   if (!keys.pending.empty()) doc["pending"] = HexEncode(keys.pending);
   if (!keys.previous.empty()) doc["previous"] = HexEncode(keys.previous);
+  text = doc.dump(2) + "\n";
   const std::string path = PathFor(keys.volume_id);
-  return WriteFileAtomic(path, doc.dump(2) + "\n", 0600).WithContext("key store");
+  return WriteFileAtomic(path, text, 0600).WithContext("key store");
 }
 
 Status LocalKeyStore::Remove(const std::string& volume_id) {

@@ -1,15 +1,20 @@
 // The node's key store: the LUKS passphrase(s) of each encrypted volume, by volume id.
 //
-// A record holds the device the volume lives on and its current passphrase, plus, while a
-// rotation is in progress, the new passphrase not yet promoted (`pending`) or the old one not
-// yet retired (`previous`). At most one of pending/previous is set. Keys are opaque bytes.
+// A record holds the device the volume lives on (and the UUID of its LUKS header, which
+// identifies it after the device is renamed: keyrotation/locate.h) and its current passphrase,
+// plus, while a rotation is in progress, the new passphrase not yet promoted (`pending`) or the
+// old one not yet retired (`previous`). At most one of pending/previous is set. Keys are opaque
+// bytes, held in SecretString (keyrotation/secret.h).
 //
 // LocalKeyStore, the embedded default: a 0700 directory with one 0600 file per volume, written
 // atomically (temp file, fsync, rename, fsync dir). The file is JSON:
-//   {"volumeId": "...", "device": "/dev/...", "current": "<hex>", "pending": "<hex>",
-//    "previous": "<hex>"}
-// ("pending"/"previous" absent when unset). The file name is "vol-" + the volume id with every
-// byte outside [A-Za-z0-9._-] written as %XX, so any volume id maps to one flat file name.
+//   {"volumeId": "...", "device": "/dev/...", "luksUuid": "...", "current": "<hex>",
+//    "pending": "<hex>", "previous": "<hex>"}
+// ("luksUuid"/"pending"/"previous" absent when unset; records written before the UUID was
+// recorded have none). The file name is "vol-" + the volume id with every byte outside
+// [A-Za-z0-9._-] written as %XX, so any volume id maps to one flat file name. The copies of the
+// keys Get and Put make (the file's text, the JSON document's strings, the hex) are wiped once
+// done; copies inside nlohmann::json's parser and ReadFile's buffer growth are out of reach.
 #pragma once
 
 #include <memory>
@@ -17,15 +22,17 @@
 #include <vector>
 
 #include "common/status.h"
+#include "keyrotation/secret.h"
 
 namespace mizarmp::keyrotation {
 
 struct VolumeKeys {
   std::string volume_id;
-  std::string device;    // the LUKS device or image the volume lives on
-  std::string current;   // a passphrase that opens the header
-  std::string pending;   // rotation in progress: the new key, not yet promoted
-  std::string previous;  // rotation in progress: the old key, its keyslot not yet retired
+  std::string device;     // the LUKS device or image the volume lives on
+  SecretString current;   // a passphrase that opens the header
+  SecretString pending;   // rotation in progress: the new key, not yet promoted
+  SecretString previous;  // rotation in progress: the old key, its keyslot not yet retired
+  std::string luks_uuid;  // the device's LUKS header UUID; empty when not (yet) recorded
 
   bool operator==(const VolumeKeys&) const = default;
 };
@@ -62,7 +69,8 @@ class LocalKeyStore final : public KeyStore {
   std::string dir_;
 };
 
-// Lowercase hex of bytes and back (INVALID_ARGUMENT on a malformed string).
+// Lowercase hex of bytes and back (INVALID_ARGUMENT on a malformed string). Callers passing
+// keys wipe the results (keyrotation/secret.h).
 std::string HexEncode(const std::string& bytes);
 Result<std::string> HexDecode(const std::string& hex);
 

@@ -1,7 +1,9 @@
 #include "keyrotation/luks.h"
 
+#include <fcntl.h>
 #include <libcryptsetup.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/fd.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -97,6 +100,11 @@ LuksDevice::~LuksDevice() {
   if (cd_ != nullptr) crypt_free(cd_);
 }
 
+std::string LuksDevice::Uuid() const {
+  const char* uuid = crypt_get_uuid(cd_);
+  return uuid != nullptr ? std::string(uuid) : std::string();
+}
+
 Result<std::optional<int>> LuksDevice::FindKeyslot(const std::string& passphrase) {
   if (passphrase.empty()) return InvalidArgumentError("empty passphrase");
   // A NULL name only checks the passphrase against the header; nothing is activated.
@@ -169,6 +177,29 @@ Status FormatLuks2(const std::string& device, const std::string& passphrase,
     return UnavailableError(CryptError("adding the first keyslot to " + Quoted(device), rc));
   }
   return Status::Ok();
+}
+
+std::optional<std::string> PeekLuksUuid(const std::string& path) {
+  // LUKS1 and LUKS2 both start with the magic "LUKS\xba\xbe" and keep the UUID, a
+  // NUL-terminated string of at most 40 bytes, at offset 168.
+  constexpr size_t kUuidOffset = 168;
+  constexpr size_t kUuidSize = 40;
+  // O_NONBLOCK: a removable drive without a medium must not hold the scan.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return std::nullopt;
+  char header[kUuidOffset + kUuidSize] = {};
+  size_t got = 0;
+  while (got < sizeof(header)) {
+    const ssize_t n = ::pread(fd.get(), header + got, sizeof(header) - got, got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    got += static_cast<size_t>(n);
+  }
+  if (std::memcmp(header, "LUKS\xba\xbe", 6) != 0) return std::nullopt;
+  const char* uuid = header + kUuidOffset;
+  const std::string text(uuid, ::strnlen(uuid, kUuidSize));
+  if (text.empty()) return std::nullopt;
+  return text;
 }
 
 Result<std::string> CryptMappingDevice(const std::string& mapping_name) {

@@ -40,6 +40,10 @@ class LuksDevice {
 
   const std::string& path() const { return path_; }
 
+  // The header's UUID (what /dev/disk/by-uuid names it by); it survives a rename of the device
+  // node or the image file, so the key store records it to find the volume again.
+  std::string Uuid() const;
+
   // The keyslot `passphrase` opens, or nullopt when it opens none (checked against the header,
   // nothing activated). Errors are failures to check: INVALID_ARGUMENT for an empty
   // passphrase, UNAVAILABLE from libcryptsetup.
@@ -73,6 +77,11 @@ Status FormatLuks2(const std::string& device, const std::string& passphrase,
 // The device underneath an active device-mapper crypt mapping (e.g. "luks-abc" for
 // /dev/mapper/luks-abc). NOT_FOUND when no such mapping is active.
 Result<std::string> CryptMappingDevice(const std::string& mapping_name);
+
+// The UUID in the LUKS (1 or 2) binary header at the start of `path`, read directly (no
+// libcryptsetup, so scanning devices that are not LUKS logs nothing); nullopt when `path`
+// cannot be read or has no LUKS header. Only a hint: LuksDevice::Open() and Uuid() confirm it.
+std::optional<std::string> PeekLuksUuid(const std::string& path);
 
 // Routes libcryptsetup's messages to MZ_LOG. Idempotent; called by the functions above.
 void InstallCryptsetupLogging();

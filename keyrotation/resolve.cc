@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -92,30 +93,75 @@ Result<std::string> MountSource(const std::string& mount_point, const std::strin
   return found;
 }
 
+namespace {
+
+// /sys/block/<name> of a device node (symlinks such as /dev/mapper/NAME -> ../dm-N followed).
+std::string SysDirOf(const std::string& device, const ResolveOptions& options) {
+  return options.sys_block_dir + "/" + BaseName(Canonical(device));
+}
+
+// Whether the device-mapper device behind `sys_dir` is a dm-crypt mapping: its dm UUID starts
+// with "CRYPT-" (cryptsetup's convention; LVM's start with "LVM-").
+bool IsCryptLayer(const std::string& sys_dir) {
+  auto uuid = ReadFile(sys_dir + "/dm/uuid");
+  return uuid.ok() && Trim(*uuid).starts_with("CRYPT-");
+}
+
+// The one device under the device-mapper device `device` (its /sys slaves); nullopt when it is
+// not device-mapper. FAILED_PRECONDITION when it has none or several.
+Result<std::optional<std::string>> SlaveOf(const std::string& device, const std::string& sys_dir,
+                                           const ResolveOptions& options) {
+  const std::string slaves_dir = sys_dir + "/slaves";
+  if (!IsDir(slaves_dir)) return std::optional<std::string>();
+  MZ_ASSIGN_OR_RETURN(auto slaves, ListDir(slaves_dir));
+  if (slaves.empty()) {
+    return FailedPreconditionError("device-mapper device " + Quoted(device) +
+                                   " has no underlying device (" + slaves_dir + ")");
+  }
+  if (slaves.size() > 1) {
+    return FailedPreconditionError("device-mapper device " + Quoted(device) + " spans " +
+                                   std::to_string(slaves.size()) +
+                                   " devices; cannot tell which holds the LUKS header");
+  }
+  return std::optional<std::string>(options.dev_dir + "/" + slaves.front());
+}
+
+// The device under the dm-crypt mapping `device`: the one holding its LUKS header.
+Result<std::string> UnderCryptLayer(const std::string& device, const std::string& sys_dir,
+                                    const ResolveOptions& options) {
+  const std::string mapper_prefix = options.dev_dir + "/mapper/";
+  if (device.starts_with(mapper_prefix)) {
+    auto under = CryptMappingDevice(device.substr(mapper_prefix.size()));
+    if (under.ok()) return *under;
+    MZ_LOG(kDebug) << under.status().message() << "; following /sys instead";
+  }
+  MZ_ASSIGN_OR_RETURN(std::optional<std::string> slave, SlaveOf(device, sys_dir, options));
+  if (!slave) return FailedPreconditionError(Quoted(device) + ": dm-crypt mapping without slaves");
+  return *slave;
+}
+
+}  // namespace
+
 Result<std::string> DeviceUnderMapper(const std::string& device, const ResolveOptions& options) {
+  // Down the device-mapper stack to the crypt layer: a filesystem on LVM on LUKS (linear LV ->
+  // crypt -> disk) or on LUKS on LVM (crypt -> linear LV -> disk), or a LUKS header on an LV
+  // given as the device itself. The device under the first crypt layer holds the header; a
+  // device that carries a LUKS header is the answer itself.
   std::string current = device;
   for (int depth = 0; depth < 8; ++depth) {
-    // An active dm-crypt mapping names its backing device directly.
-    const std::string mapper_prefix = "/dev/mapper/";
-    if (current.starts_with(mapper_prefix)) {
-      auto under = CryptMappingDevice(current.substr(mapper_prefix.size()));
-      if (under.ok()) return *under;
-      MZ_LOG(kDebug) << under.status().message() << "; following /sys instead";
-      current = Canonical(current);  // /dev/mapper/NAME -> /dev/dm-N
+    const std::string sys_dir = SysDirOf(current, options);
+    if (IsCryptLayer(sys_dir)) return UnderCryptLayer(current, sys_dir, options);
+    if (PeekLuksUuid(current)) return current;
+    MZ_ASSIGN_OR_RETURN(std::optional<std::string> slave, SlaveOf(current, sys_dir, options));
+    if (!slave) {
+      // Not device-mapper by /sys; a crypt mapping /sys does not describe still names its
+      // backing device.
+      if (current.starts_with(options.dev_dir + "/mapper/")) {
+        return UnderCryptLayer(current, sys_dir, options);
+      }
+      return current;  // the device itself
     }
-    const std::string slaves_dir = options.sys_block_dir + "/" + BaseName(current) + "/slaves";
-    if (!IsDir(slaves_dir)) return current;  // not device-mapper: the device itself
-    MZ_ASSIGN_OR_RETURN(auto slaves, ListDir(slaves_dir));
-    if (slaves.empty()) {
-      return FailedPreconditionError("device-mapper device " + Quoted(current) +
-                                     " has no underlying device (" + slaves_dir + ")");
-    }
-    if (slaves.size() > 1) {
-      return FailedPreconditionError("device-mapper device " + Quoted(current) + " spans " +
-                                     std::to_string(slaves.size()) +
-                                     " devices; cannot tell which holds the LUKS header");
-    }
-    current = options.dev_dir + "/" + slaves.front();
+    current = *slave;
   }
   return FailedPreconditionError("device-mapper stack under " + Quoted(device) + " is too deep");
 }

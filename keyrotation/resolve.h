@@ -3,9 +3,12 @@
 //   block volume       volume_path is the LUKS device (or an image file) itself
 //   filesystem volume  volume_path is a mount point: the mount table gives the mounted device;
 //                      when that is a device-mapper device (/dev/mapper/NAME, /dev/dm-N), the
-//                      device underneath is taken from the active dm-crypt mapping
-//                      (crypt_init_by_name) or from /sys/block/dm-N/slaves, level by level,
-//                      until a device that is not device-mapper is reached.
+//                      stack is followed down to its dm-crypt layer (/sys/block/dm-N/dm/uuid
+//                      "CRYPT-..."), whose device holds the header: the active mapping names it
+//                      (crypt_init_by_name), else /sys/block/dm-N/slaves does. Other layers
+//                      (LVM) are followed through their one slave, so a filesystem on LVM on
+//                      LUKS and one on LUKS on LVM both resolve to the LUKS device; a device
+//                      that carries a LUKS header itself (LUKS on an LV) is the answer.
 // Whether the result is LUKS2 is checked by whoever opens it (LuksDevice::Open).
 #pragma once
 
@@ -21,7 +24,7 @@ enum class AccessType { kUnspecified, kBlock, kMount };
 struct ResolveOptions {
   // /proc/self/mountinfo format, or /proc/mounts (fstab-like) format.
   std::string mount_table = kDefaultMountTable;
-  std::string sys_block_dir = "/sys/block";
+  std::string sys_block_dir = "/sys/block";  // the sysfs tree /sys/block/dm-N/{dm/uuid,slaves}
   std::string dev_dir = "/dev";
 };
 
@@ -36,7 +39,10 @@ Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType
 // later mounts shadow earlier ones). NOT_FOUND when nothing is mounted there.
 Result<std::string> MountSource(const std::string& mount_point, const std::string& mount_table);
 
-// Follows device-mapper from `device` down to the first device that is not device-mapper.
+// Follows device-mapper from `device` down to the device holding the LUKS header (see the top),
+// or to the first device that is not device-mapper. FAILED_PRECONDITION when a layer on the way
+// has no or several underlying devices. sys_block_dir and dev_dir root the walk (tests: a fake
+// /sys tree and device files).
 Result<std::string> DeviceUnderMapper(const std::string& device, const ResolveOptions& options);
 
 }  // namespace mizarmp::keyrotation

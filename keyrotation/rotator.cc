@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "keyrotation/locate.h"
 
 namespace mizarmp::keyrotation {
 
@@ -59,18 +60,20 @@ PbkdfOptions Rotator::NewKeyslotPbkdf() const {
   return options_.pbkdf;
 }
 
-Result<std::string> Rotator::RandomKey() const {
+Result<SecretString> Rotator::RandomKey() const {
   std::string key(options_.random_key_bytes, '\0');
   size_t got = 0;
   while (got < key.size()) {
     const ssize_t n = ::getrandom(key.data() + got, key.size() - got, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError("getrandom", errno);
+      const int e = errno;
+      Wipe(key);
+      return ErrnoError("getrandom", e);
     }
     got += static_cast<size_t>(n);
   }
-  return key;
+  return SecretString(std::move(key));
 }
 
 // ---- Rotation ----
@@ -80,18 +83,18 @@ Status Rotator::Rotate(const RotateRequest& request) {
   if (id.empty()) return InvalidArgumentError("volume_id: required");
   MZ_ASSIGN_OR_RETURN(auto guard, Acquire(id));
   MZ_ASSIGN_OR_RETURN(std::optional<VolumeKeys> stored, StoredKeys(id));
-  MZ_ASSIGN_OR_RETURN(const std::string device, DeviceOf(request, stored));
   // Opened before the record is required, so a device that is not LUKS2 says so first.
-  MZ_ASSIGN_OR_RETURN(LuksDevice luks, LuksDevice::Open(device));
+  MZ_ASSIGN_OR_RETURN(LuksDevice luks, OpenVolume(request, stored));
+  const std::string device = luks.path();
   if (!stored) {
     return NotFoundError(Volume(id) + " (" + device +
                          ") has no key in this node's key store, so its header cannot be "
                          "unlocked");
   }
   VolumeKeys& keys = *stored;
-  MZ_RETURN_IF_ERROR(RecoverBeforeRotating(keys, device, luks));
+  MZ_RETURN_IF_ERROR(RecoverBeforeRotating(keys, luks));
   MZ_ASSIGN_OR_RETURN(const int old_slot, CheckCurrentKey(keys, luks));
-  MZ_ASSIGN_OR_RETURN(const std::string new_key, NewKey(request));
+  MZ_ASSIGN_OR_RETURN(const SecretString new_key, NewKey(request));
   if (new_key == keys.current) {
     MZ_LOG(kInfo) << "volume " << id << ": the requested key is already the current key";
     return Status::Ok();
@@ -100,6 +103,8 @@ Status Rotator::Rotate(const RotateRequest& request) {
     MZ_LOG(kInfo) << "volume " << id << ": device is now " << device;
     keys.device = device;
   }
+  // Stored with step 1, so a recovery finds this header again whatever its device is called.
+  keys.luks_uuid = luks.Uuid();
 
   // The six durable steps (rotator.h).
   MZ_RETURN_IF_ERROR(RecordPending(keys, new_key));
@@ -119,27 +124,43 @@ Result<std::optional<VolumeKeys>> Rotator::StoredKeys(const std::string& volume_
   return stored.status();
 }
 
-Result<std::string> Rotator::DeviceOf(const RotateRequest& request,
-                                      const std::optional<VolumeKeys>& stored) const {
+Result<LuksDevice> Rotator::OpenVolume(const RotateRequest& request,
+                                       std::optional<VolumeKeys>& stored) {
   // Where the volume is: the request's path, else what the key store recorded.
   if (!request.volume_path.empty()) {
-    return ResolveLuksDevice(request.volume_path, request.access, options_.resolve);
+    MZ_ASSIGN_OR_RETURN(const std::string device,
+                        ResolveLuksDevice(request.volume_path, request.access, options_.resolve));
+    return LuksDevice::Open(device);
   }
-  if (stored && !stored->device.empty()) return stored->device;
+  if (stored && !stored->device.empty()) return OpenRecorded(*stored);
   return NotFoundError(Volume(request.volume_id) +
                        " is unknown on this node: no volume_path given and no key store record "
                        "for it");
 }
 
-Status Rotator::RecoverBeforeRotating(VolumeKeys& keys, const std::string& device,
-                                      LuksDevice& luks) {
+Result<LuksDevice> Rotator::OpenRecorded(VolumeKeys& keys) {
+  if (keys.luks_uuid.empty()) return LuksDevice::Open(keys.device);
+  auto luks = OpenLuksByUuid(keys.luks_uuid, keys.device, options_.resolve);
+  if (!luks.ok()) return luks.status().WithContext(Volume(keys.volume_id));
+  if (luks->path() != keys.device) {
+    MZ_LOG(kInfo) << "volume " << keys.volume_id << ": its LUKS header (UUID " << keys.luks_uuid
+                  << ") is now at " << luks->path() << ", was " << keys.device;
+    keys.device = luks->path();
+  }
+  return luks;
+}
+
+Status Rotator::RecoverBeforeRotating(VolumeKeys& keys, LuksDevice& luks) {
   if (keys.pending.empty() && keys.previous.empty()) return Status::Ok();
-  // The interrupted rotation worked on the device the store names, which may no longer be the
-  // one the volume resolves to.
-  if (!keys.device.empty() && keys.device != device) {
-    MZ_ASSIGN_OR_RETURN(LuksDevice recorded, LuksDevice::Open(keys.device));
+  // The interrupted rotation worked on the header the store names, which may no longer be the
+  // one the volume resolves to: the same header under another name is still that one.
+  const bool same = keys.luks_uuid.empty() ? keys.device.empty() || keys.device == luks.path()
+                                           : keys.luks_uuid == luks.Uuid();
+  if (!same) {
+    MZ_ASSIGN_OR_RETURN(LuksDevice recorded, OpenRecorded(keys));
     return RecoverLocked(keys, recorded).status();
   }
+  keys.device = luks.path();
   MZ_ASSIGN_OR_RETURN(const RecoveryOutcome outcome, RecoverLocked(keys, luks));
   MZ_LOG(kInfo) << "volume " << keys.volume_id << ": before rotating, an interrupted rotation was "
                 << RecoveryOutcomeName(outcome);
@@ -156,12 +177,12 @@ Result<int> Rotator::CheckCurrentKey(const VolumeKeys& keys, LuksDevice& luks) {
   return *slot;
 }
 
-Result<std::string> Rotator::NewKey(const RotateRequest& request) const {
+Result<SecretString> Rotator::NewKey(const RotateRequest& request) const {
   if (!request.new_key.empty()) return request.new_key;
   return RandomKey();
 }
 
-Status Rotator::RecordPending(VolumeKeys& keys, const std::string& new_key) {
+Status Rotator::RecordPending(VolumeKeys& keys, const SecretString& new_key) {
   keys.pending = new_key;
   MZ_RETURN_IF_ERROR(store_.Put(keys));
   AfterStep(Step::kPendingRecorded, keys.volume_id);
@@ -252,7 +273,7 @@ Result<RecoveryOutcome> Rotator::Recover(const std::string& volume_id) {
   if (keys.device.empty()) {
     return NotFoundError(Volume(volume_id) + ": the key store names no device");
   }
-  MZ_ASSIGN_OR_RETURN(LuksDevice luks, LuksDevice::Open(keys.device));
+  MZ_ASSIGN_OR_RETURN(LuksDevice luks, OpenRecorded(keys));
   return RecoverLocked(keys, luks);
 }
 

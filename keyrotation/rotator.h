@@ -12,10 +12,17 @@
 // intact, from 2 on the new key's keyslot exists, and the old key is only dropped from the
 // store after its keyslot is gone.
 //
+// The record keeps the LUKS header's UUID (written with step 1), so recovery after a reboot that
+// renamed the device (/dev/sdX, /dev/dm-N, a moved image) works on the same header, never on
+// whatever now has the recorded name (keyrotation/locate.h).
+//
 // Recovery (Recover/RecoverAll, run at server start and before each rotation of a volume):
 //   `pending` set:  if it opens the header the rotation is finished (steps 4-6), otherwise it
 //                   is rolled back (pending dropped; its keyslot never came to be).
 //   `previous` set: the old key's keyslot is wiped if still there and `previous` dropped.
+//
+// Keys are held in SecretString (keyrotation/secret.h) from the request to the key store, so
+// each copy is wiped when it is dropped.
 //
 // Concurrency: one rotation or recovery per volume id at a time; a second concurrent call for
 // the same volume gets ABORTED.
@@ -37,6 +44,7 @@
 #include "keyrotation/keystore.h"
 #include "keyrotation/luks.h"
 #include "keyrotation/resolve.h"
+#include "keyrotation/secret.h"
 #include "keyrotation/step.h"
 
 namespace mizarmp::keyrotation {
@@ -51,7 +59,7 @@ struct RotatorOptions {
 struct RotateRequest {
   std::string volume_id;    // required
   std::string volume_path;  // optional: resolved from the key store when empty
-  std::string new_key;      // optional: 32 random bytes from the kernel when empty
+  SecretString new_key;     // optional: 32 random bytes from the kernel when empty
   AccessType access = AccessType::kUnspecified;
 };
 
@@ -93,19 +101,23 @@ class Rotator {
   // Before the sequence, in Rotate()'s order:
   // the volume's record; nullopt when it has none.
   Result<std::optional<VolumeKeys>> StoredKeys(const std::string& volume_id);
-  // The device: the request's volume_path resolved, else the one the record names.
-  Result<std::string> DeviceOf(const RotateRequest& request,
-                               const std::optional<VolumeKeys>& stored) const;
+  // The device opened: the request's volume_path resolved, else the one the record names
+  // (found by its LUKS UUID when it was renamed; `stored->device` follows).
+  Result<LuksDevice> OpenVolume(const RotateRequest& request, std::optional<VolumeKeys>& stored);
+  // The device the record names, checked by the recorded LUKS UUID (looked up by it when the
+  // path now holds another header or nothing; keys.device then names the new path). Records
+  // without a UUID open the recorded path as it is.
+  Result<LuksDevice> OpenRecorded(VolumeKeys& keys);
   // Finishes or rolls back what an interrupted rotation left in `keys`.
-  Status RecoverBeforeRotating(VolumeKeys& keys, const std::string& device, LuksDevice& luks);
+  Status RecoverBeforeRotating(VolumeKeys& keys, LuksDevice& luks);
   // The keyslot the current key opens; FAILED_PRECONDITION when it opens none.
   Result<int> CheckCurrentKey(const VolumeKeys& keys, LuksDevice& luks);
   // The requested key, else a random one.
-  Result<std::string> NewKey(const RotateRequest& request) const;
-  Result<std::string> RandomKey() const;
+  Result<SecretString> NewKey(const RotateRequest& request) const;
+  Result<SecretString> RandomKey() const;
 
   // The six steps; each is durable when it returns OK, and ends with AfterStep().
-  Status RecordPending(VolumeKeys& keys, const std::string& new_key);             // 1
+  Status RecordPending(VolumeKeys& keys, const SecretString& new_key);            // 1
   Result<int> AddPendingKeyslot(VolumeKeys& keys, LuksDevice& luks);              // 2
   Status VerifyPendingKeyslot(VolumeKeys& keys, LuksDevice& luks, int new_slot);  // 3
   Status Promote(VolumeKeys& keys);                                               // 4

@@ -4,6 +4,9 @@
 # mizarmp-addons ignoring the hooks' variables), and the independent Python gRPC client.
 mizarmp_add_test(NAME keyrot_test SOURCES unit/keyrot_test.cc
                  LIBS mizarmp_keyrotation LABELS unit TIMEOUT 180)
+# keyrotation/secret.h: key material is overwritten when dropped.
+mizarmp_add_test(NAME keyrot_secret_test SOURCES unit/keyrot_secret_test.cc
+                 LIBS mizarmp_keyrotation LABELS unit)
 mizarmp_add_test(NAME keyrot_hooks_test SOURCES unit/keyrot_hooks_test.cc
                  LIBS mizarmp_keyrotation_hooks_env LABELS unit)
 mizarmp_add_test(NAME keyrot_hooks_none_test SOURCES unit/keyrot_hooks_none_test.cc

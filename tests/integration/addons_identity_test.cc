@@ -370,10 +370,10 @@ TEST_F(IdentityServerTest, StaleSocketIsReplaced) {
 TEST_F(IdentityServerTest, RefusesNonSocketPath) {
   ASSERT_TRUE(MakeDirs(DirName(socket_path_), 0700).ok());
   ASSERT_TRUE(WriteFileAtomic(socket_path_, "precious data").ok());
+  IdentityService id(OptionsFor(mock_->base_url()), {});  // outlives the Server
   ServerOptions so;
   so.endpoint = endpoint_;
   Server server(so);
-  IdentityService id(OptionsFor(mock_->base_url()), {});
   server.Register(id);
   Status s = server.Start();
   EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
@@ -381,6 +381,95 @@ TEST_F(IdentityServerTest, RefusesNonSocketPath) {
   auto still = ReadFile(socket_path_);
   ASSERT_TRUE(still.ok());
   EXPECT_EQ(*still, "precious data");
+}
+
+// Start() of a fresh server (Identity only) on `endpoint`: the status it returned.
+Status StartOn(const std::string& endpoint, const std::string& mpurl) {
+  ServerOptions so;
+  so.endpoint = endpoint;
+  // Declared first: a registered service must outlive the Server, whose destructor stops it.
+  IdentityService id(OptionsFor(mpurl), {});
+  Server server(so);
+  server.Register(id);
+  return server.Start();
+}
+
+// The refusal names the path and the problem.
+void ExpectUnsafe(const Status& s, const std::string& path, const std::string& problem) {
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("\"" + path + "\""), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(problem), std::string::npos) << s.ToString();
+}
+
+// A socket directory that is a symlink (to a directory that would pass every other check) is
+// refused, and no socket appears behind it.
+TEST_F(IdentityServerTest, RefusesSymlinkedSocketDirectory) {
+  const std::string real = dir_.path() + "/real";
+  ASSERT_TRUE(MakeDirs(real, 0700).ok());
+  const std::string link = dir_.path() + "/link";
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  ExpectUnsafe(StartOn("unix://" + link + "/csi-addons.sock", mock_->base_url()), link, "symlink");
+  EXPECT_NE(::access((real + "/csi-addons.sock").c_str(), F_OK), 0) << "socket made through it";
+}
+
+// A socket path that is a symlink is neither followed nor replaced, even when it points at a
+// stale socket that would otherwise be swept.
+TEST_F(IdentityServerTest, RefusesSymlinkAsSocketPath) {
+  ASSERT_TRUE(MakeDirs(DirName(socket_path_), 0700).ok());
+  const std::string target = dir_.path() + "/elsewhere.sock";
+  {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, target.c_str(), sizeof(a.sun_path) - 1);
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  }
+  ASSERT_EQ(::symlink(target.c_str(), socket_path_.c_str()), 0);
+  ExpectUnsafe(StartOn(endpoint_, mock_->base_url()), socket_path_, "symlink");
+  struct stat st {};
+  ASSERT_EQ(::lstat(socket_path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the symlink was replaced";
+  ASSERT_EQ(::lstat(target.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode)) << "the symlink's target was removed";
+}
+
+// A directory others may write to (or only its group) is refused and left as it was: the
+// server does not chmod what it did not create.
+TEST_F(IdentityServerTest, RefusesSocketDirectoryWritableByOthers) {
+  const std::string dir = DirName(socket_path_);
+  ASSERT_TRUE(MakeDirs(dir, 0700).ok());
+  for (mode_t mode : {0770, 0707, 01777}) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    ExpectUnsafe(StartOn(endpoint_, mock_->base_url()), dir, "writable by group or others");
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, mode);
+    EXPECT_NE(::access(socket_path_.c_str(), F_OK), 0) << "socket made in it";
+  }
+  // Read and search for others is fine: only writing lets them swap the socket.
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  EXPECT_TRUE(StartOn(endpoint_, mock_->base_url()).ok());
+}
+
+// A directory owned by another user is refused (needs root to make one).
+TEST_F(IdentityServerTest, RefusesSocketDirectoryOwnedByAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown the directory";
+  const std::string dir = DirName(socket_path_);
+  ASSERT_TRUE(MakeDirs(dir, 0700).ok());
+  ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+  ExpectUnsafe(StartOn(endpoint_, mock_->base_url()), dir, "owned by uid 65534");
+  EXPECT_NE(::access(socket_path_.c_str(), F_OK), 0) << "socket made in it";
+}
+
+// A missing directory is created 0700 and owned by us.
+TEST_F(IdentityServerTest, MissingSocketDirectoryIsCreatedPrivate) {
+  StartServer(OptionsFor(mock_->base_url()));
+  struct stat st {};
+  ASSERT_EQ(::lstat(DirName(socket_path_).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
 }
 
 TEST_F(IdentityServerTest, SecondServerOnLiveSocketRefuses) {
@@ -418,11 +507,14 @@ TEST_F(IdentityServerTest, ShutdownRemovesSocket) {
   server_->Shutdown(2s);  // idempotent
 }
 
+// Plaintext tcp:// only when asked (insecure_tcp, tests only), and even then only when the
+// services authenticate every request by its secrets.
 TEST(AddonsTcpServer, InsecureTcpOnlyWhenAsked) {
   IdentityService id(IdentityOptions{}, {});
   {
     ServerOptions so;
     so.endpoint = "tcp://127.0.0.1:0";
+    so.requests_need_secrets = true;
     Server server(so);
     server.Register(id);
     EXPECT_EQ(server.Start().code(), Code::kInvalidArgument);
@@ -430,6 +522,7 @@ TEST(AddonsTcpServer, InsecureTcpOnlyWhenAsked) {
   ServerOptions so;
   so.endpoint = "tcp://127.0.0.1:0";
   so.insecure_tcp = true;
+  so.requests_need_secrets = true;
   Server server(so);
   server.Register(id);
   ASSERT_TRUE(server.Start().ok());
@@ -444,6 +537,28 @@ TEST(AddonsTcpServer, InsecureTcpOnlyWhenAsked) {
   Server second(so2);
   second.Register(id);
   EXPECT_FALSE(second.Start().ok());
+}
+
+// The framework itself refuses a tcp:// endpoint nobody authenticates on (neither client
+// certificates nor request secrets), whoever composed its options: nothing listens afterwards.
+TEST(AddonsTcpServer, TcpWithoutClientAuthenticationRefused) {
+  IdentityService id(IdentityOptions{}, {});
+  const int port = ClosedPort();
+  ServerOptions so;
+  so.endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  so.insecure_tcp = true;
+  Server server(so);
+  server.Register(id);
+  const Status s = server.Start();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("tlsClientCaFile"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("secretsFile"), std::string::npos) << s.message();
+  EXPECT_FALSE(server.running());
+  auto stub = IdentityStub("127.0.0.1:" + std::to_string(port));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+  identity::GetIdentityResponse resp;
+  EXPECT_EQ(stub->GetIdentity(&ctx, {}, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 // What the services advertise, Identity advertises: the service type first, then each
@@ -596,6 +711,22 @@ TEST(AddonsBinary, BadConfigExitsTwo) {
                                         {}, "", 30s);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("drivername"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// The binary on a tcp:// endpoint without client authentication: exit 2 before listening, and
+// stderr says why and which keys fix it.
+TEST(AddonsBinary, TcpWithoutClientAuthenticationExitsTwo) {
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(ClosedPort());
+  auto r =
+      mizarmp::testing::RunProcess({mizarmp::testing::BinDir() + "/mizarmp-addons", "--mpurl",
+                                    "http://127.0.0.1:1", "--endpoint", endpoint, "--insecure-tcp"},
+                                   {}, "", 30s);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(endpoint), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("authenticated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tlsClientCaFile"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("secretsFile"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 

@@ -207,6 +207,54 @@ INSTANTIATE_TEST_SUITE_P(EveryStep, KeyRotCrash, ::testing::ValuesIn(kAllSteps),
                            return name;
                          });
 
+// The server killed after wiping the old keyslot; before it restarts, a "reboot" renames the
+// device and another LUKS device that the old key opens takes the recorded name. Recovery at
+// start finishes on the renamed device (found by the LUKS UUID stored with the rotation) and
+// leaves the impostor alone; a rotation by volume id alone then uses the renamed device.
+TEST(KeyRotNode, CrashThenDeviceRenameRecoversOnTheSameHeader) {
+  TempDir dir;
+  const std::string image = dir.path() + "/vol.img";
+  const std::string renamed = dir.path() + "/vol-after-reboot.img";
+  MakeLuksImage(image, kOldKey);
+  {
+    auto store = LocalKeyStore::Open(dir.path() + "/keys");
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put({"pvc-renamed", image, kOldKey, "", ""}).ok());
+  }
+  {
+    auto env = kCheapPbkdf;
+    env[kCrashAfterEnv] = std::string(StepName(Step::kOldKeyslotDestroyed));
+    AddonsNode node(dir.path(), "crashing", env);
+    ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+    EXPECT_FALSE(node.Rotate(Request("pvc-renamed", image, kNewKey)).ok());
+    const int raw = node.Wait(30s);
+    ASSERT_TRUE(raw != -1 && WIFSIGNALED(raw)) << raw << "\n" << LogOf(node.log());
+  }
+  ASSERT_EQ(::rename(image.c_str(), renamed.c_str()), 0);
+  MakeLuksImage(image, kOldKey);
+
+  AddonsNode node(dir.path(), "restarted", kCheapPbkdf);
+  ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+  auto store = LocalKeyStore::Open(dir.path() + "/keys");
+  ASSERT_TRUE(store.ok());
+  auto after = (*store)->Get("pvc-renamed");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->device, renamed) << LogOf(node.log());
+  EXPECT_EQ(after->current, kNewKey);
+  EXPECT_TRUE(after->previous.empty());
+  EXPECT_TRUE(Opens(renamed, kNewKey));
+  EXPECT_FALSE(Opens(renamed, kOldKey));
+  EXPECT_TRUE(Opens(image, kOldKey)) << "the impostor was changed";
+  EXPECT_EQ(ActiveKeyslots(image), 1);
+
+  const grpc::Status s = node.Rotate(Request("pvc-renamed", "", "after-rename-key"));
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << LogOf(node.log());
+  EXPECT_TRUE(Opens(renamed, "after-rename-key"));
+  EXPECT_FALSE(Opens(image, "after-rename-key"));
+  const int raw = node.Terminate();
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+}
+
 TEST(KeyRotNode, IdentityAdvertisesNodeServiceAndKeyRotation) {
   TempDir dir;
   AddonsNode node(dir.path(), "ident", {}, {}, kProductionBinary);

@@ -14,6 +14,7 @@ Environment: MIZARMP_BIN_DIR (default <repo>/build/bin), MIZARMP_PROTO_DIR (defa
 """
 
 import importlib
+import json
 import os
 import signal
 import socket
@@ -151,6 +152,16 @@ def _read(path):
         return f.read()
 
 
+def make_secrets_file(directory, secrets=None, name="secrets.json"):
+    """A 0600 secrets file (a JSON object of strings) for --secrets-file; returns its path.
+    The default holds one secret, enough to authenticate a tcp:// endpoint's clients."""
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(secrets if secrets is not None else {"addons-key": "test-only"}, f)
+    os.chmod(path, 0o600)
+    return path
+
+
 def tls_channel(address, ca, cert=None, key=None, server_name="localhost"):
     """A TLS channel to host:port, verifying the server against `ca`, optionally presenting a
     client certificate."""
@@ -240,10 +251,11 @@ class AddonsServer:
 
     endpoint: None for a unix socket in workdir, "tcp" for TLS on a free loopback port (tls
     must then be a make_tls_material() dict; client_ca=True also requires client certs), or an
-    explicit endpoint string. Extra flags go in `args`."""
+    explicit endpoint string. A tcp endpoint needs client authentication: client_ca=True or a
+    secrets_file (--secrets-file; make_secrets_file() writes one). Extra flags go in `args`."""
 
     def __init__(self, workdir, mpurl=None, endpoint=None, tls=None, client_ca=False, args=(),
-                 name="addons", fence_store=None, state_dir=None):
+                 name="addons", fence_store=None, state_dir=None, secrets_file=None):
         self.workdir = workdir
         # Never the system defaults (/var/lib/...): a store and a records dir per server name
         # unless the test shares one between servers (a restart on the same store).
@@ -252,6 +264,7 @@ class AddonsServer:
         self.mpurl = mpurl or f"http://127.0.0.1:{free_port()}"
         self.tls = tls
         self.client_ca = client_ca
+        self.secrets_file = secrets_file
         self.args = list(args)
         self.proc = None
         self.log = os.path.join(workdir, f"{name}.log")
@@ -282,6 +295,8 @@ class AddonsServer:
                     "--tls-key-file", self.tls["server_key"]]
             if self.client_ca:
                 cmd += ["--tls-client-ca-file", self.tls["ca"]]
+        if self.secrets_file:
+            cmd += ["--secrets-file", self.secrets_file]
         return cmd + self.args
 
     def channel(self, cert=None, key=None, ca=None):

@@ -22,6 +22,9 @@ class IdentityTest(unittest.TestCase):
         cls.work = ac.Workdir()
         cls.stubs = ac.generate_stubs(os.path.join(cls.work.path, "stubs"))
         cls.tls = ac.make_tls_material(cls.work.path)
+        # tcp:// needs client authentication; the TLS tests without client certificates use
+        # request secrets (Identity itself takes none).
+        cls.secrets_file = ac.make_secrets_file(cls.work.path)
         cls.mock = ac.MizarMpMock(cls.work.path).start()
 
     @classmethod
@@ -158,10 +161,26 @@ class IdentityTest(unittest.TestCase):
         self.assertIn("tlsCertFile", run.stderr)
         self.assertEqual(run.stdout, "")
 
+    def test_tcp_without_client_authentication_exits_2(self):
+        for extra in (["--tls-cert-file", self.tls["server_cert"],
+                       "--tls-key-file", self.tls["server_key"]],
+                      ["--insecure-tcp"],
+                      ["--insecure-tcp", "--secrets-file",
+                       ac.make_secrets_file(self.work.path, {}, name="empty-secrets.json")]):
+            with self.subTest(extra=extra):
+                run = subprocess.run([ac.binary("mizarmp-addons"), "--mpurl", self.mock.base_url,
+                                      "--endpoint", f"tcp://127.0.0.1:{ac.free_port()}", *extra],
+                                     capture_output=True, text=True, timeout=30, check=False)
+                self.assertEqual(run.returncode, 2, run.stderr)
+                self.assertIn("authenticated", run.stderr)
+                self.assertIn("tlsClientCaFile", run.stderr)
+                self.assertIn("secretsFile", run.stderr)
+                self.assertEqual(run.stdout, "")
+
     # --- TLS over TCP --------------------------------------------------------------------
 
     def test_tls_identity_and_probe(self):
-        srv = self.server(endpoint="tcp", tls=self.tls)
+        srv = self.server(endpoint="tcp", tls=self.tls, secrets_file=self.secrets_file)
         pb = self.stubs.identity_pb2
         stub = self.identity(srv.channel())
         self.assertEqual(stub.GetIdentity(pb.GetIdentityRequest(), timeout=TIMEOUT).name,
@@ -170,7 +189,7 @@ class IdentityTest(unittest.TestCase):
         self.assertTrue(stub.Probe(pb.ProbeRequest(), timeout=TIMEOUT).ready.value)
 
     def test_tls_server_not_trusted_by_other_ca(self):
-        srv = self.server(endpoint="tcp", tls=self.tls)
+        srv = self.server(endpoint="tcp", tls=self.tls, secrets_file=self.secrets_file)
         pb = self.stubs.identity_pb2
         stub = self.identity(srv.channel(ca=self.tls["other_ca"]))
         with self.assertRaises(grpc.RpcError) as ctx:
@@ -178,7 +197,7 @@ class IdentityTest(unittest.TestCase):
         self.assertEqual(ctx.exception.code(), grpc.StatusCode.UNAVAILABLE)
 
     def test_plaintext_client_rejected_by_tls_server(self):
-        srv = self.server(endpoint="tcp", tls=self.tls)
+        srv = self.server(endpoint="tcp", tls=self.tls, secrets_file=self.secrets_file)
         pb = self.stubs.identity_pb2
         stub = self.identity(grpc.insecure_channel(srv.address))
         with self.assertRaises(grpc.RpcError) as ctx:

@@ -186,12 +186,23 @@ TEST(AddonsConfig, SecretsFileErrorsNeverShowValues) {
   EXPECT_EQ(r.status().message().find("admin"), std::string::npos);
 }
 
+// A secrets file with one secret: what authenticates tcp:// clients without client certs.
+std::string WriteSecrets(const TempDir& dir, const std::string& json = R"({"key":"k3y"})") {
+  const std::string path = dir.path() + "/secrets.json";
+  EXPECT_TRUE(WriteFileAtomic(path, json).ok());
+  return path;
+}
+
 TEST(AddonsConfig, TcpNeedsTlsUnlessInsecure) {
   TempDir dir;
-  ExpectInvalid(Valid({"--endpoint", "tcp://127.0.0.1:5000"}), "tlsCertFile");
-  auto insecure = Parse(Valid({"--endpoint", "tcp://127.0.0.1:5000", "--insecure-tcp"}));
+  const std::string secrets = WriteSecrets(dir);
+  ExpectInvalid(Valid({"--endpoint", "tcp://127.0.0.1:5000", "--secrets-file", secrets}),
+                "tlsCertFile");
+  auto insecure = Parse(
+      Valid({"--endpoint", "tcp://127.0.0.1:5000", "--insecure-tcp", "--secrets-file", secrets}));
   ASSERT_TRUE(insecure.ok()) << insecure.status().ToString();
   EXPECT_TRUE(insecure->config.server.insecure_tcp);
+  EXPECT_TRUE(insecure->config.server.requests_need_secrets);
 
   const std::string cert = dir.path() + "/c.pem";
   const std::string key = dir.path() + "/k.pem";
@@ -206,6 +217,43 @@ TEST(AddonsConfig, TcpNeedsTlsUnlessInsecure) {
   auto tls = Parse(Valid({"--endpoint", "tcp://127.0.0.1:5000", "--tls-cert-file", cert,
                           "--tls-key-file", key, "--tls-client-ca-file", cert}));
   ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  auto tls_secrets = Parse(Valid({"--endpoint", "tcp://127.0.0.1:5000", "--tls-cert-file", cert,
+                                  "--tls-key-file", key, "--secrets-file", secrets}));
+  ASSERT_TRUE(tls_secrets.ok()) << tls_secrets.status().ToString();
+}
+
+// Anyone on the network reaches a tcp:// endpoint: without client certificates or secrets it
+// does not start, and the error says why and names both keys that fix it.
+TEST(AddonsConfig, TcpWithoutClientAuthenticationRefused) {
+  TempDir dir;
+  const std::string cert = dir.path() + "/c.pem";
+  const std::string key = dir.path() + "/k.pem";
+  ASSERT_TRUE(WriteFileAtomic(cert, "-----BEGIN CERTIFICATE-----\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(key, "-----BEGIN PRIVATE KEY-----\n").ok());
+  const std::vector<std::vector<std::string>> unauthenticated = {
+      // TLS without client certificates.
+      {"--endpoint", "tcp://127.0.0.1:5000", "--tls-cert-file", cert, "--tls-key-file", key},
+      // The test escape alone.
+      {"--endpoint", "tcp://127.0.0.1:5000", "--insecure-tcp"},
+      // A secrets file with no secret authenticates nobody.
+      {"--endpoint", "tcp://127.0.0.1:5000", "--insecure-tcp", "--secrets-file",
+       WriteSecrets(dir, "{}")},
+  };
+  for (const auto& args : unauthenticated) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    ExpectInvalid(Valid(args), "tlsClientCaFile");
+    ExpectInvalid(Valid(args), "secretsFile");
+    ExpectInvalid(Valid(args), "authenticated");
+  }
+  // The same in a config file.
+  const std::string cfg = dir.path() + "/addons.json";
+  ASSERT_TRUE(
+      WriteFileAtomic(cfg, R"({"endpoint": "tcp://127.0.0.1:5000", "insecureTcp": true})").ok());
+  ExpectInvalid(Valid({"--config", cfg}), "secretsFile");
+  // A unix socket (0600, owner only) needs neither.
+  auto unix_ep = Parse(Valid({"--endpoint", "unix:///tmp/x/addons.sock"}));
+  ASSERT_TRUE(unix_ep.ok()) << unix_ep.status().ToString();
+  EXPECT_FALSE(unix_ep->config.server.requests_need_secrets);
 }
 
 TEST(AddonsConfig, Endpoints) {

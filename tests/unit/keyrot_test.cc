@@ -1,7 +1,9 @@
 // keyrotation/: key store, volume resolution and the rotation sequence on real LUKS2 headers
 // (image files formatted through libcryptsetup with cheap PBKDF2).
 #include <libcryptsetup.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "addons/secrets.h"
 #include "common/fileutil.h"
 #include "keyrotation/keystore.h"
+#include "keyrotation/locate.h"
 #include "keyrotation/resolve.h"
 #include "keyrotation/rotator.h"
 #include "keyrotation/service.h"
@@ -36,6 +39,13 @@ mode_t ModeOf(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
   return st.st_mode & 07777;
+}
+
+// The UUID of the LUKS2 header of `path`; empty when it cannot be opened.
+std::string UuidOf(const std::string& path) {
+  auto luks = LuksDevice::Open(path);
+  EXPECT_TRUE(luks.ok()) << luks.status().ToString();
+  return luks.ok() ? luks->Uuid() : std::string();
 }
 
 void WriteText(const std::string& path, const std::string& text) {
@@ -66,6 +76,28 @@ class KeyRotTest : public ::testing::Test {
     return k.ok() ? *k : VolumeKeys{};
   }
 
+  // Rotates vol-1 (on image_) to `new_key` in a child process killed right after `crash_after`,
+  // as the server's crash hook does: what a power cut at that point leaves on disk.
+  void RotateAndCrashAfter(Step crash_after, const std::string& new_key) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      CallbackHooks hooks;
+      hooks.after_step = [crash_after](Step step, const std::string&) {
+        if (step == crash_after) ::raise(SIGKILL);
+      };
+      RotatorOptions options = options_;
+      options.hooks = &hooks;
+      Rotator rotator(*store_, options);
+      (void)rotator.Rotate({"vol-1", image_, new_key, AccessType::kBlock});
+      ::_exit(0);  // the step was never reached
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "the rotation did not reach " << StepName(crash_after);
+  }
+
   static constexpr const char* kOldKey = "old-passphrase-4711";
   TempDir tmp_;
   std::string image_;
@@ -81,7 +113,8 @@ TEST(KeyRotKeyStore, DirectoryAndFilesArePrivateAndRoundTrip) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ(ModeOf(dir), 0700u);
   const std::string binary_key("\x00\x01\xfe\xff key", 8);
-  VolumeKeys k{"pvc/odd id%1", "/dev/sdz", binary_key, "pending-key", ""};
+  VolumeKeys k{"pvc/odd id%1", "/dev/sdz", binary_key,
+               "pending-key",  "",         "9b2c6d0e-4f1a-4c3b-8e5d-7a6f1b2c3d4e"};
   ASSERT_TRUE((*store)->Put(k).ok());
   EXPECT_EQ(ModeOf((*store)->PathFor(k.volume_id)), 0600u);
   auto back = (*store)->Get(k.volume_id);
@@ -177,6 +210,74 @@ TEST_F(KeyRotTest, FilesystemVolumeThroughProcMountsFormatAndDeviceMapperSlaves)
   ASSERT_TRUE(rotator.Rotate({"vol-1", mnt, "fs-key-2", AccessType::kUnspecified}).ok());
   EXPECT_TRUE(Opens(image_, "fs-key-2"));
   EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+// A fake device-mapper device in the test's /sys and /dev: /sys/block/<name>/dm/uuid holds
+// `dm_uuid`, /sys/block/<name>/slaves lists `slaves`, and <dev>/<name> is an image of zeros
+// unless the test puts something else there.
+void FakeDmDevice(const ResolveOptions& o, const std::string& name, const std::string& dm_uuid,
+                  const std::vector<std::string>& slaves) {
+  const std::string sys = o.sys_block_dir + "/" + name;
+  ASSERT_TRUE(MakeDirs(sys + "/dm").ok());
+  ASSERT_TRUE(MakeDirs(sys + "/slaves").ok());
+  WriteText(sys + "/dm/uuid", dm_uuid + "\n");
+  for (const std::string& slave : slaves) WriteText(sys + "/slaves/" + slave, "");
+  ASSERT_TRUE(MakeDirs(o.dev_dir + "/mapper").ok());
+  if (::access((o.dev_dir + "/" + name).c_str(), F_OK) != 0) MakeImageFile(o.dev_dir + "/" + name);
+}
+
+// LUKS on LVM: the filesystem is on the crypt mapping (dm-5, mounted as /dev/mapper/luks-x),
+// which sits on the logical volume dm-3 that holds the LUKS header, on the disk sda2. The walk
+// stops under the crypt layer (dm-3), not at the bottom of the stack (sda2, the LVM PV).
+TEST_F(KeyRotTest, LuksOnLvmResolvesToTheLogicalVolume) {
+  const ResolveOptions& o = options_.resolve;
+  ASSERT_TRUE(MakeDirs(o.dev_dir).ok());
+  ASSERT_EQ(::rename(image_.c_str(), (o.dev_dir + "/dm-3").c_str()), 0);
+  FakeDmDevice(o, "dm-5", "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-luks-x", {"dm-3"});
+  FakeDmDevice(o, "dm-3", "LVM-Z1f2e3d4c5b6a7980", {"sda2"});
+  MakeImageFile(o.dev_dir + "/sda2");
+  ASSERT_EQ(::symlink("../dm-5", (o.dev_dir + "/mapper/luks-x").c_str()), 0);
+  const std::string mnt = tmp_.path() + "/mnt";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  WriteText(o.mount_table, o.dev_dir + "/mapper/luks-x " + mnt + " ext4 rw 0 0\n");
+  auto dev = ResolveLuksDevice(mnt, AccessType::kMount, o);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(*dev, o.dev_dir + "/dm-3");
+  // A LUKS header on an LV, handed over as the LV itself: that device, not its PV.
+  auto itself = DeviceUnderMapper(o.dev_dir + "/dm-3", o);
+  ASSERT_TRUE(itself.ok()) << itself.status().ToString();
+  EXPECT_EQ(*itself, o.dev_dir + "/dm-3");
+  Rotator rotator(*store_, options_);
+  ASSERT_TRUE(rotator.Rotate({"vol-1", mnt, "lvm-key", AccessType::kMount}).ok());
+  EXPECT_TRUE(Opens(o.dev_dir + "/dm-3", "lvm-key"));
+  EXPECT_EQ(Stored().device, o.dev_dir + "/dm-3");
+}
+
+// LVM on LUKS: the filesystem is on the logical volume dm-6 (/dev/mapper/vg-lv), on the crypt
+// mapping dm-5, on the disk sda2 holding the LUKS header.
+TEST_F(KeyRotTest, LvmOnLuksResolvesToTheDeviceUnderTheCryptLayer) {
+  const ResolveOptions& o = options_.resolve;
+  ASSERT_TRUE(MakeDirs(o.dev_dir).ok());
+  ASSERT_EQ(::rename(image_.c_str(), (o.dev_dir + "/sda2").c_str()), 0);
+  FakeDmDevice(o, "dm-6", "LVM-Z1f2e3d4c5b6a7980", {"dm-5"});
+  FakeDmDevice(o, "dm-5", "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-luks-x", {"sda2"});
+  ASSERT_EQ(::symlink("../dm-6", (o.dev_dir + "/mapper/vg-lv").c_str()), 0);
+  const std::string mnt = tmp_.path() + "/mnt";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  WriteText(o.mount_table, o.dev_dir + "/mapper/vg-lv " + mnt + " xfs rw 0 0\n");
+  auto dev = ResolveLuksDevice(mnt, AccessType::kMount, o);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(*dev, o.dev_dir + "/sda2");
+}
+
+// An LV spanning two PVs with no crypt layer above: which one holds a header is unknowable.
+TEST_F(KeyRotTest, LogicalVolumeOnTwoDisksWithoutCryptLayerIsRefused) {
+  const ResolveOptions& o = options_.resolve;
+  FakeDmDevice(o, "dm-6", "LVM-Z1f2e3d4c5b6a7980", {"sda2", "sdb2"});
+  auto dev = DeviceUnderMapper(o.dev_dir + "/dm-6", o);
+  EXPECT_EQ(dev.status().code(), Code::kFailedPrecondition) << dev.status().ToString();
+  EXPECT_NE(dev.status().message().find("spans 2 devices"), std::string::npos)
+      << dev.status().ToString();
 }
 
 // Whether the kernel offers device-mapper (dm-crypt mappings need it).
@@ -373,9 +474,116 @@ TEST_F(KeyRotTest, RotationFinishesAnInterruptedOneFirst) {
   ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "never-added", ""}).ok());
   Rotator rotator(*store_, options_);
   ASSERT_TRUE(rotator.Rotate({"vol-1", "", "after-recovery", AccessType::kUnspecified}).ok());
-  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, "after-recovery", "", ""}));
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", image_, "after-recovery", "", "", UuidOf(image_)}));
   EXPECT_TRUE(Opens(image_, "after-recovery"));
   EXPECT_FALSE(Opens(image_, kOldKey));
+}
+
+// A reboot between the crash and the recovery renamed the device (/dev/sdb -> /dev/sdc), and
+// another LUKS device, one the old key also opens, now has the recorded name. Recovery works
+// on the header the rotation worked on (found by its UUID), never on the one that took its name,
+// and the key store follows the rename. Before the UUID was recorded, the recovery after step 5
+// "rolled back" on the impostor and left the store with a key the real volume no longer takes.
+TEST_F(KeyRotTest, InterruptedRotationResumesOnTheRenamedDevice) {
+  const std::string renamed = tmp_.path() + "/vol-renamed.img";
+  for (Step crash_after : {Step::kPendingRecorded, Step::kKeyslotAdded, Step::kVerified,
+                           Step::kPromoted, Step::kOldKeyslotDestroyed}) {
+    SCOPED_TRACE(StepName(crash_after));
+    MakeLuksImage(image_, kOldKey);
+    const std::string uuid = UuidOf(image_);
+    ASSERT_TRUE(store_->Put({"vol-1", image_, kOldKey, "", ""}).ok());
+    RotateAndCrashAfter(crash_after, "rotated-key");
+    EXPECT_EQ(Stored().luks_uuid, uuid) << "the UUID is stored with the pending key";
+
+    ASSERT_EQ(::rename(image_.c_str(), renamed.c_str()), 0);
+    MakeLuksImage(image_, kOldKey);  // the impostor under the recorded name
+    const std::string impostor_uuid = UuidOf(image_);
+    ASSERT_NE(impostor_uuid, uuid);
+
+    Rotator rotator(*store_, options_);
+    auto r = rotator.Recover("vol-1");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const bool rolled_back = crash_after == Step::kPendingRecorded;
+    EXPECT_EQ(*r, rolled_back ? RecoveryOutcome::kRolledBack : RecoveryOutcome::kCompleted);
+    const std::string key = rolled_back ? kOldKey : "rotated-key";
+    EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", renamed, key, "", "", uuid}));
+    EXPECT_TRUE(Opens(renamed, key));
+    EXPECT_EQ(ActiveKeyslots(renamed), 1);
+    // The impostor is untouched.
+    EXPECT_EQ(UuidOf(image_), impostor_uuid);
+    EXPECT_TRUE(Opens(image_, kOldKey));
+    EXPECT_EQ(ActiveKeyslots(image_), 1);
+    ASSERT_EQ(::unlink(renamed.c_str()), 0);
+  }
+}
+
+// An image moved out of its directory is found through <dev>/disk/by-uuid/<uuid> (udev's
+// link); without one, recovery says which UUID it could not find and changes nothing. A later
+// rotation by volume id alone uses the device found.
+TEST_F(KeyRotTest, InterruptedRotationFindsAMovedDeviceByUuid) {
+  const std::string uuid = UuidOf(image_);
+  RotateAndCrashAfter(Step::kPromoted, "rotated-key");
+  const VolumeKeys crashed = Stored();
+  const std::string moved = tmp_.path() + "/elsewhere/vol.img";
+  ASSERT_TRUE(MakeDirs(DirName(moved), 0700).ok());
+  ASSERT_EQ(::rename(image_.c_str(), moved.c_str()), 0);
+
+  Rotator rotator(*store_, options_);
+  auto missing = rotator.Recover("vol-1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kNotFound) << missing.status().ToString();
+  EXPECT_NE(missing.status().message().find(uuid), std::string::npos)
+      << missing.status().ToString();
+  EXPECT_EQ(Stored(), crashed);
+
+  const std::string by_uuid = options_.resolve.dev_dir + "/disk/by-uuid/" + uuid;
+  ASSERT_TRUE(MakeDirs(DirName(by_uuid), 0700).ok());
+  ASSERT_EQ(::symlink(moved.c_str(), by_uuid.c_str()), 0);
+  auto r = rotator.Recover("vol-1");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, RecoveryOutcome::kCompleted);
+  EXPECT_EQ(Stored(), (VolumeKeys{"vol-1", by_uuid, "rotated-key", "", "", uuid}));
+  EXPECT_FALSE(Opens(moved, kOldKey));
+
+  ASSERT_TRUE(rotator.Rotate({"vol-1", "", "third-key", AccessType::kUnspecified}).ok());
+  EXPECT_TRUE(Opens(moved, "third-key"));
+  EXPECT_EQ(ActiveKeyslots(moved), 1);
+}
+
+// Two devices with the interrupted rotation's UUID (a cloned image): recovery refuses to guess,
+// names both, and touches neither.
+TEST_F(KeyRotTest, RecoveryRefusesAmbiguousUuid) {
+  RotateAndCrashAfter(Step::kPromoted, "rotated-key");
+  const VolumeKeys crashed = Stored();
+  const std::string a = tmp_.path() + "/a.img";
+  const std::string b = tmp_.path() + "/b.img";
+  ASSERT_EQ(::rename(image_.c_str(), a.c_str()), 0);
+  auto bytes = ReadFile(a);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(WriteFileAtomic(b, *bytes, 0600).ok());
+
+  Rotator rotator(*store_, options_);
+  auto r = rotator.Recover("vol-1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(a), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(b), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(Stored(), crashed);
+  EXPECT_TRUE(Opens(a, kOldKey));
+  EXPECT_TRUE(Opens(b, kOldKey));
+}
+
+// The recorded path with another header is never used, even when no other device has the UUID.
+TEST_F(KeyRotTest, OpenLuksByUuidNeverReturnsAnotherHeader) {
+  const std::string uuid = UuidOf(image_);
+  auto found = OpenLuksByUuid(uuid, image_, options_.resolve);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->path(), image_);
+  MakeLuksImage(image_, kOldKey);  // a new header, a new UUID
+  auto gone = OpenLuksByUuid(uuid, image_, options_.resolve);
+  EXPECT_EQ(gone.status().code(), Code::kNotFound) << gone.status().ToString();
+  EXPECT_EQ(PeekLuksUuid(image_), UuidOf(image_));
+  EXPECT_EQ(PeekLuksUuid(tmp_.path() + "/keys"), std::nullopt);
 }
 
 TEST_F(KeyRotTest, EveryStepKeepsAStoredKeyThatOpens) {
