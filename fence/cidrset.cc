@@ -107,13 +107,40 @@ std::vector<Cidr> MergeCidrs(const std::vector<Cidr>& cidrs) {
   return out;
 }
 
+CidrSet::CidrSet(std::vector<Cidr> cidrs) {
+  for (Cidr& c : cidrs) c = Normalized(c);
+  std::sort(cidrs.begin(), cidrs.end());
+  cidrs.erase(std::unique(cidrs.begin(), cidrs.end()), cidrs.end());
+  cidrs_ = std::move(cidrs);
+  for (const Cidr& c : cidrs_) Count(c, +1);
+}
+
 Result<CidrSet> CidrSet::Parse(const std::vector<std::string>& texts) {
-  CidrSet set;
+  std::vector<Cidr> cidrs;
+  cidrs.reserve(texts.size());
   for (const auto& t : texts) {
     MZ_ASSIGN_OR_RETURN(Cidr c, ParseFenceCidr(t));
-    set.Add(c);
+    cidrs.push_back(c);
   }
-  return set;
+  return CidrSet(std::move(cidrs));
+}
+
+void CidrSet::Count(const Cidr& member, int delta) {
+  uint32_t& n = member.address().is_v4() ? v4_lengths_[member.prefix_len()]
+                                         : v6_lengths_[member.prefix_len()];
+  n += delta;
+}
+
+std::vector<int> CidrSet::LengthsOf(IpAddress::Family family) const {
+  std::vector<int> out;
+  if (family == IpAddress::Family::kV4) {
+    for (int len = 0; len <= 32; ++len)
+      if (v4_lengths_[len] > 0) out.push_back(len);
+  } else {
+    for (int len = 0; len <= 128; ++len)
+      if (v6_lengths_[len] > 0) out.push_back(len);
+  }
+  return out;
 }
 
 bool CidrSet::Add(const Cidr& cidr) {
@@ -121,6 +148,7 @@ bool CidrSet::Add(const Cidr& cidr) {
   auto it = std::lower_bound(cidrs_.begin(), cidrs_.end(), n);
   if (it != cidrs_.end() && *it == n) return false;
   cidrs_.insert(it, n);
+  Count(n, +1);
   return true;
 }
 
@@ -129,16 +157,36 @@ bool CidrSet::Remove(const Cidr& cidr) {
   auto it = std::lower_bound(cidrs_.begin(), cidrs_.end(), n);
   if (it == cidrs_.end() || *it != n) return false;
   cidrs_.erase(it);
+  Count(n, -1);
   return true;
 }
 
+// A member containing `ip` is the prefix of `ip` of the member's own length: one exact lookup
+// per length present.
+std::vector<Cidr> CidrSet::Covering(const IpAddress& ip) const {
+  std::vector<Cidr> out;
+  for (int len : LengthsOf(ip.family())) {
+    const Cidr candidate(ip.Masked(len), len);
+    if (std::binary_search(cidrs_.begin(), cidrs_.end(), candidate)) out.push_back(candidate);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool CidrSet::Contains(const IpAddress& ip) const {
-  return std::any_of(cidrs_.begin(), cidrs_.end(), [&](const Cidr& c) { return c.Contains(ip); });
+  for (int len : LengthsOf(ip.family())) {
+    if (std::binary_search(cidrs_.begin(), cidrs_.end(), Cidr(ip.Masked(len), len))) return true;
+  }
+  return false;
 }
 
 bool CidrSet::Contains(const Cidr& cidr) const {
-  const Cidr n = Normalized(cidr);
-  return std::any_of(cidrs_.begin(), cidrs_.end(), [&](const Cidr& c) { return c.Contains(n); });
+  const IpAddress ip = cidr.network();
+  for (int len : LengthsOf(ip.family())) {
+    if (len > cidr.prefix_len()) break;
+    if (std::binary_search(cidrs_.begin(), cidrs_.end(), Cidr(ip.Masked(len), len))) return true;
+  }
+  return false;
 }
 
 bool CidrSet::Has(const Cidr& cidr) const {

@@ -12,6 +12,8 @@
 // 10.0.0.2/32) while {10.0.0.2, 10.0.0.3} becomes 10.0.0.2/31.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,9 +35,15 @@ std::vector<Cidr> MergeCidrs(const std::vector<Cidr>& cidrs);
 
 // A set of network CIDRs: duplicates collapse, kept sorted and canonical; members are kept as
 // given (not merged), so the set answers with exactly what was fenced.
+//
+// Cost (n members): building from a list is O(n log n); a lookup is one binary search per
+// distinct prefix length among the members (at most 33 + 129), so O(log n) however many members
+// there are. Add/Remove of one member shift the sorted vector (O(n)): build large sets at once.
 class CidrSet {
  public:
   CidrSet() = default;
+  // The set of `cidrs` (host bits cleared, duplicates collapsed), in O(n log n).
+  explicit CidrSet(std::vector<Cidr> cidrs);
 
   // Parses every text with ParseFenceCidr; the first bad one fails the whole call.
   static Result<CidrSet> Parse(const std::vector<std::string>& texts);
@@ -47,6 +55,8 @@ class CidrSet {
   // Whether some member contains the address / the whole prefix.
   bool Contains(const IpAddress& ip) const;
   bool Contains(const Cidr& cidr) const;
+  // Every member containing the address, sorted (CidrLess).
+  std::vector<Cidr> Covering(const IpAddress& ip) const;
   // Exact membership.
   bool Has(const Cidr& cidr) const;
 
@@ -55,10 +65,17 @@ class CidrSet {
   const std::vector<Cidr>& cidrs() const { return cidrs_; }
   std::vector<std::string> Strings() const;  // canonical texts, in order
 
-  friend bool operator==(const CidrSet&, const CidrSet&) = default;
+  friend bool operator==(const CidrSet& a, const CidrSet& b) { return a.cidrs_ == b.cidrs_; }
 
  private:
+  // The prefix lengths of `family` some member has, shortest first.
+  std::vector<int> LengthsOf(IpAddress::Family family) const;
+  void Count(const Cidr& member, int delta);
+
   std::vector<Cidr> cidrs_;  // sorted, unique, host bits cleared
+  // How many members have each prefix length, per family: the lengths a lookup has to try.
+  std::array<uint32_t, 33> v4_lengths_{};
+  std::array<uint32_t, 129> v6_lengths_{};
 };
 
 // Orders IPv4 before IPv6, then by network address, then by prefix length.

@@ -13,11 +13,15 @@ bool ApplyChange(client::Client& mp, const PortChange& change, AppliedPlan& out)
   auto updated = mp.UpdatePort(change.port_id, nlohmann::json{{"admin_state_up", up}});
   if (updated.ok()) {
     (up ? out.report.enabled : out.report.disabled)++;
+    if (up) out.released.push_back(change.port_id);
     MZ_LOG(kInfo) << (up ? "re-enabled " : "disabled ") << change.label << " on host "
                   << (change.host_id.empty() ? "?" : change.host_id);
     return true;
   }
-  if (updated.status().IsNotFound()) return true;
+  if (updated.status().IsNotFound()) {
+    out.released.push_back(change.port_id);  // gone: no record should name it
+    return true;
+  }
   ++out.report.failed;
   if (out.first_error.ok()) out.first_error = updated.status();
   out.left.push_back(change.label + (up ? " to re-enable" : " to disable"));
@@ -28,6 +32,7 @@ bool ApplyChange(client::Client& mp, const PortChange& change, AppliedPlan& out)
 
 AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan) {
   AppliedPlan out;
+  out.released = plan.released;
   std::vector<bool> failed(plan.changes.size(), false);
   for (size_t i = 0; i < plan.changes.size(); ++i) {
     failed[i] = !ApplyChange(mp, plan.changes[i], out);

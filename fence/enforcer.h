@@ -26,11 +26,13 @@ struct AppliedPlan {
   std::vector<Cidr> newly_enforced;  // of report.enforced, the fences stored as pending
   Status first_error;                // the first failed update's error; OK if none failed
   std::vector<std::string> left;     // per failed update: "<port label> to disable|re-enable"
+  // Ports to drop from the records: the plan's released ones, those re-enabled, those gone.
+  std::vector<std::string> released;
 };
 
 // Makes every change of `plan` at Mizar-MP (one port update each, in the plan's order) and logs
-// each change made. A port deleted meanwhile (NOT_FOUND) needs nothing more; any other failure
-// leaves what depends on that change incomplete (CompletedBy).
+// each change made. The caller records plan.holds first. A port deleted meanwhile (NOT_FOUND) needs
+// nothing more; any other failure leaves what depends on that change incomplete (CompletedBy).
 AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan);
 
 }  // namespace mizarmp::fence

@@ -35,15 +35,21 @@ Result<CidrSet> RequestCidrs(const Repeated& cidrs) {
   if (cidrs.empty()) {
     return InvalidArgumentError("cidrs: missing or empty; at least one CIDR block is required");
   }
-  CidrSet set;
+  if (static_cast<size_t>(cidrs.size()) > kMaxCidrsPerRequest) {
+    return InvalidArgumentError(
+        "cidrs: " + std::to_string(cidrs.size()) + " CIDR blocks, more than the limit of " +
+        std::to_string(kMaxCidrsPerRequest) + " per request; split the request");
+  }
+  std::vector<Cidr> parsed;
+  parsed.reserve(cidrs.size());
   for (int i = 0; i < cidrs.size(); ++i) {
     auto c = ParseFenceCidr(cidrs.Get(i).cidr());
     if (!c.ok()) {
       return InvalidArgumentError("cidrs[" + std::to_string(i) + "]: " + c.status().message());
     }
-    set.Add(*c);
+    parsed.push_back(*c);
   }
-  return set;
+  return CidrSet(std::move(parsed));  // sorted once: O(n log n)
 }
 
 // Host CIDR of an address.
@@ -218,7 +224,13 @@ Result<EnforceReport> FenceService::EnforceLocked() {
     return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
                                                ports.status().ToString() + "); " + WhatLeft(snap));
   }
+  // A list with holes is still used for the readable ports; ListWithHoles() reports it.
   const EnforcementPlan plan = PlanEnforcement(snap, *ports);
+  // Recorded before any port is disabled: a crash in between must not forget who holds it.
+  if (Status s = store->RecordHeldPorts(plan.holds); !s.ok()) {
+    NoteStoreError(s);
+    return s.WithContext("recording the fenced ports");
+  }
   AppliedPlan applied = ApplyPlan(*mp, plan);
   MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
   if (applied.report.failed > 0) {
@@ -228,7 +240,39 @@ Result<EnforceReport> FenceService::EnforceLocked() {
                                " port update(s) failed (first: " + applied.first_error.ToString() +
                                "); left: " + Join(applied.left) + "; " + WhatLeft(snap));
   }
+  if (!plan.unreadable.empty()) return ListWithHoles(plan, applied.report, snap);
   return std::move(applied.report);
+}
+
+Status FenceService::CheckStoreLimit(FenceStore& store, const CidrSet& cidrs) {
+  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(store));
+  std::vector<Cidr> stored;
+  stored.reserve(snap.fences.size());
+  for (const auto& e : snap.fences) stored.push_back(e.cidr);
+  const CidrSet have(std::move(stored));
+  size_t added = 0;
+  for (const Cidr& c : cidrs.cidrs()) added += have.Has(c) ? 0 : 1;
+  if (have.size() + added <= kMaxStoredFences) return Status::Ok();
+  return Status(Code::kResourceExhausted,
+                "the fence store holds " + std::to_string(have.size()) + " fence(s); " +
+                    std::to_string(added) + " new one(s) would exceed the limit of " +
+                    std::to_string(kMaxStoredFences) +
+                    " fences (so ListClusterFence fits a 4 MiB answer); nothing was stored");
+}
+
+// A pass over a list with holes made its changes but cannot know the fences complete: an
+// unreadable entry may be a port inside one. UNKNOWN, naming the entries, so the caller retries.
+Status FenceService::ListWithHoles(const EnforcementPlan& plan, const EnforceReport& report,
+                                   const StoreSnapshot& snap) const {
+  return DependencyError(
+      InternalError("unreadable port list entries"),
+      MizarMpName() + ": " + std::to_string(plan.unreadable.size()) +
+          " entr(y/ies) of the port list could not be read (" + Join(plan.unreadable) +
+          "); the readable ports were handled (" + std::to_string(report.disabled) + " disabled, " +
+          std::to_string(report.enabled) +
+          " re-enabled), but no fence is known enforced and no unfence complete until Mizar-MP "
+          "lists every port readably; " +
+          WhatLeft(snap));
 }
 
 // The store's snapshot; its success clears an earlier store error, so Probe recovers with it.
@@ -240,6 +284,7 @@ Result<StoreSnapshot> FenceService::ReadStore(FenceStore& store) {
 
 Status FenceService::RecordCompletion(FenceStore& store, const AppliedPlan& applied) {
   Status s = store.MarkEnforced(applied.newly_enforced);
+  if (s.ok()) s = store.ReleasePorts(applied.released);
   if (s.ok()) s = store.CompleteUnfences(applied.report.unfenced);
   if (!s.ok()) NoteStoreError(s);
   return s;
@@ -323,7 +368,13 @@ Status FenceService::AddPortListAddresses(const std::string& only, NodeAddresses
     return DependencyError(ports.status(),
                            MizarMpName() + ": listing ports failed: " + ports.status().ToString());
   }
-  for (const auto& port : *ports) {
+  if (!ports->unreadable.empty()) {
+    MZ_LOG(kWarn) << "GetFenceClients: " << MizarMpName() << ": " << ports->unreadable.size()
+                  << " entr(y/ies) of the port list could not be read; their addresses are "
+                     "missing from the answer: "
+                  << Join(ports->unreadable);
+  }
+  for (const auto& port : ports->ports) {
     if (port.host_id.empty() || !Wanted(only, port.host_id)) continue;
     for (const auto& ip : PortIps(port)) by_node[port.host_id].push_back(HostCidr(ip));
   }
@@ -361,6 +412,10 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
   FenceStore* store = call->store;
 
   std::lock_guard<std::mutex> lock(enforce_mu_);
+  if (Status s = CheckStoreLimit(*store, cidrs); !s.ok()) {
+    MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
+    return ToGrpcStatus(s);
+  }
   // Durable first: once this returns, a crash cannot lose the fence.
   if (Status s = store->AddFences(cidrs.cidrs()); !s.ok()) {
     NoteStoreError(s);
@@ -418,6 +473,17 @@ grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,
     return ToGrpcStatus(fences.status());
   }
   for (const auto& e : *fences) response->add_cidrs()->set_cidr(CanonicalCidr(e.cidr));
+  const size_t bytes = response->ByteSizeLong();
+  if (bytes > kMaxListResponseBytes) {
+    response->Clear();
+    const Status s(Code::kResourceExhausted,
+                   std::to_string(fences->size()) + " fences take " + std::to_string(bytes) +
+                       " bytes, more than a default gRPC client's receive limit of " +
+                       std::to_string(kMaxListResponseBytes) + " bytes (the store holds more " +
+                       "than the limit of " + std::to_string(kMaxStoredFences) + " fences)");
+    MZ_LOG(kWarn) << "ListClusterFence: " << s.message();
+    return ToGrpcStatus(s);
+  }
   return grpc::Status::OK;
 }
 

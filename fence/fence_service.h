@@ -17,6 +17,31 @@
 //   port of the project grouped by binding:host_id. Parameter "hostId" narrows the answer to
 //   that node (an unknown node gives an empty list); other parameters are ignored.
 //
+// What a fence changes: each fence records the ports held down on its behalf (fence/store.h), and
+// an unfence re-enables only those, so a port that was down before the fence for another reason
+// (an operator's quarantine) stays down (fence/plan.h).
+//
+// A port list with unreadable entries (Mizar-MP answering an entry that does not parse): the
+// entries are skipped and named in a warning, every readable port is still fenced or re-enabled,
+// but the pass completes nothing: an unreadable entry may be a port inside any fence, so no
+// pending fence is marked enforced and no pending unfence completed until a complete list, and
+// the RPC answers UNKNOWN naming the entries (the fence or unfence is stored; a retry or the
+// reconcile finishes it).
+//
+// Limits, so every request is answered within seconds and every answer fits a default gRPC client
+// (4 MiB receive limit):
+//   - a Fence or Unfence request carries at most kMaxCidrsPerRequest CIDRs (more:
+//     INVALID_ARGUMENT naming the count and the limit, before anything is stored);
+//   - the store holds at most kMaxStoredFences fences (a fence that would add more:
+//     RESOURCE_EXHAUSTED naming the counts and the limit; nothing of it is stored). At the limit,
+//     ListClusterFence's answer is at most ~3 MiB (65,536 IPv6 CIDRs of the longest text);
+//   - ListClusterFence refuses an answer above kMaxListResponseBytes (a store filled past the limit
+//     by other means) with RESOURCE_EXHAUSTED naming the count, instead of an answer the client
+//     would drop.
+// Costs: a request's CIDRs are parsed and deduplicated in O(n log n); a pass looks each port's
+// addresses up in O(log n) per address (fence/cidrset.h), so it grows with ports + fences, not
+// their product.
+//
 // Every RPC first checks `secrets` against the configured secrets (UNAUTHENTICATED). Mizar-MP
 // failures while enforcing give UNAVAILABLE (Mizar-MP unreachable or failing) or UNKNOWN
 // (anything else), naming the ports left; the store keeps the intent, and the periodic
@@ -31,6 +56,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,11 +71,19 @@
 #include "fence/cidrset.h"
 #include "fence/enforcer.h"
 #include "fence/options.h"
+#include "fence/plan.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
 #include "records/cache.h"
 
 namespace mizarmp::fence {
+
+// The most CIDRs one FenceClusterNetwork or UnfenceClusterNetwork request may carry.
+inline constexpr size_t kMaxCidrsPerRequest = 65536;
+// The most fences the store may hold.
+inline constexpr size_t kMaxStoredFences = 65536;
+// The largest ListClusterFence answer: a default gRPC client's receive limit.
+inline constexpr size_t kMaxListResponseBytes = 4 * 1024 * 1024;
 
 // The GetFenceClients parameter that narrows the answer to one node.
 inline constexpr const char* kHostIdParameter = "hostId";
@@ -133,6 +167,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Result<EnforceReport> EnforceLocked();
   Result<StoreSnapshot> ReadStore(FenceStore& store);
   Status RecordCompletion(FenceStore& store, const AppliedPlan& applied);
+  // RESOURCE_EXHAUSTED when adding `cidrs` would take the store past kMaxStoredFences.
+  Status CheckStoreLimit(FenceStore& store, const CidrSet& cidrs);
+  Status ListWithHoles(const EnforcementPlan& plan, const EnforceReport& report,
+                       const StoreSnapshot& snap) const;
 
   // GetFenceClients' sources; `only` (if not empty) is the one node asked for.
   Status AddRecordedAddresses(const std::string& only, NodeAddresses& by_node);

@@ -1,9 +1,17 @@
 // What an enforcement pass has to change at Mizar-MP, worked out without doing it.
 //
-// A port with a fixed IP inside a stored fence must be down; a port with a fixed IP inside a
-// pending unfence and inside no fence must be up (a port in both stays down: the remaining fence
-// wins). Ports already in that state, ports outside every fence and unfence and ports without a
-// (parsable) fixed IP need no change.
+// A port with a fixed IP inside a stored fence must be down, and is then held down on behalf of
+// every fence containing it (the store's record, fence/store.h): when the pass disables it, or
+// when it is already down on the fence service's behalf (another fence's or unfence's record
+// names it, or a fence or unfence without a record contains it). A port that is down for another
+// reason (an operator's quarantine) is not the fence's to hold.
+//
+// A port inside no fence, that no fence's record names, is re-enabled when it is down and a
+// pending unfence's record names it, or a pending unfence without a record (an older store)
+// contains it. Everything else is left as it is: an unfence never re-enables a port it did not
+// disable. A port that is up again outside every fence is released from the records.
+//
+// Ports without a (parsable) fixed IP are only looked at when a record names them.
 //
 // A fence is enforced, and a pending unfence complete, once every change it depends on was made:
 // a fence depends on disabling each port it covers, an unfence on each change of a port it
@@ -26,7 +34,7 @@ struct PortChange {
   std::string port_id;
   std::string label;            // "port <id> (<fixed IPs>)": how logs and errors name the port
   std::string host_id;          // its binding:host_id, possibly empty
-  bool admin_state_up = false;  // the state to set
+  bool admin_state_up = false;  // the state to set (true: released from the records once made)
   std::vector<Cidr> serves;     // the fences and pending unfences incomplete if it fails, sorted
 };
 
@@ -47,6 +55,16 @@ struct EnforcementPlan {
   std::vector<PortChange> changes;       // in the order of the port list
   std::vector<PlannedFence> fences;      // one per stored fence, in the snapshot's order
   std::vector<PlannedUnfence> unfences;  // one per pending unfence, in the snapshot's order
+  // The record entries to add before any change is made (a crash after a disable must not lose
+  // who holds the port): each fence a port is disabled for, or found held down for.
+  std::vector<PortHold> holds;
+  // Ports up outside every fence that a record still names: to drop from the records.
+  std::vector<std::string> released;
+  // The entries of the port list that could not be read. Such an entry may be a port inside any
+  // fence or unfence, so a plan with any completes nothing: pending fences stay pending (already
+  // enforced ones stay enforced) and pending unfences stay pending until a complete list. Its
+  // changes of the readable ports are made all the same.
+  std::vector<std::string> unreadable;
 };
 
 // The fixed IPs of `port` that parse (Mizar-MP could in principle return garbage: the others are
@@ -56,6 +74,8 @@ std::vector<IpAddress> PortIps(const client::Port& port);
 // The changes that bring `ports` (the project's ports at Mizar-MP) in line with `snapshot`.
 EnforcementPlan PlanEnforcement(const StoreSnapshot& snapshot,
                                 const std::vector<client::Port>& ports);
+// The same for a list as read from Mizar-MP, holes (PortList::unreadable) included.
+EnforcementPlan PlanEnforcement(const StoreSnapshot& snapshot, const client::PortList& list);
 
 // What a pass completed.
 struct Completion {
@@ -64,7 +84,8 @@ struct Completion {
   std::vector<Cidr> unfenced;        // pending unfences all of whose changes were made
 };
 
-// What is complete when exactly the changes with failed[i] set failed (a missing entry: made).
+// What is complete when exactly the changes with failed[i] set failed (a missing entry: made);
+// nothing when the plan's list had unreadable entries.
 Completion CompletedBy(const EnforcementPlan& plan, const std::vector<bool>& failed);
 
 }  // namespace mizarmp::fence

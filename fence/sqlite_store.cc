@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <ctime>
 #include <initializer_list>
+#include <map>
 #include <string_view>
 
 #include "common/fd.h"
@@ -19,9 +20,10 @@
 namespace mizarmp::fence {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
-constexpr const char* kCreateSchema =
+// Version 1: the fences and the pending unfences.
+constexpr const char* kSchemaV1 =
     "CREATE TABLE IF NOT EXISTS fences ("
     " cidr TEXT PRIMARY KEY NOT NULL,"
     " state TEXT NOT NULL CHECK (state IN ('pending', 'enforced')),"
@@ -31,6 +33,19 @@ constexpr const char* kCreateSchema =
     " cidr TEXT PRIMARY KEY NOT NULL,"
     " created_at TEXT NOT NULL);"
     "PRAGMA user_version = 1;";
+
+// Version 2 (from 1, in place): each fence's record of the ports held down on its behalf.
+// Rows of version 1 get tracked = 0 (no record: their unfence re-enables as version 1 did);
+// every row written since sets tracked explicitly.
+constexpr const char* kMigrateToV2 =
+    "ALTER TABLE fences ADD COLUMN tracked INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE unfences ADD COLUMN tracked INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE IF NOT EXISTS held_ports ("
+    " cidr TEXT NOT NULL,"
+    " port_id TEXT NOT NULL,"
+    " PRIMARY KEY (cidr, port_id));"
+    "CREATE INDEX IF NOT EXISTS held_ports_by_port ON held_ports(port_id);"
+    "PRAGMA user_version = 2;";
 
 // A prepared statement, finalized on destruction.
 class Stmt {
@@ -167,7 +182,8 @@ Status SqliteFenceStore::CheckIntegrity() {
   return Status::Ok();
 }
 
-// Creates the tables in a new file; refuses a file written by a newer server.
+// Creates the tables in a new file, migrates an older one in place (one transaction: a crash
+// leaves the old version); refuses a file written by a newer server.
 Status SqliteFenceStore::MigrateSchema() {
   int version = 0;
   {
@@ -183,7 +199,14 @@ Status SqliteFenceStore::MigrateSchema() {
                                    std::to_string(kSchemaVersion));
   }
   if (version == kSchemaVersion) return Status::Ok();
-  return InWriteTransaction([this] { return Exec(kCreateSchema); });
+  if (version >= 1) {
+    MZ_LOG(kInfo) << "fence store " << path_ << ": migrating schema version " << version << " to "
+                  << kSchemaVersion << " (fences stored so far have no record of their ports)";
+  }
+  return InWriteTransaction([this, version]() -> Status {
+    if (version < 1) MZ_RETURN_IF_ERROR(Exec(kSchemaV1));
+    return Exec(kMigrateToV2);
+  });
 }
 
 Status SqliteFenceStore::SqlError(const std::string& what) const {
@@ -245,9 +268,12 @@ Status SqliteFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
     const std::string now = NowUtc();
     Stmt upsert;
     Stmt drop_unfence;
+    // A fence made again from a pending unfence takes back its tracked flag (and, keyed by the
+    // CIDR, its record).
     if (!upsert.Prepare(db_,
-                        "INSERT INTO fences(cidr, state, created_at, updated_at) "
-                        "VALUES (?1, 'pending', ?2, ?2) "
+                        "INSERT INTO fences(cidr, state, created_at, updated_at, tracked) "
+                        "VALUES (?1, 'pending', ?2, ?2, "
+                        "        COALESCE((SELECT tracked FROM unfences WHERE cidr = ?1), 1)) "
                         "ON CONFLICT(cidr) DO UPDATE SET state = 'pending', updated_at = ?2") ||
         !drop_unfence.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1")) {
       return SqlError("preparing the fence insert");
@@ -264,6 +290,7 @@ Status SqliteFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
 
 // The stored fences that exactly match one of `cidrs` (canonical), as stored. Call with mu_ held.
 Result<std::vector<Cidr>> SqliteFenceStore::StoredAmong(const std::vector<Cidr>& cidrs) const {
+  const CidrSet wanted(cidrs);
   std::vector<Cidr> found;
   Stmt all;
   if (!all.Prepare(db_, "SELECT cidr FROM fences")) return SqlError("listing fences");
@@ -275,10 +302,7 @@ Result<std::vector<Cidr>> SqliteFenceStore::StoredAmong(const std::vector<Cidr>&
       MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
       continue;
     }
-    const bool wanted = std::any_of(cidrs.begin(), cidrs.end(), [&](const Cidr& want) {
-      return Cidr(want.network(), want.prefix_len()) == *c;
-    });
-    if (wanted) found.push_back(*c);
+    if (wanted.Has(*c)) found.push_back(*c);
   }
   if (rc != SQLITE_DONE) return SqlError("listing fences");
   return found;
@@ -292,15 +316,17 @@ Result<std::vector<Cidr>> SqliteFenceStore::RemoveFences(const std::vector<Cidr>
     const std::string now = NowUtc();
     Stmt del;
     Stmt add_unfence;
+    // The unfence keeps the fence's tracked flag and (keyed by the CIDR) its record.
     if (!del.Prepare(db_, "DELETE FROM fences WHERE cidr = ?1") ||
         !add_unfence.Prepare(db_,
-                             "INSERT INTO unfences(cidr, created_at) VALUES (?1, ?2) "
+                             "INSERT INTO unfences(cidr, created_at, tracked) "
+                             "VALUES (?1, ?2, (SELECT tracked FROM fences WHERE cidr = ?1)) "
                              "ON CONFLICT(cidr) DO NOTHING")) {
       return SqlError("preparing the fence removal");
     }
     for (const Cidr& cidr : removed) {
       const std::string text = CanonicalCidr(cidr);
-      if (!del.Run({text}) || !add_unfence.Run({text, now})) {
+      if (!add_unfence.Run({text, now}) || !del.Run({text})) {
         return SqlError("removing fence " + text);
       }
     }
@@ -335,12 +361,54 @@ Status SqliteFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
   std::lock_guard<std::mutex> lock(mu_);
   return InWriteTransaction([&]() -> Status {
     Stmt del;
-    if (!del.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1")) {
+    Stmt forget;
+    // The record goes with the unfence, unless the CIDR is fenced again (then it is the fence's).
+    if (!del.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1") ||
+        !forget.Prepare(db_,
+                        "DELETE FROM held_ports WHERE cidr = ?1 "
+                        "AND NOT EXISTS (SELECT 1 FROM fences WHERE cidr = ?1)")) {
       return SqlError("preparing the unfence completion");
     }
     for (const Cidr& cidr : cidrs) {
       const std::string text = CanonicalCidr(cidr);
-      if (!del.Run({text})) return SqlError("completing unfence " + text);
+      if (!del.Run({text}) || !forget.Run({text})) {
+        return SqlError("completing unfence " + text);
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {
+  if (holds.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  return InWriteTransaction([&]() -> Status {
+    Stmt add;
+    if (!add.Prepare(db_,
+                     "INSERT OR IGNORE INTO held_ports(cidr, port_id) SELECT ?1, ?2 "
+                     "WHERE EXISTS (SELECT 1 FROM fences WHERE cidr = ?1)")) {
+      return SqlError("preparing the record update");
+    }
+    for (const PortHold& h : holds) {
+      const std::string text = CanonicalCidr(h.fence);
+      if (!add.Run({text, h.port_id})) {
+        return SqlError("recording port " + Quoted(h.port_id) + " for fence " + text);
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+Status SqliteFenceStore::ReleasePorts(const std::vector<std::string>& port_ids) {
+  if (port_ids.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  return InWriteTransaction([&]() -> Status {
+    Stmt del;
+    if (!del.Prepare(db_, "DELETE FROM held_ports WHERE port_id = ?1")) {
+      return SqlError("preparing the record update");
+    }
+    for (const std::string& id : port_ids) {
+      if (!del.Run({id})) return SqlError("releasing port " + Quoted(id));
     }
     return Status::Ok();
   });
@@ -374,8 +442,10 @@ Result<StoreSnapshot> SqliteFenceStore::ReadSnapshot() const {
   StoreSnapshot snap;
   // One read transaction, so both tables are seen at the same point.
   MZ_RETURN_IF_ERROR(Exec("BEGIN"));
-  Status s = ReadFences(snap);
-  if (s.ok()) s = ReadUnfences(snap);
+  HeldPorts held;
+  Status s = ReadHeldPorts(held);
+  if (s.ok()) s = ReadFences(held, snap);
+  if (s.ok()) s = ReadUnfences(held, snap);
   if (s.ok()) {
     s = Exec("COMMIT");
   } else {
@@ -384,13 +454,32 @@ Result<StoreSnapshot> SqliteFenceStore::ReadSnapshot() const {
   if (!s.ok()) return s;
   std::sort(snap.fences.begin(), snap.fences.end(),
             [](const FenceEntry& a, const FenceEntry& b) { return CidrLess(a.cidr, b.cidr); });
-  std::sort(snap.unfences.begin(), snap.unfences.end(), CidrLess);
+  std::sort(snap.unfences.begin(), snap.unfences.end(),
+            [](const UnfenceEntry& a, const UnfenceEntry& b) { return CidrLess(a.cidr, b.cidr); });
   return snap;
 }
 
-Status SqliteFenceStore::ReadFences(StoreSnapshot& snap) const {
+Status SqliteFenceStore::ReadHeldPorts(HeldPorts& held) const {
   Stmt q;
-  if (!q.Prepare(db_, "SELECT cidr, state, created_at, updated_at FROM fences")) {
+  if (!q.Prepare(db_, "SELECT cidr, port_id FROM held_ports ORDER BY cidr, port_id")) {
+    return SqlError("listing the fences' records");
+  }
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) held[Column(q.get(), 0)].push_back(Column(q.get(), 1));
+  if (rc != SQLITE_DONE) return SqlError("listing the fences' records");
+  return Status::Ok();
+}
+
+// The record stored under `text` (the CIDR as stored: canonical), empty when none.
+std::vector<std::string> SqliteFenceStore::RecordOf(const HeldPorts& held,
+                                                    const std::string& text) {
+  auto it = held.find(text);
+  return it == held.end() ? std::vector<std::string>() : it->second;
+}
+
+Status SqliteFenceStore::ReadFences(const HeldPorts& held, StoreSnapshot& snap) const {
+  Stmt q;
+  if (!q.Prepare(db_, "SELECT cidr, state, created_at, updated_at, tracked FROM fences")) {
     return SqlError("listing fences");
   }
   int rc;
@@ -406,19 +495,28 @@ Status SqliteFenceStore::ReadFences(StoreSnapshot& snap) const {
     e.state = Column(q.get(), 1) == "enforced" ? FenceState::kEnforced : FenceState::kPending;
     e.created_at = Column(q.get(), 2);
     e.updated_at = Column(q.get(), 3);
+    e.tracked = sqlite3_column_int(q.get(), 4) != 0;
+    e.held_ports = RecordOf(held, text);
     snap.fences.push_back(std::move(e));
   }
   if (rc != SQLITE_DONE) return SqlError("listing fences");
   return Status::Ok();
 }
 
-Status SqliteFenceStore::ReadUnfences(StoreSnapshot& snap) const {
+Status SqliteFenceStore::ReadUnfences(const HeldPorts& held, StoreSnapshot& snap) const {
   Stmt q;
-  if (!q.Prepare(db_, "SELECT cidr FROM unfences")) return SqlError("listing pending unfences");
+  if (!q.Prepare(db_, "SELECT cidr, tracked FROM unfences")) {
+    return SqlError("listing pending unfences");
+  }
   int rc;
   while ((rc = q.Step()) == SQLITE_ROW) {
-    auto c = Cidr::Parse(Column(q.get(), 0));
-    if (c.ok()) snap.unfences.push_back(*c);
+    const std::string text = Column(q.get(), 0);
+    auto c = Cidr::Parse(text);
+    if (!c.ok()) {
+      MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
+      continue;
+    }
+    snap.unfences.push_back({*c, sqlite3_column_int(q.get(), 1) != 0, RecordOf(held, text)});
   }
   if (rc != SQLITE_DONE) return SqlError("listing pending unfences");
   return Status::Ok();

@@ -5,9 +5,15 @@
 // crash (kill -9, power loss) at any later point loses no acknowledged fence, and a crash in
 // the middle of a transaction leaves the state before it.
 //
-// Schema (user_version 1):
-//   fences(cidr TEXT PRIMARY KEY, state TEXT 'pending'|'enforced', created_at, updated_at)
-//   unfences(cidr TEXT PRIMARY KEY, created_at)
+// Schema (user_version 2):
+//   fences(cidr TEXT PRIMARY KEY, state TEXT 'pending'|'enforced', created_at, updated_at,
+//          tracked INTEGER)
+//   unfences(cidr TEXT PRIMARY KEY, created_at, tracked INTEGER)
+//   held_ports(cidr, port_id; PRIMARY KEY both): the records, keyed by the fence's canonical
+//          CIDR, so a fence lifted into an unfence (or fenced again) keeps its record as it is
+// A version 1 file is migrated in place when opened (one transaction): its fences and unfences
+// get tracked=0, i.e. no record of the ports they disabled, and their unfence re-enables every
+// down port inside them as version 1 did (fence/store.h). A file of a newer version is refused.
 //
 // Thread-safe: one connection, one mutex.
 //
@@ -19,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +51,8 @@ class SqliteFenceStore final : public FenceStore {
 
   Status AddFences(const std::vector<Cidr>& cidrs) override;
   Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs) override;
+  Status RecordHeldPorts(const std::vector<PortHold>& holds) override;
+  Status ReleasePorts(const std::vector<std::string>& port_ids) override;
   Status MarkEnforced(const std::vector<Cidr>& cidrs) override;
   Status CompleteUnfences(const std::vector<Cidr>& cidrs) override;
   Result<StoreSnapshot> Snapshot() const override;
@@ -69,8 +78,12 @@ class SqliteFenceStore final : public FenceStore {
   Status SqlError(const std::string& what) const;
   Result<int64_t> DataVersion() const;
   Result<StoreSnapshot> ReadSnapshot() const;
-  Status ReadFences(StoreSnapshot& snap) const;
-  Status ReadUnfences(StoreSnapshot& snap) const;
+  // Canonical CIDR -> its record (sorted port ids).
+  using HeldPorts = std::map<std::string, std::vector<std::string>>;
+  Status ReadHeldPorts(HeldPorts& held) const;
+  static std::vector<std::string> RecordOf(const HeldPorts& held, const std::string& text);
+  Status ReadFences(const HeldPorts& held, StoreSnapshot& snap) const;
+  Status ReadUnfences(const HeldPorts& held, StoreSnapshot& snap) const;
   Result<std::vector<Cidr>> StoredAmong(const std::vector<Cidr>& cidrs) const;
 
   const std::string path_;

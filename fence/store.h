@@ -5,6 +5,12 @@
 //   fences:   pending  (written, not yet or not completely enforced at Mizar-MP) or
 //             enforced (every port inside it was disabled at Mizar-MP at the last pass)
 //   unfences: lifted fences whose ports may still need re-enabling (pending unfences)
+// and, per fence, what it changed: the ids of the ports held down on its behalf (disabled by the
+// fence service while the fence stood). A lifted fence keeps its record as a pending unfence, so
+// an unfence re-enables exactly those ports (fence/plan.h) and never one that was down for
+// another reason (an operator's quarantine). A fence stored before the records existed (an older
+// store; tracked=false) has no record: its unfence re-enables every down port inside it, as
+// before the records existed.
 // A write that returned is durable: a crash at any later point loses no acknowledged fence, and
 // a crash in the middle of a write leaves the state before it. Implementations are thread-safe.
 //
@@ -31,32 +37,57 @@ struct FenceEntry {
   FenceState state = FenceState::kPending;
   std::string created_at;  // RFC 3339 UTC
   std::string updated_at;
+  bool tracked = true;                  // false: stored without a record of ports (older store)
+  std::vector<std::string> held_ports;  // ids of the ports held down on its behalf, sorted
   friend bool operator==(const FenceEntry&, const FenceEntry&) = default;
 };
 
+// A pending unfence: a lifted fence and its record.
+struct UnfenceEntry {
+  Cidr cidr;  // network form
+  bool tracked = true;
+  std::vector<std::string> held_ports;  // sorted
+  friend bool operator==(const UnfenceEntry&, const UnfenceEntry&) = default;
+};
+
+// One (fence, port) pair of a record.
+struct PortHold {
+  Cidr fence;
+  std::string port_id;
+  friend bool operator==(const PortHold&, const PortHold&) = default;
+};
+
 struct StoreSnapshot {
-  std::vector<FenceEntry> fences;  // sorted by CIDR (IPv4 first)
-  std::vector<Cidr> unfences;      // pending unfences, sorted
+  std::vector<FenceEntry> fences;      // sorted by CIDR (IPv4 first)
+  std::vector<UnfenceEntry> unfences;  // pending unfences, sorted
 };
 
 class FenceStore {
  public:
   virtual ~FenceStore() = default;
 
-  // Adds fences (new ones pending; an existing one becomes pending again so the next pass
-  // re-checks it) and drops any pending unfence of the same CIDRs, all or nothing.
+  // Adds fences (new ones pending and tracked; an existing one becomes pending again so the next
+  // pass re-checks it) and drops any pending unfence of the same CIDRs, whose record (and tracked
+  // flag) the fence takes back: those ports are still down on its behalf. All or nothing.
   virtual Status AddFences(const std::vector<Cidr>& cidrs) = 0;
 
   // Removes the listed fences (exact, canonical match: a wider CIDR does not lift narrower
   // fences, so a retried unfence never lifts a fence made since), recording each removed fence
-  // as a pending unfence, all or nothing. Unknown CIDRs are ignored. Returns the removed ones,
-  // sorted.
+  // as a pending unfence with its record, all or nothing. Unknown CIDRs are ignored. Returns the
+  // removed ones, sorted.
   virtual Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs) = 0;
+
+  // Adds each (fence, port) to the fence's record, all or nothing; pairs naming no stored fence
+  // are ignored (the fence was lifted meanwhile).
+  virtual Status RecordHeldPorts(const std::vector<PortHold>& holds) = 0;
+
+  // Drops the listed port ids from every record (they are up again, or gone).
+  virtual Status ReleasePorts(const std::vector<std::string>& port_ids) = 0;
 
   // Marks the listed fences enforced (those still stored; others are ignored).
   virtual Status MarkEnforced(const std::vector<Cidr>& cidrs) = 0;
 
-  // Forgets the listed pending unfences (their ports were re-enabled).
+  // Forgets the listed pending unfences and their records (their ports were re-enabled).
   virtual Status CompleteUnfences(const std::vector<Cidr>& cidrs) = 0;
 
   // Every fence and pending unfence as of one point in time, including what other writers to

@@ -19,7 +19,9 @@ json FaultsToJson(const Faults& f) {
               {"delay_ms", f.delay_ms},
               {"close_connections", f.close_connections},
               {"truncate_json", f.truncate_json},
-              {"reject_creates", f.reject_creates}};
+              {"reject_creates", f.reject_creates},
+              {"malformed_ports", f.malformed_ports},
+              {"update_no_content", f.update_no_content}};
 }
 
 namespace {
@@ -49,9 +51,11 @@ Result<Faults> FaultsFromJson(const json& j) {
                                             {"delay_ms", &f.delay_ms},
                                             {"close_connections", &f.close_connections},
                                             {"truncate_json", &f.truncate_json},
-                                            {"reject_creates", &f.reject_creates}};
+                                            {"reject_creates", &f.reject_creates},
+                                            {"malformed_ports", &f.malformed_ports}};
   const std::map<std::string, bool*> bools = {{"never_ready", &f.never_ready},
-                                              {"fail_ready", &f.fail_ready}};
+                                              {"fail_ready", &f.fail_ready},
+                                              {"update_no_content", &f.update_no_content}};
   for (const auto& [key, value] : j.items()) {
     if (auto it = ints.find(key); it != ints.end()) {
       if (!value.is_number_integer() || value.get<int64_t>() < 0 ||

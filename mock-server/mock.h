@@ -41,6 +41,13 @@ struct Faults {
   int close_connections = 0;  // the next N REST requests get their connection closed, no response
   int truncate_json = 0;      // the next N REST responses carry truncated JSON
   int reject_creates = 0;     // the next N creates answer 400 (the request is refused)
+  // Every port list (until changed) carries N extra entries "malformed-1".."malformed-N" after
+  // the real ports, each with a wrong-typed field (admin_state_up "yes", fixed_ips an object):
+  // a controller answering a list with holes.
+  int malformed_ports = 0;
+  // PUT ports/{id} (until changed) makes the update and answers 204 No Content, without a body,
+  // as some controllers do.
+  bool update_no_content = false;
 };
 
 struct Options {

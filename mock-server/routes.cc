@@ -31,6 +31,13 @@ int HttpStatus(const Status& s) {
 
 Reply FailureReply(const Status& s) { return ErrorReply(HttpStatus(s), s.message()); }
 
+// The i-th entry of the malformed_ports fault: a port whose fields have the wrong types.
+json MalformedPort(int i) {
+  return json{{"id", "malformed-" + std::to_string(i)},
+              {"admin_state_up", "yes"},
+              {"fixed_ips", json{{"ip_address", "10.0.0.1"}}}};
+}
+
 void Send(httplib::Response& res, const Reply& r) {
   res.status = r.status;
   res.set_content(Dump(r.body), "application/json");
@@ -159,6 +166,10 @@ void Routes::Serve(const httplib::Request& req, httplib::Response& res,
       reply = ErrorReply(500, std::string("internal error: ") + e.what());
     }
   }
+  if (reply.status == 204) {  // No Content: no body at all
+    res.status = 204;
+    return;
+  }
   std::string text = Dump(reply.body);
   if (faults_.Take(&Faults::truncate_json)) text = text.substr(0, text.size() / 2);
   res.status = reply.status;
@@ -226,11 +237,16 @@ Reply Routes::UnknownPort(const std::string& id) const {
   return Reply{200, json{{"port", nullptr}}};
 }
 
+// The malformed_ports fault appends its entries after the real ports.
 Reply Routes::ListPorts(const httplib::Request& req) {
-  return Reply{200, json{{"ports", model_.ListPorts(req.params)}}};
+  json ports = model_.ListPorts(req.params);
+  const int malformed = faults_.Get().malformed_ports;
+  for (int i = 1; i <= malformed; ++i) ports.push_back(MalformedPort(i));
+  return Reply{200, json{{"ports", std::move(ports)}}};
 }
 
-// PUT ports/{id} takes {"port":{fields}} (or the fields alone).
+// PUT ports/{id} takes {"port":{fields}} (or the fields alone); the updated port, or 204 without
+// a body under the update_no_content fault.
 Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
   auto doc = ParseBody(req.body);
   if (!doc.ok()) return ErrorReply(400, doc.status().message());
@@ -242,6 +258,7 @@ Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
   }
   auto port = model_.UpdatePort(id, *patch);
   if (!port.ok()) return FailureReply(port.status());
+  if (faults_.Get().update_no_content) return Reply{204, json()};
   return Reply{200, json{{"port", std::move(port).value()}}};
 }
 

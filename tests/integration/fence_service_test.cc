@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -246,6 +250,206 @@ TEST_F(FenceServiceTest, UnfenceReenablesOnlyWhatNoRemainingFenceCovers) {
   ASSERT_TRUE(Unfence({"10.240.1.128/25"}).ok());
   EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", true}, {"b1", true}}));
   EXPECT_TRUE(List().empty());
+}
+
+TEST_F(FenceServiceTest, UnfenceLeavesAPortThatWasDownBeforeTheFenceDown) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("q", "10.240.1.66", "node-a");
+  // An operator's quarantine, before any fence.
+  ASSERT_TRUE(mp_->UpdatePort("q", nlohmann::json{{"admin_state_up", false}}).ok());
+  Start();
+  ASSERT_TRUE(Fence({"10.240.1.0/24"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"q", false}}));
+  // A restart between fence and unfence: the record is in the store, not in memory.
+  Start();
+  grpc::Status s = Unfence({"10.240.1.0/24"});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"q", false}}));
+  ASSERT_TRUE(service_->Reconcile().ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"q", false}}));
+}
+
+TEST_F(FenceServiceTest, OverlappingFencesLiftedInEitherOrderRestoreTheirPorts) {
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  // The /25 comes after the /24 disabled a1; lifting the /24 first, then the /25, brings it back.
+  ASSERT_TRUE(Fence({"10.240.1.0/24"}).ok());
+  ASSERT_TRUE(Fence({"10.240.1.0/25"}).ok());
+  ASSERT_TRUE(Unfence({"10.240.1.0/24"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}}));
+  ASSERT_TRUE(Unfence({"10.240.1.0/25"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
+}
+
+TEST_F(FenceServiceTest, UnreadablePortsAreSkippedAndReportedTheOthersStillFenced) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("a2", "10.240.1.11", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  Start();
+  mock::Faults holes;
+  holes.malformed_ports = 2;
+  mock_->SetFaults(holes);
+  auto fence_states = [&] {
+    auto store = OpenFenceStore(Options().fence_store);
+    EXPECT_TRUE(store.ok());
+    auto snap = (*store)->Snapshot();
+    EXPECT_TRUE(snap.ok());
+    std::vector<std::string> out;
+    for (const auto& e : snap->fences) out.push_back(std::string(FenceStateName(e.state)));
+    for (const auto& u : snap->unfences) out.push_back("unfence " + CanonicalCidr(u.cidr));
+    return out;
+  };
+
+  // The readable ports inside are fenced; the answer names the unreadable entries and says the
+  // fence is not known enforced.
+  grpc::Status s = Fence({"10.240.1.0/24"});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNKNOWN) << s.error_message();
+  EXPECT_NE(s.error_message().find("could not be read"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("ports[3]"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("ports[4]"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("10.240.1.0/24 is stored"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}, {"b1", true}}));
+  EXPECT_EQ(List(), (std::vector<std::string>{"10.240.1.0/24"}));
+  // An unreadable entry could be inside the fence: it stays pending, pass after pass.
+  EXPECT_FALSE(service_->Reconcile().ok());
+  EXPECT_EQ(fence_states(), (std::vector<std::string>{"pending"}));
+  // A complete list: the reconcile marks it enforced.
+  mock_->SetFaults({});
+  ASSERT_TRUE(service_->Reconcile().ok());
+  EXPECT_EQ(fence_states(), (std::vector<std::string>{"enforced"}));
+
+  // The unfence re-enables the readable ports but is not done until a complete list.
+  mock_->SetFaults(holes);
+  s = Unfence({"10.240.1.0/24"});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNKNOWN) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", true}, {"b1", true}}));
+  EXPECT_TRUE(List().empty());
+  EXPECT_FALSE(service_->Reconcile().ok());
+  EXPECT_EQ(fence_states(), (std::vector<std::string>{"unfence 10.240.1.0/24"}));
+  mock_->SetFaults({});
+  ASSERT_TRUE(service_->Reconcile().ok());
+  EXPECT_TRUE(fence_states().empty());
+}
+
+// `call`'s answer, failing the test when it takes longer than a generous deadline (a bound
+// against a hang or a quadratic pass, not a measurement); prints how long it took.
+template <typename F>
+grpc::Status AnsweredWithin(const std::string& what, std::chrono::seconds deadline, F call) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto answer = std::async(std::launch::async, call);
+  EXPECT_EQ(answer.wait_for(deadline), std::future_status::ready)
+      << what << " not answered within " << deadline.count() << " s";
+  grpc::Status s = answer.get();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::cout << "[ timing   ] " << what << ": " << ms << " ms\n";
+  return s;
+}
+
+// `n` distinct IPv6 host CIDRs of the longest canonical text (43 characters), outside the mock's
+// subnets.
+std::vector<std::string> LongCidrs(size_t n) {
+  std::vector<std::string> out;
+  out.reserve(n);
+  char buf[64];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof(buf), "fd12:3456:789a:bcde:f012:3456:%x:%x/128",
+                  static_cast<unsigned>(0x1000 + (i >> 12)),
+                  static_cast<unsigned>(0x1000 + (i & 0xfff)));
+    out.push_back(buf);
+  }
+  return out;
+}
+
+TEST_F(FenceServiceTest, TwoHundredThousandCidrsAreRefusedAtOnceNamingTheLimit) {
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  std::vector<std::string> cidrs = LongCidrs(200000);
+  cidrs.back() = "10.240.1.10/32";
+  for (const bool fence : {true, false}) {
+    grpc::Status s =
+        AnsweredWithin(fence ? "fence of 200000" : "unfence of 200000", std::chrono::seconds(60),
+                       [&] { return fence ? Fence(cidrs) : Unfence(cidrs); });
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_NE(s.error_message().find("200000"), std::string::npos) << s.error_message();
+    EXPECT_NE(s.error_message().find(std::to_string(kMaxCidrsPerRequest)), std::string::npos)
+        << s.error_message();
+  }
+  EXPECT_TRUE(List().empty());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
+}
+
+TEST_F(FenceServiceTest, FenceAndUnfenceAtTheLimitAreAppliedAndTheListFitsAClient) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  Start();
+  std::vector<std::string> cidrs = LongCidrs(kMaxCidrsPerRequest);
+  cidrs.back() = "10.240.1.10/32";
+  grpc::Status s = AnsweredWithin("fence of " + std::to_string(cidrs.size()),
+                                  std::chrono::seconds(120), [&] { return Fence(cidrs); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"b1", true}}));
+
+  // The whole list in one answer a default gRPC client accepts.
+  ::fence::ListClusterFenceRequest req;
+  ::fence::ListClusterFenceResponse resp;
+  grpc::ServerContext ctx;
+  ASSERT_TRUE(service_->ListClusterFence(&ctx, &req, &resp).ok());
+  EXPECT_EQ(static_cast<size_t>(resp.cidrs_size()), kMaxStoredFences);
+  EXPECT_LE(resp.ByteSizeLong(), kMaxListResponseBytes);
+
+  // One more fence is refused, naming the limit; a repeat of a stored one is not "more".
+  s = Fence({"10.240.2.10/32"});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find(std::to_string(kMaxStoredFences)), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"b1", true}}));
+  EXPECT_TRUE(Fence({"10.240.1.10/32"}).ok());
+
+  s = AnsweredWithin("unfence of " + std::to_string(cidrs.size()), std::chrono::seconds(120),
+                     [&] { return Unfence(cidrs); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"b1", true}}));
+  EXPECT_TRUE(List().empty());
+}
+
+TEST_F(FenceServiceTest, AListTooLargeForAClientIsRefusedNamingTheCount) {
+  // A store filled past the limit by other means (the limit is the service's, not the store's).
+  {
+    auto store = OpenFenceStore(Options().fence_store);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    std::vector<Cidr> many;
+    for (const auto& text : LongCidrs(100000)) many.push_back(*ParseFenceCidr(text));
+    ASSERT_TRUE((*store)->AddFences(many).ok());
+  }
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  grpc::Status s;
+  EXPECT_TRUE(List(&s).empty());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("100000 fences"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("4194304"), std::string::npos) << s.error_message();
+}
+
+TEST_F(FenceServiceTest, AControllerAnsweringUpdatesWith204IsASuccess) {
+  Port("a1", "10.240.1.10", "node-a");
+  Port("b1", "10.240.2.10", "node-b");
+  Start();
+  mock::Faults f;
+  f.update_no_content = true;
+  mock_->SetFaults(f);
+  grpc::Status s = Fence({"10.240.1.0/24"});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"b1", true}}));
+  s = Unfence({"10.240.1.0/24"});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"b1", true}}));
+  // Nothing left pending: the reconcile has nothing to do.
+  auto r = service_->Reconcile();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->disabled + r->enabled + r->failed, 0);
 }
 
 TEST_F(FenceServiceTest, FenceSurvivesARestartAndPortsStayDisabled) {

@@ -19,6 +19,7 @@
 #include "common/fileutil.h"
 #include "common/ipaddr.h"
 #include "common/uuid.h"
+#include "mizarmp-client/client.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::mock {
@@ -524,6 +525,68 @@ TEST_P(MockTest, CountedFaults) {
   EXPECT_TRUE(server_->Ports().empty());
   EXPECT_EQ(Get("/mock/state").j["faults"]["fail_gets"], 0);
   EXPECT_EQ(Get("/mock/state").j["allocated"].size(), 0u);
+}
+
+TEST_P(MockTest, MalformedPortsFaultPutsHolesInTheListOnly) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_EQ(Create(PortDoc("m-0")).status, 201);
+  ASSERT_EQ(Create(PortDoc("m-1")).status, 201);
+
+  SetFaults({{"malformed_ports", 2}});
+  // Every list (not only the next) carries the two entries after the real ports.
+  for (int round = 0; round < 2; ++round) {
+    Http r = Get(Ports());
+    ASSERT_EQ(r.status, 200) << r.Describe();
+    ASSERT_EQ(r.j["ports"].size(), 4u) << r.body;
+    EXPECT_EQ(r.j["ports"][2]["id"], "malformed-1");
+    EXPECT_EQ(r.j["ports"][3]["id"], "malformed-2");
+    EXPECT_TRUE(r.j["ports"][3]["admin_state_up"].is_string()) << r.body;
+    EXPECT_TRUE(r.j["ports"][3]["fixed_ips"].is_object()) << r.body;
+  }
+  // Our REST client reads the real ports and names the entries it could not read.
+  client::ClientConfig cc;
+  cc.base_url = server_->base_url();
+  cc.project_id = kProject;
+  auto mp = client::Client::Create(cc);
+  ASSERT_TRUE(mp.ok()) << mp.status().ToString();
+  auto list = (*mp)->ListPorts();
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(list->ports.size(), 2u);
+  ASSERT_EQ(list->unreadable.size(), 2u);
+  EXPECT_TRUE(Contains(list->unreadable[0], "ports[2]")) << list->unreadable[0];
+  EXPECT_TRUE(Contains(list->unreadable[1], "ports[3]")) << list->unreadable[1];
+  // A single port and the state are unaffected; the fault reads back.
+  EXPECT_EQ(Get(PortPath("m-0")).status, 200);
+  EXPECT_EQ(Get("/mock/state").j["faults"]["malformed_ports"], 2);
+  EXPECT_EQ(server_->Ports().size(), 2u);
+
+  SetFaults(json::object());
+  EXPECT_EQ(Get(Ports()).j["ports"].size(), 2u);
+  // A bad value is refused, naming the fault.
+  Http bad = Post("/mock/faults", json{{"malformed_ports", "two"}});
+  EXPECT_EQ(bad.status, 400) << bad.Describe();
+  EXPECT_TRUE(Contains(bad.body, "malformed_ports")) << bad.body;
+}
+
+TEST_P(MockTest, UpdateNoContentFaultAnswers204WithoutABody) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_EQ(Create(PortDoc("u-0")).status, 201);
+  SetFaults({{"update_no_content", true}});
+  // Every update (not only the next) is made and answered 204 with an empty body.
+  for (bool up : {false, true, false}) {
+    Http r = Put(PortPath("u-0"), json{{"port", {{"admin_state_up", up}}}});
+    EXPECT_EQ(r.status, 204) << r.Describe();
+    EXPECT_TRUE(r.body.empty()) << r.body;
+    EXPECT_EQ(Get(PortPath("u-0")).j["port"]["admin_state_up"], up);
+  }
+  // A refused update is still an error with its body; other calls are unaffected.
+  Http bad = Put(PortPath("u-0"), json{{"port", "nope"}});
+  EXPECT_EQ(bad.status, 400) << bad.Describe();
+  EXPECT_EQ(Get("/mock/state").j["faults"]["update_no_content"], true);
+  SetFaults(json::object());
+  Http r = Put(PortPath("u-0"), json{{"port", {{"admin_state_up", true}}}});
+  EXPECT_EQ(r.status, 200) << r.Describe();
+  EXPECT_EQ(r.j["port"]["admin_state_up"], true);
 }
 
 TEST_P(MockTest, ReadinessFaults) {

@@ -134,14 +134,47 @@ class FenceTest(unittest.TestCase):
     def test_every_rpc_over_the_unix_socket(self):
         self.exercise_every_rpc(self.server(args=["--use-port-list"]))
 
-    def test_every_rpc_over_tls(self):
-        srv = self.server(endpoint="tcp", tls=self.tls, args=["--use-port-list"])
-        self.exercise_every_rpc(srv)
+    def test_every_rpc_over_tls_with_secrets(self):
+        # Server-side TLS; a tcp:// endpoint needs authenticated clients: here the secrets.
+        srv = self.server(endpoint="tcp", tls=self.tls,
+                          args=["--use-port-list", "--secrets-file", self.secrets_file])
+        self.exercise_every_rpc(srv, secrets={"fence-key": "open-sesame"})
 
     def test_every_rpc_over_mutual_tls_with_secrets(self):
         srv = self.server(endpoint="tcp", tls=self.tls, client_ca=True,
                           args=["--use-port-list", "--secrets-file", self.secrets_file])
         self.exercise_every_rpc(srv, secrets={"fence-key": "open-sesame"})
+
+    # --- what a fence changes -------------------------------------------------------------
+
+    def test_unfence_leaves_an_operators_quarantine_in_place(self):
+        mock_request(self.mock, "PUT", f"/project/{PROJECT}/ports/a2",
+                     {"port": {"admin_state_up": False}})
+        srv = self.server()
+        pb = self.stubs.fence_pb2
+        stub = self.fence_stub(srv)
+        stub.FenceClusterNetwork(pb.FenceClusterNetworkRequest(
+            cidrs=self.cidrs("10.240.1.0/24")), timeout=TIMEOUT)
+        self.assertEqual(admin_state(self.mock), {"a1": False, "a2": False, "b1": True})
+        stub.UnfenceClusterNetwork(pb.UnfenceClusterNetworkRequest(
+            cidrs=self.cidrs("10.240.1.0/24")), timeout=TIMEOUT)
+        self.assertEqual(admin_state(self.mock), {"a1": True, "a2": False, "b1": True})
+
+    def test_two_hundred_thousand_cidrs_are_refused_naming_the_limit(self):
+        srv = self.server()
+        pb = self.stubs.fence_pb2
+        stub = self.fence_stub(srv)
+        many = self.cidrs(*(f"10.{i >> 16}.{(i >> 8) & 255}.{i & 255}/32" for i in range(200000)))
+        # A generous deadline: the answer must come, not time out.
+        self.assert_code(grpc.StatusCode.INVALID_ARGUMENT,
+                         lambda: stub.FenceClusterNetwork(
+                             pb.FenceClusterNetworkRequest(cidrs=many), timeout=60),
+                         "200000", "65536")
+        self.assert_code(grpc.StatusCode.INVALID_ARGUMENT,
+                         lambda: stub.UnfenceClusterNetwork(
+                             pb.UnfenceClusterNetworkRequest(cidrs=many), timeout=60),
+                         "200000", "65536")
+        self.assertEqual(admin_state(self.mock), {"a1": True, "a2": True, "b1": True})
 
     # --- the error scheme ----------------------------------------------------------------
 

@@ -2,6 +2,9 @@
 // merging (IPv4 and IPv6), containment.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -106,6 +109,76 @@ TEST(FenceCidrSetTest, ContainmentAndRemoval) {
   EXPECT_FALSE(s->Remove(*Cidr::Parse("10.1.0.0/16")));
   EXPECT_FALSE(s->Contains(*IpAddress::Parse("10.1.0.1")));
   EXPECT_EQ(s->size(), 1u);
+}
+
+// A deterministic pseudo-random sequence (the same on every run).
+struct Lcg {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  uint32_t Next() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 32);
+  }
+};
+
+// Random IPv4 CIDRs of mixed lengths inside 10.0.0.0/8 (so they nest and overlap), and some
+// IPv6 ones.
+std::vector<Cidr> RandomCidrs(size_t n, Lcg& rng) {
+  std::vector<Cidr> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 10 == 9) {
+      std::array<uint8_t, 16> b{0xfd, 0x00};
+      for (int k = 2; k < 16; ++k) b[k] = static_cast<uint8_t>(rng.Next());
+      const int len = 48 + static_cast<int>(rng.Next() % 81);
+      out.emplace_back(IpAddress::V6(b).Masked(len), len);
+      continue;
+    }
+    const int len = 12 + static_cast<int>(rng.Next() % 21);  // /12 .. /32
+    const IpAddress ip = IpAddress::V4((10u << 24) | (rng.Next() & 0x00ffffffu));
+    out.emplace_back(ip.Masked(len), len);
+  }
+  return out;
+}
+
+TEST(FenceCidrSetTest, LookupsAgreeWithAScanOfEveryMember) {
+  Lcg rng;
+  const std::vector<Cidr> members = RandomCidrs(20000, rng);
+  const CidrSet set(members);
+  EXPECT_LE(set.size(), members.size());
+  for (int probe = 0; probe < 2000; ++probe) {
+    const IpAddress ip = probe % 10 == 9 ? members[probe].network()  // hits, v4 and v6
+                                         : IpAddress::V4((10u << 24) | (rng.Next() & 0xffffffu));
+    std::vector<Cidr> want;
+    for (const Cidr& c : members) {
+      if (c.Contains(ip)) want.push_back(c);
+    }
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    EXPECT_EQ(Texts(set.Covering(ip)), Texts(want)) << ip.ToString();
+    EXPECT_EQ(set.Contains(ip), !want.empty()) << ip.ToString();
+    const Cidr host(ip, ip.bits());
+    EXPECT_EQ(set.Contains(host), !want.empty()) << ip.ToString();
+  }
+}
+
+TEST(FenceCidrSetTest, TwoHundredThousandMembersBuildAndAnswer) {
+  // Built at once (sorted, not inserted one by one), then every member found and an address
+  // outside all of them not. ctest's timeout bounds the run.
+  std::vector<std::string> texts;
+  for (uint32_t i = 0; i < 200000; ++i)
+    texts.push_back(IpAddress::V4((11u << 24) + i * 4).ToString() + "/30");
+  texts.push_back(texts.front());  // a duplicate collapses
+  auto set = CidrSet::Parse(texts);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->size(), 200000u);
+  for (uint32_t i = 0; i < 200000; i += 997) {
+    const IpAddress ip = IpAddress::V4((11u << 24) + i * 4 + 3);
+    ASSERT_EQ(set->Covering(ip).size(), 1u) << ip.ToString();
+    EXPECT_TRUE(set->Has(Cidr(IpAddress::V4((11u << 24) + i * 4), 30)));
+  }
+  EXPECT_FALSE(set->Contains(IpAddress::V4((11u << 24) + 200000u * 4)));
+  EXPECT_TRUE(set->Contains(*Cidr::Parse("11.0.0.0/30")));
+  EXPECT_FALSE(set->Contains(*Cidr::Parse("11.0.0.0/29")));  // wider than any member
 }
 
 TEST(FenceMergeTest, AdjacentAlignedPairsMerge) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/fileutil.h"
+#include "common/strings.h"
 #include "fence/cidrset.h"
 #include "fence/store.h"
 #include "tests/support/support.h"
@@ -60,7 +61,23 @@ std::vector<std::string> Unfences(const FenceStore& store) {
   EXPECT_TRUE(snap.ok());
   std::vector<std::string> out;
   if (!snap.ok()) return out;
-  for (const auto& c : snap->unfences) out.push_back(CanonicalCidr(c));
+  for (const auto& u : snap->unfences) out.push_back(CanonicalCidr(u.cidr));
+  return out;
+}
+
+// Every fence's and pending unfence's record: "<cidr>:<port ids>", "<cidr>:untracked" without one.
+std::vector<std::string> Records(const FenceStore& store) {
+  auto snap = store.Snapshot();
+  EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+  std::vector<std::string> out;
+  if (!snap.ok()) return out;
+  auto text = [](const Cidr& c, bool tracked, const std::vector<std::string>& held) {
+    return CanonicalCidr(c) + ":" + (tracked ? Joined(held, ",") : "untracked");
+  };
+  for (const auto& e : snap->fences)
+    out.push_back("fence " + text(e.cidr, e.tracked, e.held_ports));
+  for (const auto& u : snap->unfences)
+    out.push_back("unfence " + text(u.cidr, u.tracked, u.held_ports));
   return out;
 }
 
@@ -134,6 +151,43 @@ TYPED_TEST(FenceStoreTest, RemoveRecordsPendingUnfencesAcrossReopen) {
   auto none = store->RemoveFences({C("10.9.1.0/24")});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+TYPED_TEST(FenceStoreTest, RecordsFollowTheFenceThroughUnfenceAndRefence) {
+  const Cidr a = C("10.0.1.0/24");
+  const Cidr b = C("10.0.1.0/25");
+  {
+    auto store = this->Open();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->AddFences({a, b}).ok());
+    // A pair naming no stored fence (lifted meanwhile) is ignored; repeats are one entry.
+    ASSERT_TRUE(store
+                    ->RecordHeldPorts(
+                        {{a, "p1"}, {a, "p2"}, {b, "p2"}, {a, "p1"}, {C("10.9.0.0/16"), "p3"}})
+                    .ok());
+  }
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Records(*store),
+            (std::vector<std::string>{"fence 10.0.1.0/24:p1,p2", "fence 10.0.1.0/25:p2"}));
+  // Lifted: the unfence keeps the record.
+  ASSERT_TRUE(store->RemoveFences({a}).ok());
+  EXPECT_EQ(Records(*store),
+            (std::vector<std::string>{"fence 10.0.1.0/25:p2", "unfence 10.0.1.0/24:p1,p2"}));
+  // p2 is up again: no record names it any more.
+  ASSERT_TRUE(store->ReleasePorts({"p2", "unknown"}).ok());
+  EXPECT_EQ(Records(*store),
+            (std::vector<std::string>{"fence 10.0.1.0/25:", "unfence 10.0.1.0/24:p1"}));
+  // Fenced again before the unfence completed: the fence takes its record back.
+  ASSERT_TRUE(store->AddFences({a}).ok());
+  EXPECT_EQ(Records(*store),
+            (std::vector<std::string>{"fence 10.0.1.0/24:p1", "fence 10.0.1.0/25:"}));
+  // A completed unfence forgets the record: a later fence of the CIDR starts empty.
+  ASSERT_TRUE(store->RemoveFences({a}).ok());
+  ASSERT_TRUE(store->CompleteUnfences({a}).ok());
+  ASSERT_TRUE(store->AddFences({a}).ok());
+  EXPECT_EQ(Records(*store),
+            (std::vector<std::string>{"fence 10.0.1.0/24:", "fence 10.0.1.0/25:"}));
 }
 
 TYPED_TEST(FenceStoreTest, AcknowledgedFenceSurvivesKill9) {
@@ -249,6 +303,79 @@ TEST_F(SqliteFenceStoreTest, DirectoryInTheWayIsReported) {
   auto s = OpenFenceStore(Path());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find(Path()), std::string::npos) << s.status().ToString();
+}
+
+// A file as a version 1 server left it (user_version 1, no records), built with raw sqlite3.
+void WriteVersion1File(const std::string& path, int user_version = 1) {
+  ASSERT_TRUE(MakeDirs(DirName(path), 0700).ok());
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  const std::string sql =
+      "CREATE TABLE fences (cidr TEXT PRIMARY KEY NOT NULL,"
+      " state TEXT NOT NULL CHECK (state IN ('pending', 'enforced')),"
+      " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
+      "CREATE TABLE unfences (cidr TEXT PRIMARY KEY NOT NULL, created_at TEXT NOT NULL);"
+      "INSERT INTO fences VALUES ('10.0.1.0/24', 'enforced', '2026-01-01T00:00:00Z',"
+      " '2026-01-01T00:00:00Z');"
+      "INSERT INTO fences VALUES ('10.0.2.0/24', 'pending', '2026-01-01T00:00:00Z',"
+      " '2026-01-01T00:00:00Z');"
+      "INSERT INTO unfences VALUES ('10.0.3.0/24', '2026-01-01T00:00:00Z');"
+      "PRAGMA user_version = " +
+      std::to_string(user_version) + ";";
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err != nullptr ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(raw);
+}
+
+int UserVersion(const std::string& path) {
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  int version = -1;
+  if (sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    version = sqlite3_column_int(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(raw);
+  return version;
+}
+
+TEST_F(SqliteFenceStoreTest, Version1FileIsMigratedInPlaceAndKeepsWorking) {
+  WriteVersion1File(Path());
+  {
+    auto store = OpenFenceStore(Path());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    // Every fence and unfence is kept, marked as having no record.
+    EXPECT_EQ(Fences(**store),
+              (std::vector<std::string>{"10.0.1.0/24=enforced", "10.0.2.0/24=pending"}));
+    EXPECT_EQ(Records(**store), (std::vector<std::string>{"fence 10.0.1.0/24:untracked",
+                                                          "fence 10.0.2.0/24:untracked",
+                                                          "unfence 10.0.3.0/24:untracked"}));
+    // New fences have records; an old fence lifted stays without one.
+    ASSERT_TRUE((*store)->AddFences({C("10.0.4.0/24")}).ok());
+    ASSERT_TRUE((*store)->RecordHeldPorts({{C("10.0.4.0/24"), "p"}}).ok());
+    ASSERT_TRUE((*store)->RemoveFences({C("10.0.1.0/24")}).ok());
+  }
+  EXPECT_EQ(UserVersion(Path()), 2);
+  auto store = OpenFenceStore(Path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(
+      Records(**store),
+      (std::vector<std::string>{"fence 10.0.2.0/24:untracked", "fence 10.0.4.0/24:p",
+                                "unfence 10.0.1.0/24:untracked", "unfence 10.0.3.0/24:untracked"}));
+}
+
+TEST_F(SqliteFenceStoreTest, NewerSchemaIsRefusedNamingTheVersions) {
+  WriteVersion1File(Path(), /*user_version=*/3);
+  auto s = OpenFenceStore(Path());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("schema version 3 is newer than this server's 2"),
+            std::string::npos)
+      << s.status().ToString();
 }
 
 TEST_F(SqliteFenceStoreTest, RelativePathIsInvalid) {
