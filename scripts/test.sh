@@ -3,14 +3,17 @@
 #   1. installs the Debian packages (scripts/install-deps.sh; nothing to do when all are there),
 #   2. builds build/ (warnings are errors) and runs the whole ctest suite,
 #   3. builds build-asan/ (AddressSanitizer + UBSan) and runs the whole suite again with leak
-#      detection on and every sanitizer report fatal.
+#      detection on and every sanitizer report fatal,
+#   4. builds build-fuzz/ (clang, libFuzzer) and runs every fuzz target for a bounded time over
+#      its seed corpus and its saved regression inputs (scripts/fuzz.sh; one test per target).
 # Exits non-zero if any step or any test fails. Each run's own ctest summary line is printed in
 # the summary section, and the very last line is the same ctest-style line summed over both runs
 # ("100% tests passed, 0 tests failed out of N"). A failed step (install, build) also ends with
 # such a line, counting the step as one failed test, so the output always ends in a test count.
 #
 # Environment: CTEST_JOBS (default 2), CTEST_TIMEOUT (default per-test timeout, 600 s, for tests
-# that set none), MIZARMP_TEST_SKIP_ASAN=1 runs only the normal pass (for quick local runs).
+# that set none), MIZARMP_TEST_SKIP_ASAN=1 skips the ASan pass and MIZARMP_TEST_SKIP_FUZZ=1 the
+# fuzz pass (for quick local runs), MIZARMP_FUZZ_SECONDS the fuzzing time per target (default 20).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,7 +65,21 @@ run_ctest() {
   local name=$1 dir=$2 log="$2/ctest-output.log"
   (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$JOBS" --timeout "$TIMEOUT") \
     </dev/null 2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
+  record_counts "$name" "$log" "${PIPESTATUS[0]}"
+}
+
+# run_fuzz NAME: scripts/fuzz.sh (it builds build-fuzz/), counted like a ctest run.
+run_fuzz() {
+  local name=$1 log
+  mkdir -p "$ROOT/build-fuzz"
+  log="$ROOT/build-fuzz/fuzz-output.log"
+  bash "$ROOT/scripts/fuzz.sh" "${MIZARMP_FUZZ_SECONDS:-20}" </dev/null 2>&1 | tee "$log"
+  record_counts "$name" "$log" "${PIPESTATUS[0]}"
+}
+
+# record_counts NAME LOG RC: adds the last ctest-style summary line of LOG to the totals.
+record_counts() {
+  local name=$1 log=$2 rc=$3
   local line total failed skipped
   line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n1)
   if [[ -z "$line" ]]; then
@@ -113,6 +130,13 @@ if [[ "${MIZARMP_TEST_SKIP_ASAN:-}" != 1 ]]; then
   ASAN_RC=$?
 fi
 
+FUZZ_RC=0
+if [[ "${MIZARMP_TEST_SKIP_FUZZ:-}" != 1 ]]; then
+  section "fuzz"
+  run_fuzz fuzz
+  FUZZ_RC=$?
+fi
+
 section "summary"
 for s in "${SUMMARIES[@]}"; do
   echo "$s"
@@ -120,4 +144,4 @@ done
 echo "wall time: $((SECONDS - START)) s"
 [[ $TOTAL_SKIPPED -gt 0 ]] && echo "$TOTAL_SKIPPED test(s) skipped (counted as passed, as ctest does)"
 final_summary
-[[ $NORMAL_RC -eq 0 && $ASAN_RC -eq 0 && $TOTAL_FAILED -eq 0 ]]
+[[ $NORMAL_RC -eq 0 && $ASAN_RC -eq 0 && $FUZZ_RC -eq 0 && $TOTAL_FAILED -eq 0 ]]

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz, clang + ASan + UBSan) in build-fuzz/ and runs each:
+#   1. every input saved under tests/fuzz/regressions/<target>/ once (a crasher found earlier
+#      must stay fixed),
+#   2. a bounded fuzzing run over its corpus: build-fuzz/fuzz-corpus/<target>/ (what earlier runs
+#      found; new inputs go there) plus the committed seeds in tests/fuzz/corpus/<target>/
+#      (read only, kept small).
+# Any crash, sanitizer report, leak, timeout (-timeout=10 s per input) or memory blow-up
+# (-rss_limit_mb=2048) fails the target; the reproducer's path is printed (libFuzzer saves it in
+# build-fuzz/fuzz-artifacts/<target>/; a failing regression input is its own reproducer).
+# Reproduce one: build-fuzz/bin/fuzz/<target>_fuzz <file>.
+#
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 20; MIZARMP_FUZZ_SECONDS also sets it)
+# Environment: MIZARMP_FUZZ_TARGETS="cni_env records" builds and runs only those; FUZZ_BUILD_JOBS (default
+# 2). The last line is ctest's summary format, one test per target
+# ("100% tests passed, 0 tests failed out of N"), so scripts/test.sh and CI count it; a failed
+# build ends with the same line counting the build as one failed test.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD="$ROOT/build-fuzz"
+SECONDS_PER_TARGET=${1:-${MIZARMP_FUZZ_SECONDS:-20}}
+JOBS=${FUZZ_BUILD_JOBS:-2}
+START=$SECONDS
+
+if ! [[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]] || [[ "$SECONDS_PER_TARGET" -lt 1 ]]; then
+  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]  (a positive number of seconds)" >&2
+  exit 2
+fi
+
+# ctest's summary line for `failed` of `total` (the percentage rounded as ctest rounds it).
+summary_line() {
+  local total=$1 failed=$2 percent=0
+  if [[ $total -gt 0 ]]; then
+    percent=$(( ((total - failed) * 200 + total) / (2 * total) ))
+    [[ $failed -gt 0 && $percent -gt 99 ]] && percent=99
+  fi
+  echo "$percent% tests passed, $failed tests failed out of $total"
+}
+
+# Debian's clang-14 (scripts/install-deps.sh); plain clang when only that is there.
+CC_BIN=$(command -v clang-14 || command -v clang || echo clang)
+CXX_BIN=$(command -v clang++-14 || command -v clang++ || echo clang++)
+
+build() {
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+                                           -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  local compilers=()
+  # The compiler is picked when the build dir is made (changing it later would wipe the cache).
+  [[ -f "$BUILD/CMakeCache.txt" ]] ||
+    compilers=(-DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN")
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@]}" \
+    -DMIZARMP_FUZZ=ON -DMIZARMP_BUILD_TESTS=OFF -DMIZARMP_WERROR=ON "${launcher[@]}" &&
+    cmake --build "$BUILD" -j"$JOBS" --target "${BUILD_TARGETS[@]}"
+}
+
+# MIZARMP_FUZZ_TARGETS="cni_env records" builds and runs only those.
+BUILD_TARGETS=(mizarmp_fuzzers)
+if [[ -n "${MIZARMP_FUZZ_TARGETS:-}" ]]; then
+  read -r -a BUILD_TARGETS <<<"$MIZARMP_FUZZ_TARGETS"
+  BUILD_TARGETS=("${BUILD_TARGETS[@]/%/_fuzz}")
+fi
+
+echo "==== fuzz: build ($BUILD) ===="
+if ! build; then
+  echo "fuzz: FAILED: the fuzz build"
+  summary_line 1 1
+  exit 1
+fi
+echo "fuzz: build took $((SECONDS - START)) s"
+
+# Sanitizer settings of our own, whatever the caller exported (test.sh's ASan pass sets some).
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_stacktrace=1:allocator_may_return_null=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+FUZZ_FLAGS=(-timeout=10 -rss_limit_mb=2048 -detect_leaks=1)
+
+TARGETS=()
+if [[ -n "${MIZARMP_FUZZ_TARGETS:-}" ]]; then
+  read -r -a TARGETS <<<"$MIZARMP_FUZZ_TARGETS"
+else
+  for bin in "$BUILD"/bin/fuzz/*_fuzz; do
+    [[ -x "$bin" ]] && TARGETS+=("$(basename "$bin" _fuzz)")
+  done
+fi
+
+RESULTS=()
+FAILED=0
+
+# The reproducers libFuzzer saved for this run of `name`.
+artifacts_of() {
+  find "$BUILD/fuzz-artifacts/$1" -maxdepth 1 -type f \
+    \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) 2>/dev/null
+}
+
+# run_regressions NAME BIN: each saved input once, alone (so every failing one is named).
+run_regressions() {
+  local name=$1 bin=$2 dir="$ROOT/tests/fuzz/regressions/$1" log input ok=0
+  [[ -d "$dir" ]] || return 0
+  log="$BUILD/fuzz-logs/$name.regressions.log"
+  : >"$log"
+  while IFS= read -r -d '' input; do
+    if ! "$bin" "${FUZZ_FLAGS[@]}" "$input" >>"$log" 2>&1 </dev/null; then
+      echo "fuzz: $name: regression input FAILS: $input"
+      echo "      (log: $log)"
+      grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz property violated)' "$log" |
+        tail -n 3 | sed 's/^/      /'
+      ok=1
+    fi
+  done < <(find "$dir" -type f -print0 | sort -z)
+  return $ok
+}
+
+# run_fuzzing NAME BIN: the bounded run; prints what it saw; non-zero on any finding.
+run_fuzzing() {
+  local name=$1 bin=$2 log="$BUILD/fuzz-logs/$1.log" rc execs rate corpus_size
+  local corpus="$BUILD/fuzz-corpus/$name" seeds="$ROOT/tests/fuzz/corpus/$name"
+  local artifacts="$BUILD/fuzz-artifacts/$name"
+  mkdir -p "$corpus" "$artifacts"
+  local dirs=("$corpus")
+  [[ -d "$seeds" ]] && dirs+=("$seeds")
+  "$bin" "${FUZZ_FLAGS[@]}" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" "${dirs[@]}" >"$log" 2>&1 </dev/null
+  rc=$?
+  execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -n1)
+  rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log" | tail -n1)
+  corpus_size=$(find "$corpus" -type f | wc -l)
+  echo "fuzz: $name: ${execs:-?} runs, ${rate:-?} exec/s, corpus $corpus_size (+ seeds), exit $rc"
+  if [[ $rc -ne 0 ]]; then
+    echo "      (log: $log)"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz property violated|ALARM)' "$log" |
+      tail -n 3 | sed 's/^/      /'
+    local found
+    found=$(artifacts_of "$name")
+    if [[ -n "$found" ]]; then
+      echo "      reproducer(s):"
+      sed 's/^/        /' <<<"$found"
+    fi
+    return 1
+  fi
+  return 0
+}
+
+mkdir -p "$BUILD/fuzz-logs"
+echo "==== fuzz: ${#TARGETS[@]} targets, $SECONDS_PER_TARGET s each ===="
+for name in "${TARGETS[@]}"; do
+  bin="$BUILD/bin/fuzz/${name}_fuzz"
+  if [[ ! -x "$bin" ]]; then
+    echo "fuzz: $name: no such target ($bin)"
+    RESULTS+=("$name: MISSING")
+    FAILED=$((FAILED + 1))
+    continue
+  fi
+  rm -rf "$BUILD/fuzz-artifacts/$name"
+  result=passed
+  run_regressions "$name" "$bin" || result=FAILED
+  run_fuzzing "$name" "$bin" || result=FAILED
+  [[ $result == passed ]] || FAILED=$((FAILED + 1))
+  RESULTS+=("$name: $result")
+done
+
+echo
+echo "==== fuzz: summary ($((SECONDS - START)) s) ===="
+for r in "${RESULTS[@]}"; do
+  echo "fuzz $r"
+done
+summary_line "${#TARGETS[@]}" "$FAILED"
+[[ $FAILED -eq 0 && ${#TARGETS[@]} -gt 0 ]]
