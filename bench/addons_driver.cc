@@ -5,7 +5,7 @@
 //               --clients concurrent clients (one channel and connection each), mizarmp-addons vs
 //               mizarmp-bench-bare-grpc (empty handlers), interleaved in rounds
 //   getclients  GetFenceClients over --records attachment records (records::RecordStore::Write, the
-//               plugin's <stateDir>/<network>/<containerId>_<ifname>.json) of --nodes nodes:
+//               plugin's <stateDir>/<network>/<containerId>:<ifname>.json) of --nodes nodes:
 //               the whole cluster, and narrowed to one node (parameter hostId)
 //   fence       FenceClusterNetwork of --cidrs CIDRs against --ports ports at mizarmp-mock: time,
 //               REST calls (the mock counts them), ports fenced afterwards; then
@@ -146,7 +146,9 @@ class Bench {
   explicit Bench(Options o) : o_(std::move(o)) {}
 
   int Main() {
+    // The sockets live here: mizarmp-addons refuses a socket directory others may write to.
     fs::create_directories(o_.work_dir);
+    fs::permissions(o_.work_dir, fs::perms::owner_all, fs::perm_options::replace);
     results_["config"] = {{"clients", o_.clients}, {"seconds", o_.seconds},
                           {"rounds", o_.rounds},   {"records", o_.records},
                           {"nodes", o_.nodes},     {"ports", o_.ports},
