@@ -52,4 +52,13 @@ std::string LogEscaped(std::string_view s);
 // destructor of a tree 100,000 levels deep overflows the stack).
 size_t JsonNestingDepth(std::string_view text, size_t limit);
 
+// How deep a JSON document read from a file may nest (records, key store, the server's config
+// and secrets): far beyond any real one, far below what overflows the stack.
+inline constexpr size_t kMaxFileJsonDepth = 64;
+
+// Whether `text` nests deeper than kMaxFileJsonDepth (see JsonNestingDepth).
+inline bool TooDeepJson(std::string_view text) {
+  return JsonNestingDepth(text, kMaxFileJsonDepth) > kMaxFileJsonDepth;
+}
+
 }  // namespace mizarmp

@@ -150,6 +150,11 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
   }
   std::string text = std::move(*read);
   Wipe(*read);
+  if (TooDeepJson(text)) {
+    Wipe(text);
+    return DataLossError("key store file " + Quoted(path) + " nests deeper than " +
+                         std::to_string(kMaxFileJsonDepth) + " levels");
+  }
   json doc = json::parse(text, nullptr, false);
   WipeOnExit wipe(text, doc);
   if (doc.is_discarded() || !doc.is_object()) {

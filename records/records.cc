@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace mizarmp::records {
 
@@ -168,6 +169,10 @@ Result<RecordLookup> RecordStore::FindPath(const std::string& path) const {
   if (!text.ok()) {
     if (text.status().IsNotFound()) return RecordLookup{};
     return text.status();
+  }
+  if (TooDeepJson(*text)) {
+    return Corrupt("attachment record " + path + " nests deeper than " +
+                   std::to_string(kMaxFileJsonDepth) + " levels");
   }
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Corrupt("attachment record " + path + " is not valid JSON");

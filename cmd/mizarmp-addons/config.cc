@@ -475,6 +475,10 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
 }  // namespace
 
 Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
+  if (TooDeepJson(json_text)) {
+    return InvalidArgumentError("config: nests deeper than " + std::to_string(kMaxFileJsonDepth) +
+                                " levels");
+  }
   json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
   if (doc.is_discarded()) return InvalidArgumentError("config: not valid JSON");
   if (!doc.is_object()) return InvalidArgumentError("config: the top level must be an object");
@@ -508,6 +512,10 @@ Result<std::map<std::string, std::string>> LoadSecretsFile(const std::string& pa
   auto text = ReadFile(path);
   if (!text.ok()) {
     return InvalidArgumentError("secretsFile " + Quoted(path) + ": " + text.status().message());
+  }
+  if (TooDeepJson(*text)) {
+    return InvalidArgumentError("secretsFile " + Quoted(path) + ": nests deeper than " +
+                                std::to_string(kMaxFileJsonDepth) + " levels");
   }
   json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {

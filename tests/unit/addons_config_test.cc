@@ -186,6 +186,21 @@ TEST(AddonsConfig, SecretsFileErrorsNeverShowValues) {
   EXPECT_EQ(r.status().message().find("admin"), std::string::npos);
 }
 
+// A config or secrets file nested 100,000 levels deep is refused before a tree is built (one
+// that deep overflows the stack when parsed or destroyed).
+TEST(AddonsConfig, DeeplyNestedFilesAreRefusedNotACrash) {
+  TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string config = dir.path() + "/config.json";
+  ASSERT_TRUE(WriteFileAtomic(config, R"({"nodeAddresses":)" + deep + "}").ok());
+  ExpectInvalid(Valid({"--config", config}), "nests deeper than 64 levels");
+  const std::string secrets = dir.path() + "/secrets.json";
+  ASSERT_TRUE(WriteFileAtomic(secrets, R"({"key":)" + deep + "}").ok());
+  auto r = LoadSecretsFile(secrets);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "secretsFile \"" + secrets + "\": nests deeper than 64 levels");
+}
+
 // A secrets file with one secret: what authenticates tcp:// clients without client certs.
 std::string WriteSecrets(const TempDir& dir, const std::string& json = R"({"key":"k3y"})") {
   const std::string path = dir.path() + "/secrets.json";

@@ -144,6 +144,12 @@ TEST(KeyRotKeyStore, CorruptRecordIsDataLoss) {
   ASSERT_TRUE(store.ok());
   WriteText((*store)->PathFor("v"), "{not json");
   EXPECT_EQ((*store)->Get("v").status().code(), Code::kDataLoss);
+  // Nested far too deep to parse safely: refused before a tree is built, not a crash.
+  WriteText((*store)->PathFor("v"), std::string(100000, '[') + std::string(100000, ']'));
+  const Status deep = (*store)->Get("v").status();
+  EXPECT_EQ(deep.code(), Code::kDataLoss) << deep.ToString();
+  EXPECT_NE(deep.message().find("nests deeper than 64 levels"), std::string::npos)
+      << deep.ToString();
 }
 
 TEST_F(KeyRotTest, RotationToASuppliedKey) {

@@ -205,6 +205,24 @@ TEST(Records, FindTellsAbsentCorruptAndValidApart) {
   EXPECT_NE(wrong_shape->problem.find("\"state\""), std::string::npos) << wrong_shape->problem;
 }
 
+// A record file nested 100,000 levels deep (a tree that deep overflows the stack when parsed or
+// destroyed) is a corrupt record, found without building the tree.
+TEST(Records, DeeplyNestedRecordFileIsCorruptNotACrash) {
+  testing::TempDir dir;
+  RecordStore store(dir.path());
+  ASSERT_TRUE(store.Write(Sample("net1", "c1", "eth0")).ok());
+  const std::string path = store.RecordPath("net1", "c1", "eth0");
+  std::ofstream(path, std::ios::trunc)
+      << R"({"schema":1,"x":)" << std::string(100000, '[') << std::string(100000, ']') << "}";
+  auto found = store.Find("net1", "c1", "eth0");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_TRUE(found->corrupt());
+  EXPECT_EQ(found->problem, "attachment record " + path + " nests deeper than 64 levels");
+  auto listed = store.List("net1");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_TRUE(listed->empty());
+}
+
 TEST(Records, FindFailsOnlyForAFileItCannotRead) {
   testing::TempDir dir;
   RecordStore store(dir.path());
