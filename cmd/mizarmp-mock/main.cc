@@ -126,6 +126,10 @@ FlagTable Flags(Config* c) {
   t.Int("delay-ms", "N", "fault: every REST response is delayed N ms", 0, kMaxMs, &f.delay_ms);
   t.Switch("never-ready", "fault: ports stay pending", &f.never_ready);
   t.Switch("fail-ready", "fault: ports fail instead of going ready", &f.fail_ready);
+  t.Int("malformed-ports", "N", "fault: every port list carries N entries that are not ports", 0,
+        kMaxCount, &f.malformed_ports);
+  t.Switch("update-no-content", "fault: a port update is answered 204 without a body",
+           &f.update_no_content);
   t.Add({"log-level", "LEVEL", "debug|info|warn|error|off (default info); logs go to stderr",
          [c](std::string_view v) -> Status {
            MZ_ASSIGN_OR_RETURN(c->log_level, mizarmp::log::ParseLevel(v));

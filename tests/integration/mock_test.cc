@@ -731,6 +731,8 @@ TEST(MockBinaryTest, HelpListsEveryFlagAndValuesAreChecked) {
                            "--delay-ms N",
                            "--never-ready",
                            "--fail-ready",
+                           "--malformed-ports N",
+                           "--update-no-content",
                            "--log-level LEVEL",
                            "--log-file PATH"}) {
     EXPECT_TRUE(Contains(r.out, flag)) << flag << " missing from:\n" << r.out;
