@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <string_view>
@@ -459,15 +460,34 @@ Result<StoreSnapshot> SqliteFenceStore::ReadSnapshot() const {
   return snap;
 }
 
-Status SqliteFenceStore::ReadHeldPorts(HeldPorts& held) const {
+Status SqliteFenceStore::ForEachRow(const char* sql, const std::string& what,
+                                    const std::function<void(sqlite3_stmt*)>& row) const {
   Stmt q;
-  if (!q.Prepare(db_, "SELECT cidr, port_id FROM held_ports ORDER BY cidr, port_id")) {
-    return SqlError("listing the fences' records");
-  }
+  if (!q.Prepare(db_, sql)) return SqlError(what);
   int rc;
-  while ((rc = q.Step()) == SQLITE_ROW) held[Column(q.get(), 0)].push_back(Column(q.get(), 1));
-  if (rc != SQLITE_DONE) return SqlError("listing the fences' records");
+  while ((rc = q.Step()) == SQLITE_ROW) row(q.get());
+  if (rc != SQLITE_DONE) return SqlError(what);
   return Status::Ok();
+}
+
+Status SqliteFenceStore::ForEachCidrRow(
+    const char* sql, const std::string& what,
+    const std::function<void(const Cidr&, const std::string&, sqlite3_stmt*)>& row) const {
+  return ForEachRow(sql, what, [&](sqlite3_stmt* stmt) {
+    const std::string text = Column(stmt, 0);
+    auto c = Cidr::Parse(text);
+    if (!c.ok()) {
+      MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
+      return;
+    }
+    row(*c, text, stmt);
+  });
+}
+
+Status SqliteFenceStore::ReadHeldPorts(HeldPorts& held) const {
+  return ForEachRow(
+      "SELECT cidr, port_id FROM held_ports ORDER BY cidr, port_id", "listing the fences' records",
+      [&held](sqlite3_stmt* stmt) { held[Column(stmt, 0)].push_back(Column(stmt, 1)); });
 }
 
 // The record stored under `text` (the CIDR as stored: canonical), empty when none.
@@ -478,48 +498,26 @@ std::vector<std::string> SqliteFenceStore::RecordOf(const HeldPorts& held,
 }
 
 Status SqliteFenceStore::ReadFences(const HeldPorts& held, StoreSnapshot& snap) const {
-  Stmt q;
-  if (!q.Prepare(db_, "SELECT cidr, state, created_at, updated_at, tracked FROM fences")) {
-    return SqlError("listing fences");
-  }
-  int rc;
-  while ((rc = q.Step()) == SQLITE_ROW) {
-    const std::string text = Column(q.get(), 0);
-    auto c = Cidr::Parse(text);
-    if (!c.ok()) {
-      MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
-      continue;
-    }
-    FenceEntry e;
-    e.cidr = *c;
-    e.state = Column(q.get(), 1) == "enforced" ? FenceState::kEnforced : FenceState::kPending;
-    e.created_at = Column(q.get(), 2);
-    e.updated_at = Column(q.get(), 3);
-    e.tracked = sqlite3_column_int(q.get(), 4) != 0;
-    e.held_ports = RecordOf(held, text);
-    snap.fences.push_back(std::move(e));
-  }
-  if (rc != SQLITE_DONE) return SqlError("listing fences");
-  return Status::Ok();
+  return ForEachCidrRow(
+      "SELECT cidr, state, created_at, updated_at, tracked FROM fences", "listing fences",
+      [&](const Cidr& cidr, const std::string& text, sqlite3_stmt* stmt) {
+        FenceEntry e;
+        e.cidr = cidr;
+        e.state = Column(stmt, 1) == "enforced" ? FenceState::kEnforced : FenceState::kPending;
+        e.created_at = Column(stmt, 2);
+        e.updated_at = Column(stmt, 3);
+        e.tracked = sqlite3_column_int(stmt, 4) != 0;
+        e.held_ports = RecordOf(held, text);
+        snap.fences.push_back(std::move(e));
+      });
 }
 
 Status SqliteFenceStore::ReadUnfences(const HeldPorts& held, StoreSnapshot& snap) const {
-  Stmt q;
-  if (!q.Prepare(db_, "SELECT cidr, tracked FROM unfences")) {
-    return SqlError("listing pending unfences");
-  }
-  int rc;
-  while ((rc = q.Step()) == SQLITE_ROW) {
-    const std::string text = Column(q.get(), 0);
-    auto c = Cidr::Parse(text);
-    if (!c.ok()) {
-      MZ_LOG(kWarn) << "fence store " << path_ << ": ignoring unparsable row \"" << text << "\"";
-      continue;
-    }
-    snap.unfences.push_back({*c, sqlite3_column_int(q.get(), 1) != 0, RecordOf(held, text)});
-  }
-  if (rc != SQLITE_DONE) return SqlError("listing pending unfences");
-  return Status::Ok();
+  return ForEachCidrRow(
+      "SELECT cidr, tracked FROM unfences", "listing pending unfences",
+      [&](const Cidr& cidr, const std::string& text, sqlite3_stmt* stmt) {
+        snap.unfences.push_back({cidr, sqlite3_column_int(stmt, 1) != 0, RecordOf(held, text)});
+      });
 }
 
 Result<std::vector<FenceEntry>> SqliteFenceStore::ListFences() const {

@@ -81,6 +81,14 @@ class SqliteFenceStore final : public FenceStore {
   // Canonical CIDR -> its record (sorted port ids).
   using HeldPorts = std::map<std::string, std::vector<std::string>>;
   Status ReadHeldPorts(HeldPorts& held) const;
+  // Runs `row` on every row `sql` selects; `what` names the read in an error.
+  Status ForEachRow(const char* sql, const std::string& what,
+                    const std::function<void(sqlite3_stmt*)>& row) const;
+  // The same for rows whose first column is a stored CIDR: one that does not parse is logged
+  // and skipped, the others reach `row` parsed and as stored.
+  Status ForEachCidrRow(
+      const char* sql, const std::string& what,
+      const std::function<void(const Cidr&, const std::string&, sqlite3_stmt*)>& row) const;
   static std::vector<std::string> RecordOf(const HeldPorts& held, const std::string& text);
   Status ReadFences(const HeldPorts& held, StoreSnapshot& snap) const;
   Status ReadUnfences(const HeldPorts& held, StoreSnapshot& snap) const;
