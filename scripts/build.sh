@@ -2,6 +2,8 @@
 # Configures and builds the whole tree.
 #   scripts/build.sh [normal]   -> build/       RelWithDebInfo, warnings are errors
 #   scripts/build.sh asan       -> build-asan/  -O1 -g1, AddressSanitizer + UBSan, -Werror
+#   scripts/build.sh tsan       -> build-tsan/  -O1 -g1, ThreadSanitizer, -Werror; only the
+#                                  concurrency tests and the programs they start
 # Extra arguments after the flavour go to the cmake configure step.
 # MIZARMP_BUILD_TARGETS="t1 t2" builds only those targets (the demo builds just its binaries).
 set -euo pipefail
@@ -23,8 +25,15 @@ case "$FLAVOUR" in
            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     ;;
+  tsan)
+    BUILD_DIR="$ROOT/build-tsan"
+    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_TSAN=ON -DMIZARMP_WERROR=ON
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+           "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+    DEFAULT_TARGETS=mizarmp_concurrency_tests
+    ;;
   *)
-    echo "usage: $0 [normal|asan] [extra cmake args...]" >&2
+    echo "usage: $0 [normal|asan|tsan] [extra cmake args...]" >&2
     exit 2
     ;;
 esac
@@ -33,7 +42,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 echo "build: $FLAVOUR -> $BUILD_DIR (-j$JOBS)"
 cmake -S "$ROOT" -B "$BUILD_DIR" "${FLAGS[@]}" "$@"
 TARGETS=()
-for t in ${MIZARMP_BUILD_TARGETS:-}; do
+for t in ${MIZARMP_BUILD_TARGETS:-${DEFAULT_TARGETS:-}}; do
   TARGETS+=(--target "$t")
 done
 cmake --build "$BUILD_DIR" -j"$JOBS" "${TARGETS[@]}"

@@ -6,13 +6,13 @@ mizarmp_add_test(NAME addons_config_test SOURCES unit/addons_config_test.cc
 # Identity, the server's socket handling, TLS-less TCP, reflection, and the binary's SIGTERM
 # drain and exit codes.
 mizarmp_add_test(NAME addons_identity_test SOURCES integration/addons_identity_test.cc
-                 LIBS mizarmp_addons mizarmp_mock LABELS integration)
+                 LIBS mizarmp_addons mizarmp_mock LABELS "integration;concurrency")
 # The binary is what the subprocess tests run.
 add_dependencies(addons_identity_test mizarmp-addons)
 # grpc.health.v1.Health (addons/health.h): Check, Watch, shutdown with open watches, no
 # callback-queue threads, in process and in the binary.
 mizarmp_add_test(NAME addons_health_test SOURCES integration/addons_health_test.cc
-                 LIBS mizarmp_addons mizarmp_mock LABELS integration TIMEOUT 120)
+                 LIBS mizarmp_addons mizarmp_mock LABELS "integration;concurrency" TIMEOUT 120)
 add_dependencies(addons_health_test mizarmp-addons)
 
 # Identity and grpc.health.v1.Health through stubs generated from proto/: Check per mode, Watch,

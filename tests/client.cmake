@@ -3,4 +3,5 @@
 mizarmp_add_test(NAME client_types_test SOURCES unit/client_types_test.cc
                  LIBS mizarmp_client LABELS unit)
 mizarmp_add_test(NAME client_mock_test SOURCES integration/client_mock_test.cc
-                 LIBS mizarmp_client mizarmp_mock PkgConfig::HTTPLIB LABELS integration)
+                 LIBS mizarmp_client mizarmp_mock PkgConfig::HTTPLIB
+                 LABELS "integration;concurrency")

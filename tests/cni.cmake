@@ -6,4 +6,4 @@ foreach(t attachment config env version result errors)
                    LIBS mizarmp_cni LABELS unit)
 endforeach()
 mizarmp_add_test(NAME cni_commands_test SOURCES integration/cni_commands_test.cc
-                 LIBS mizarmp_cni mizarmp_mock LABELS integration)
+                 LIBS mizarmp_cni mizarmp_mock LABELS "integration;concurrency")

@@ -1,1 +1,2 @@
-mizarmp_add_test(NAME common_test SOURCES unit/common_test.cc LIBS mizarmp_common LABELS unit)
+mizarmp_add_test(NAME common_test SOURCES unit/common_test.cc LIBS mizarmp_common
+                 LABELS "unit;concurrency")

@@ -9,7 +9,8 @@ mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
 # The FenceController against the in-process mizarmp-mock (loopback HTTP, no agent, no root),
 # and its wiring into Identity.
 mizarmp_add_test(NAME fence_service_test SOURCES integration/fence_service_test.cc
-                 LIBS mizarmp_fence mizarmp_records mizarmp_mock LABELS integration TIMEOUT 180)
+                 LIBS mizarmp_fence mizarmp_records mizarmp_mock LABELS "integration;concurrency"
+                 TIMEOUT 180)
 
 # The FenceController through the independent Python client: every RPC over the unix socket
 # and over (mutual) TLS, the error scheme, kill -9 durability (mizarmp-mock without agent).
@@ -20,6 +21,6 @@ mizarmp_add_python_test(NAME python_fence MODULE test_fence TIMEOUT 300)
 if(TARGET mizarmp)
   mizarmp_add_test(NAME fence_e2e_test SOURCES integration/fence_e2e_test.cc
     LIBS mizarmp_client mizarmp_proto mizarmp_common nlohmann_json::nlohmann_json
-    LABELS "netns;root" TIMEOUT 300)
+    LABELS "netns;root;concurrency" TIMEOUT 300)
   add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
 endif()

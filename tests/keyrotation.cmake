@@ -3,7 +3,7 @@
 # (integration: mizarmp-addons-testhooks killed after each rotation step; the production
 # mizarmp-addons ignoring the hooks' variables), and the independent Python gRPC client.
 mizarmp_add_test(NAME keyrot_test SOURCES unit/keyrot_test.cc
-                 LIBS mizarmp_keyrotation LABELS unit TIMEOUT 180)
+                 LIBS mizarmp_keyrotation LABELS "unit;concurrency" TIMEOUT 180)
 # keyrotation/secret.h: key material is overwritten when dropped.
 mizarmp_add_test(NAME keyrot_secret_test SOURCES unit/keyrot_secret_test.cc
                  LIBS mizarmp_keyrotation LABELS unit)
@@ -14,7 +14,7 @@ mizarmp_add_test(NAME keyrot_hooks_none_test SOURCES unit/keyrot_hooks_none_test
 
 # The crash and PBKDF hooks need mizarmp-addons-testhooks; the production checks mizarmp-addons.
 mizarmp_add_test(NAME keyrot_server_test SOURCES integration/keyrot_server_test.cc
-                 LIBS mizarmp_keyrotation LABELS integration TIMEOUT 240)
+                 LIBS mizarmp_keyrotation LABELS "integration;concurrency" TIMEOUT 240)
 add_dependencies(keyrot_server_test mizarmp-addons mizarmp-addons-testhooks)
 
 # The Python client (MIZARMP_PYTHON_GRPC is found in tests/CMakeLists.txt); it runs

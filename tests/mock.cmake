@@ -3,9 +3,9 @@
 mizarmp_add_test(NAME mock_test SOURCES integration/mock_test.cc
                  LIBS mizarmp_mock mizarmp_client mizarmp_netns mizarmp_common
                       nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
-                 LABELS integration)
+                 LABELS "integration;concurrency")
 add_dependencies(mock_test mizarmp-mock)
 mizarmp_add_test(NAME mock_agent_test SOURCES integration/mock_agent_test.cc
                  LIBS mizarmp_mock mizarmp_client mizarmp_netns mizarmp_common
                       nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
-                 LABELS "netns;root" TIMEOUT 300)
+                 LABELS "netns;root;concurrency" TIMEOUT 300)

@@ -1,3 +1,3 @@
 # netns: the netlink library against the kernel in real network namespaces (root).
 mizarmp_add_test(NAME netns_test SOURCES integration/netns_test.cc
-                 LIBS mizarmp_netns mizarmp_common LABELS "netns;root" TIMEOUT 120)
+                 LIBS mizarmp_netns mizarmp_common LABELS "netns;root;concurrency" TIMEOUT 120)

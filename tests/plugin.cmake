@@ -1,13 +1,15 @@
 # The plugin binary end to end in real network namespaces (root).
 if(TARGET mizarmp)
   mizarmp_add_test(NAME plugin_netns_test SOURCES integration/plugin_netns_test.cc
-    LIBS mizarmp_mock mizarmp_common nlohmann_json::nlohmann_json LABELS "netns;root" TIMEOUT 300)
+    LIBS mizarmp_mock mizarmp_common nlohmann_json::nlohmann_json LABELS "netns;root;concurrency"
+    TIMEOUT 300)
   add_dependencies(plugin_netns_test mizarmp mizarmp-mock)
 endif()
 # The plugin binary given hostile input (invalid UTF-8, deep nesting, oversized config): the CNI
 # error JSON and nothing left behind, never a crash. Loopback mock, no root.
 if(TARGET mizarmp)
   mizarmp_add_test(NAME plugin_hostile_test SOURCES integration/plugin_hostile_test.cc
-    LIBS mizarmp_mock mizarmp_common nlohmann_json::nlohmann_json LABELS integration TIMEOUT 120)
+    LIBS mizarmp_mock mizarmp_common nlohmann_json::nlohmann_json LABELS "integration;concurrency"
+    TIMEOUT 120)
   add_dependencies(plugin_hostile_test mizarmp)
 endif()

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -30,12 +31,24 @@ void CloseFd(int& fd) {
   fd = -1;
 }
 
+// The sanitizer runtimes' settings (scripts/test.sh: suppressions, fatal reports) are passed on
+// to every child from our own environment, unless the caller set them: they configure the
+// checking of a sanitizer build and change nothing a runtime or an operator would observe.
+std::map<std::string, std::string> WithSanitizerOptions(std::map<std::string, std::string> env) {
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr) env.emplace(name, value);
+  }
+  return env;
+}
+
 // argv/envp arrays prepared before fork, so the child only calls async-signal-safe functions.
 struct CArgs {
   std::vector<std::string> storage;
   std::vector<char*> argv;
   std::vector<char*> envp;
-  CArgs(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  CArgs(const std::vector<std::string>& args, const std::map<std::string, std::string>& given) {
+    const std::map<std::string, std::string> env = WithSanitizerOptions(given);
     storage.reserve(args.size() + env.size());
     for (const auto& a : args) storage.push_back(a);
     for (const auto& [k, v] : env) storage.push_back(k + "=" + v);

@@ -16,7 +16,8 @@ namespace mizarmp::testing {
 
 struct Exec {
   std::vector<std::string> argv;           // argv[0] is the path executed
-  std::map<std::string, std::string> env;  // the whole environment (nothing inherited)
+  // The whole environment: nothing is inherited but the sanitizer runtimes' *SAN_OPTIONS.
+  std::map<std::string, std::string> env;
   std::string stdin_data;
   std::string netns_path;                    // when set, the child enters this netns before execve
   std::chrono::milliseconds timeout{60000};  // then SIGKILL
