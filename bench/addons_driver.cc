@@ -30,19 +30,17 @@
 #include <thread>
 #include <vector>
 
+#include "bench/grpc_support.h"
 #include "bench/support.h"
-#include "records/records.h"
 #include "fence.grpc.pb.h"
 #include "identity.grpc.pb.h"
+#include "records/records.h"
 
 namespace mb = mizarmp::bench;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
-constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
 
 struct Options {
   std::string bin_dir;
@@ -63,50 +61,6 @@ struct Options {
   std::string perf_dir;
 };
 
-json StatsJson(const mb::Stats& s) {
-  return json{{"n", s.n},        {"min_ms", s.min}, {"median_ms", s.median}, {"p90_ms", s.p90},
-              {"p99_ms", s.p99}, {"max_ms", s.max}, {"mean_ms", s.mean}};
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) {
-    if (!cur.empty()) out.push_back(cur);
-  }
-  return out;
-}
-
-std::string CodeName(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "code " + std::to_string(static_cast<int>(c));
-  }
-}
-
-// A channel of its own (no subchannel sharing between channels), so N clients are N connections.
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int id) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt("mizarmp.bench.client", id);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
 // utime + stime of a process (all its threads), from /proc/PID/stat, in ms.
 double ProcessCpuMs(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
@@ -121,24 +75,6 @@ double ProcessCpuMs(pid_t pid) {
     if (i == 15) stime = std::atof(field.c_str());
   }
   return (utime + stime) * 1000.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-bool WaitReady(const std::string& address, std::chrono::seconds timeout) {
-  auto ch = NewChannel(address, -1);
-  return ch->WaitForConnected(std::chrono::system_clock::now() + timeout);
-}
-
-// curl(1) for the mock's REST and control endpoints (outside every timed window).
-std::optional<json> HttpJson(const std::string& method, const std::string& url,
-                             const std::string& body_file = {}) {
-  std::string cmd = "curl -sS --max-time 120 -X " + method + " -H 'Content-Type: application/json'";
-  if (!body_file.empty()) cmd += " --data-binary @" + body_file;
-  cmd += " '" + url + "'";
-  std::string out;
-  if (mb::Shell(cmd, &out) != 0) return std::nullopt;
-  json j = json::parse(out, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
 }
 
 class Bench {
@@ -172,61 +108,11 @@ class Bench {
 
  private:
   // ---------------------------------------------------------------------------------- servers
-  struct MockProc {
-    mb::Daemon daemon;
-    int port = 0;
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
-  };
-  bool StartMock(MockProc& m, const std::string& cidr) {
-    const std::string tag = mb::UniqueName("am");
-    const std::string port_file = o_.work_dir + "/" + tag + ".port";
-    fs::remove(port_file);
-    if (!m.daemon.Start({o_.bin_dir + "/mizarmp-mock", "--listen", "127.0.0.1:0", "--port-file",
-                         port_file, "--cidr", cidr, "--log-level", "warn"},
-                        o_.work_dir + "/" + tag + ".log")) {
-      return false;
-    }
-    m.port = std::atoi(mb::WaitForFile(port_file, std::chrono::seconds(10)).c_str());
-    return m.port > 0;
-  }
-
-  // mizarmp-addons in controller mode on a unix socket of the work dir, waited for until its
-  // Probe says ready (the fence store is open). `extra` flags are appended.
+  // mizarmp-addons of this build on `socket`, waited for until ready (see mb::StartAddons).
   bool StartAddons(mb::Daemon& d, const std::string& socket, const std::string& mpurl,
                    const std::string& state_dir, const std::string& fence_store,
-                   const std::vector<std::string>& extra = {}) {
-    fs::remove(socket);
-    fs::create_directories(state_dir);
-    std::vector<std::string> argv = {o_.bin_dir + "/mizarmp-addons",
-                                     "--endpoint",
-                                     "unix://" + socket,
-                                     "--mpurl",
-                                     mpurl,
-                                     "--state-dir",
-                                     state_dir,
-                                     "--fence-store",
-                                     fence_store,
-                                     "--host-id",
-                                     "bench-node",
-                                     "--log-level",
-                                     "warn"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    if (!d.Start(argv, socket + ".log")) return false;
-    if (!WaitReady("unix:" + socket, std::chrono::seconds(20))) return false;
-    auto stub = identity::Identity::NewStub(NewChannel("unix:" + socket, -2));
-    const auto end = mb::Clock::now() + std::chrono::seconds(20);
-    while (mb::Clock::now() < end) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      identity::ProbeRequest req;
-      identity::ProbeResponse resp;
-      // Unset means ready; false: still initialising.
-      if (stub->Probe(&ctx, req, &resp).ok() && (!resp.has_ready() || resp.ready().value())) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+                   const std::vector<std::string>& extra = {}) const {
+    return mb::StartAddons(d, {o_.bin_dir, socket, mpurl, state_dir, fence_store, extra});
   }
 
   bool StartBare(mb::Daemon& d, const std::string& socket, bool health = false) {
@@ -234,16 +120,28 @@ class Bench {
     std::vector<std::string> argv = {o_.bin_dir + "/mizarmp-bench-bare-grpc", "--socket", socket};
     if (health) argv.push_back("--health");
     if (!d.Start(argv, socket + ".log")) return false;
-    return WaitReady("unix:" + socket, std::chrono::seconds(20));
+    return mb::WaitReady("unix:" + socket, std::chrono::seconds(20));
   }
 
-  // `perf record -a -e cpu-clock -g` for `seconds` on a thread of its own, into `data` (system-wide,
-  // so threads the server starts under load are included; reported for one pid by PerfReport).
+  // `perf record -a -e cpu-clock -g` for `seconds` on a thread of its own, into `data`
+  // (system-wide, so threads the server starts under load are included; reported for one pid by
+  // PerfReport).
   std::thread StartPerf(const std::string& data, int seconds) const {
     mb::Exec e;
-    e.argv = {"/usr/bin/perf", "record", "-q",  "-a", "-e",    "cpu-clock",
-              "-F",            "1999",   "-g",  "-o", data,    "--",
-              "sleep",         std::to_string(std::max(1, seconds))};
+    e.argv = {"/usr/bin/perf",
+              "record",
+              "-q",
+              "-a",
+              "-e",
+              "cpu-clock",
+              "-F",
+              "1999",
+              "-g",
+              "-o",
+              data,
+              "--",
+              "sleep",
+              std::to_string(std::max(1, seconds))};
     e.env = {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
     return std::thread([e] { mb::Run(e); });
   }
@@ -270,7 +168,7 @@ class Bench {
     std::vector<Load> per(static_cast<size_t>(o_.clients));
     std::vector<std::shared_ptr<grpc::Channel>> channels;
     for (int i = 0; i < o_.clients; ++i) {
-      channels.push_back(NewChannel(address, i));
+      channels.push_back(mb::NewChannel(address, i));
       channels.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
     }
     std::atomic<bool> go{false};
@@ -302,7 +200,7 @@ class Bench {
             ++l.ok;
             l.latencies_ms.push_back(ms);
           } else {
-            ++l.errors[CodeName(st.error_code())];
+            ++l.errors[mb::CodeName(st.error_code())];
             if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) break;
           }
         }
@@ -322,8 +220,8 @@ class Bench {
   }
 
   bool Rpc() {
-    MockProc mock;
-    if (!StartMock(mock, "10.245.0.0/16")) return Fail("mock did not start");
+    mb::Mock mock({o_.bin_dir, o_.work_dir, "10.245.0.0/16"});
+    if (!mock.ok()) return Fail("mock did not start");
     mb::Daemon addons, bare, bare_health;
     const std::string addons_sock = o_.work_dir + "/addons.sock";
     const std::string bare_sock = o_.work_dir + "/bare.sock";
@@ -377,7 +275,7 @@ class Bench {
         mb::Stats rs = mb::Summarize(rate[k]);
         m[names[k]] = {{"calls_per_s_median", rs.median},
                        {"calls_per_s_rounds", rate[k]},
-                       {"latency", StatsJson(mb::Summarize(lat[k]))},
+                       {"latency", mb::StatsJson(mb::Summarize(lat[k]))},
                        {"server_cpu_us_per_call_median", mb::Summarize(cpu_per_call[k]).median},
                        {"errors", errors[k]}};
       }
@@ -400,7 +298,7 @@ class Bench {
                   << json(errors[k]).dump() << "\n";
       }
     }
-    auto st = HttpJson("GET", mock.url() + "/mock/state");
+    auto st = mock.State();
     out["mock_requests_during_rpc"] = st ? (*st)["requests"] : json(nullptr);
     results_["rpc"] = out;
     return ok;
@@ -423,8 +321,8 @@ class Bench {
       r.netns = "/var/run/netns/pod" + std::to_string(i);
       std::snprintf(buf, sizeof(buf), "00000000-0000-5000-8000-%012d", i);
       r.port_id = buf;
-      r.project_id = kProject;
-      r.subnet_id = kSubnet;
+      r.project_id = mb::kProject;
+      r.subnet_id = mb::kSubnet;
       std::snprintf(buf, sizeof(buf), "node-%03d", i % o_.nodes);
       r.host_id = buf;
       r.mpurl = "http://127.0.0.1:1";
@@ -440,14 +338,14 @@ class Bench {
                 {"nodes", o_.nodes},
                 {"write_records_s", mb::Ms(mb::Clock::now() - t0) / 1000}};
 
-    MockProc mock;
-    if (!StartMock(mock, "10.246.0.0/16")) return Fail("mock did not start");
+    mb::Mock mock({o_.bin_dir, o_.work_dir, "10.246.0.0/16"});
+    if (!mock.ok()) return Fail("mock did not start");
     mb::Daemon addons;
     const std::string sock = o_.work_dir + "/gc.sock";
     if (!StartAddons(addons, sock, mock.url(), state, o_.work_dir + "/gc-fence.db")) {
       return Fail("mizarmp-addons did not come up on " + sock);
     }
-    auto stub = fence::FenceController::NewStub(NewChannel("unix:" + sock, 0));
+    auto stub = fence::FenceController::NewStub(mb::NewChannel("unix:" + sock, 0));
     // The whole cluster, and one node (parameter hostId), calls interleaved.
     char one_node[32];
     std::snprintf(one_node, sizeof(one_node), "node-%03d", o_.nodes / 2);
@@ -465,7 +363,7 @@ class Bench {
         grpc::Status st = stub->GetFenceClients(&ctx, req, &resp);
         const double t = mb::Ms(mb::Clock::now() - c0);
         if (!st.ok()) {
-          error = CodeName(st.error_code()) +
+          error = mb::CodeName(st.error_code()) +
                   (st.error_message().empty() ? std::string() : ": " + st.error_message());
           break;
         }
@@ -484,14 +382,14 @@ class Bench {
       return error.rfind("UNIMPLEMENTED", 0) == 0;
     }
     out["measured"] = true;
-    out["latency"] = StatsJson(mb::Summarize(ms));
+    out["latency"] = mb::StatsJson(mb::Summarize(ms));
     out["clients_returned"] = clients;
     out["addresses_returned"] = addresses;
     out["one_node"] = {{"host_id", one_node},
-                       {"latency", StatsJson(mb::Summarize(ms_node))},
+                       {"latency", mb::StatsJson(mb::Summarize(ms_node))},
                        {"clients_returned", node_clients},
                        {"addresses_returned", node_addresses}};
-    auto st = HttpJson("GET", mock.url() + "/mock/state");
+    auto st = mock.State();
     out["mock_requests"] = st ? (*st)["requests"] : json(nullptr);
     // The server's CPU during back-to-back whole-cluster calls (one client).
     if (!o_.perf_dir.empty()) {
@@ -524,36 +422,10 @@ class Bench {
 
   // ------------------------------------------------------------------------------------ fence
   bool Fence() {
-    MockProc mock;
-    if (!StartMock(mock, "10.247.0.0/16")) return Fail("mock did not start");
-    // The ports, in bulk creates of 500.
+    mb::Mock mock({o_.bin_dir, o_.work_dir, "10.247.0.0/16"});
+    if (!mock.ok()) return Fail("mock did not start");
     const auto t0 = mb::Clock::now();
-    std::vector<std::string> ips;
-    const std::string body = o_.work_dir + "/bulk.json";
-    for (int base = 0; base < o_.ports; base += 500) {
-      json ports = json::array();
-      for (int i = base; i < std::min(o_.ports, base + 500); ++i) {
-        char id[64], host[32];
-        std::snprintf(id, sizeof(id), "00000000-0000-5000-9000-%012d", i);
-        std::snprintf(host, sizeof(host), "node-%03d", i % 100);
-        ports.push_back({{"project_id", kProject},
-                         {"id", id},
-                         {"name", std::string("k8s_") + id},
-                         {"admin_state_up", true},
-                         {"network_id", kSubnet},
-                         {"veth_name", "eth0"},
-                         {"network_ns", "/var/run/netns/pod" + std::to_string(i)},
-                         {"binding:host_id", host}});
-      }
-      std::ofstream(body) << json{{"ports", ports}}.dump();
-      auto r = HttpJson("POST", mock.url() + "/project/" + kProject + "/ports", body);
-      if (!r || !r->contains("ports")) return Fail("bulk create at the mock failed");
-      for (const auto& p : (*r)["ports"]) {
-        if (p.contains("fixed_ips") && !p["fixed_ips"].empty()) {
-          ips.push_back(p["fixed_ips"][0]["ip_address"]);
-        }
-      }
-    }
+    const std::vector<std::string> ips = mock.CreatePorts(o_.ports);
     json out = {{"ports", o_.ports}, {"create_ports_s", mb::Ms(mb::Clock::now() - t0) / 1000}};
     if (static_cast<int>(ips.size()) != o_.ports) {
       return Fail("the mock returned " + std::to_string(ips.size()) + " port addresses for " +
@@ -579,12 +451,12 @@ class Bench {
       fenced_ips.insert(ip);
     }
     out["cidrs"] = req.cidrs_size();
-    auto stub = fence::FenceController::NewStub(NewChannel("unix:" + sock, 0));
+    auto stub = fence::FenceController::NewStub(mb::NewChannel("unix:" + sock, 0));
     // What a user would check: exactly the ports behind the CIDRs are administratively down.
     auto check = [&](bool expect_fenced, int* down, int* wrong) {
       *down = 0;
       *wrong = 0;
-      auto list = HttpJson("GET", mock.url() + "/project/" + kProject + "/ports");
+      auto list = mb::HttpJson("GET", mock.url() + "/project/" + mb::kProject + "/ports");
       if (!list || !list->contains("ports")) return false;
       for (const auto& p : (*list)["ports"]) {
         const bool is_down = p.value("admin_state_up", true) == false;
@@ -597,7 +469,7 @@ class Bench {
       return true;
     };
     auto requests = [&]() -> int64_t {
-      auto st = HttpJson("GET", mock.url() + "/mock/state");
+      auto st = mock.State();
       return st ? (*st)["requests"].get<int64_t>() : -1;
     };
     bool ok = true;
@@ -621,7 +493,7 @@ class Bench {
       json r;
       if (!st.ok()) {
         r["measured"] = false;
-        r["why"] = std::string(rpc) + " answered " + CodeName(st.error_code()) +
+        r["why"] = std::string(rpc) + " answered " + mb::CodeName(st.error_code()) +
                    (st.error_message().empty() ? std::string() : ": " + st.error_message());
         out[key] = r;
         std::cerr << "   not measured: " << r["why"] << "\n";
@@ -687,7 +559,7 @@ int main(int argc, char** argv) {
     } else if (a == "--out") {
       o.out = next();
     } else if (a == "--sections") {
-      auto v = Split(next(), ',');
+      auto v = mb::Split(next(), ',');
       o.sections = std::set<std::string>(v.begin(), v.end());
     } else if (a == "--clients") {
       o.clients = std::atoi(next().c_str());

@@ -45,8 +45,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
-constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
 constexpr const char* kMizarCidr = "10.242.0.0/16";
 constexpr const char* kPtpCidr = "10.243.0.0/16";
 constexpr const char* kPath = "/usr/sbin:/usr/bin:/sbin:/bin";
@@ -66,34 +64,6 @@ struct Options {
   std::vector<std::string> profile_wrap;
 };
 
-json StatsJson(const mb::Stats& s) {
-  return json{{"n", s.n},        {"min_ms", s.min}, {"median_ms", s.median}, {"p90_ms", s.p90},
-              {"p99_ms", s.p99}, {"max_ms", s.max}, {"mean_ms", s.mean}};
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) {
-    if (!cur.empty()) out.push_back(cur);
-  }
-  return out;
-}
-
-// GET/POST to the mock's control endpoints through curl(1): these calls are outside every timed
-// window, and keeping an HTTP client out of the driver keeps the driver's own footprint small.
-std::optional<json> MockState(int port) {
-  std::string out;
-  if (mb::Shell("curl -sS --max-time 10 http://127.0.0.1:" + std::to_string(port) + "/mock/state",
-                &out) != 0) {
-    return std::nullopt;
-  }
-  json j = json::parse(out, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
-
 // A TcpExt counter of this netns (/proc/net/netstat), e.g. ListenOverflows; -1 if absent.
 long TcpExt(const std::string& name) {
   std::ifstream f("/proc/net/netstat");
@@ -108,39 +78,6 @@ long TcpExt(const std::string& name) {
   }
   return -1;
 }
-
-// mizarmp-mock with its host agent in its own "host" netns.
-class Mock {
- public:
-  Mock(const Options& o, const mb::Netns& host, int ready_delay_ms) {
-    const std::string tag = mb::UniqueName("mk");
-    port_file_ = o.work_dir + "/" + tag + ".port";
-    log_ = o.work_dir + "/" + tag + ".log";
-    bridge_ = "mzbb" + tag.substr(2);
-    if (bridge_.size() > 15) bridge_ = bridge_.substr(0, 15);
-    fs::remove(port_file_);
-    ok_ = daemon_.Start(
-        {o.bin_dir + "/mizarmp-mock", "--listen", "127.0.0.1:0", "--port-file", port_file_,
-         "--agent", "--agent-netns", host.path(), "--bridge", bridge_, "--cidr", kMizarCidr,
-         "--mtu", "1400", "--ready-delay-ms", std::to_string(ready_delay_ms), "--log-level",
-         "warn"},
-        log_);
-    if (!ok_) return;
-    std::string text = mb::WaitForFile(port_file_, std::chrono::seconds(10));
-    port_ = std::atoi(text.c_str());
-    ok_ = port_ > 0;
-  }
-  bool ok() const { return ok_; }
-  int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  const std::string& log() const { return log_; }
-
- private:
-  mb::Daemon daemon_;
-  std::string port_file_, log_, bridge_;
-  int port_ = 0;
-  bool ok_ = false;
-};
 
 class Bench {
  public:
@@ -190,18 +127,11 @@ class Bench {
 
  private:
   // ----------------------------------------------------------------------------- plugin runs
-  json MizarConfig(const std::string& url) const {
-    json c = {{"cniVersion", "1.0.0"},
-              {"name", "mzbench"},
-              {"type", "mizarmp"},
-              {"mpurl", url},
-              {"project", kProject},
-              {"subnet", kSubnet},
-              {"hostId", "bench-node"},
-              {"stateDir", state_dir_},
-              {"mtu", 1400},
-              {"timeouts", {{"readyMs", 20000}, {"nicMs", 10000}}}};
-    return c;
+  json MizarConfig(const std::string& url) const { return mb::MizarmpConfig(url, state_dir_); }
+
+  // mizarmp-mock with its host agent in the "host" netns, new ports ready after `ready_delay_ms`.
+  mb::MockOptions MockAt(int ready_delay_ms) const {
+    return {o_.bin_dir, o_.work_dir, kMizarCidr, host_->path(), ready_delay_ms};
   }
 
   json PtpConfig() const {
@@ -220,16 +150,9 @@ class Bench {
   mb::Exec CniExec(const std::string& plugin, const std::string& command,
                    const std::string& container, const std::string& netns,
                    const json& config) const {
-    mb::Exec e;
     const bool ptp = plugin == "ptp";
-    e.argv = {(ptp ? o_.ref_dir : o_.bin_dir) + "/" + (ptp ? "ptp" : "mizarmp")};
-    e.env = {{"CNI_COMMAND", command},
-             {"CNI_CONTAINERID", container},
-             {"CNI_IFNAME", "eth0"},
-             {"CNI_PATH", ptp ? o_.ref_dir : o_.bin_dir},
-             {"PATH", kPath}};
-    if (!netns.empty()) e.env["CNI_NETNS"] = netns;
-    e.stdin_data = config.dump();
+    const std::string& dir = ptp ? o_.ref_dir : o_.bin_dir;
+    mb::Exec e = mb::PluginExec(dir + "/" + plugin, dir, command, container, netns, config);
     // ptp puts the host end of its veth (and a route) in the netns it runs in: give it one of
     // its own, as the mock's agent has, so the benchmark never touches the machine's own netns.
     if (ptp) e.netns_path = ptp_host_->path();
@@ -252,7 +175,7 @@ class Bench {
   // Two sides, in turn, the order alternating per iteration (A,B then B,A): 0 mizarmp against
   // mizarmp-mock, 1 ptp + host-local.
   bool Latency() {
-    Mock mock(o_, *host_, 0);
+    mb::Mock mock(MockAt(0));
     if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
     const json cfg[2] = {MizarConfig(mock.url()), PtpConfig()};
     constexpr int kSides = 2;
@@ -286,9 +209,9 @@ class Bench {
     }
     auto side = [&](int k) {
       mb::Stats rs = mb::Summarize(rss[k]);
-      return json{{"add", StatsJson(mb::Summarize(add[k]))},
-                  {"del", StatsJson(mb::Summarize(del[k]))},
-                  {"add_cpu", StatsJson(mb::Summarize(cpu[k]))},
+      return json{{"add", mb::StatsJson(mb::Summarize(add[k]))},
+                  {"del", mb::StatsJson(mb::Summarize(del[k]))},
+                  {"add_cpu", mb::StatsJson(mb::Summarize(cpu[k]))},
                   {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
     };
     json j = {{"mizarmp", side(0)}, {"ptp", side(1)}, {"failures", fails}};
@@ -299,7 +222,7 @@ class Bench {
     j["del_ratio_median"] = ratio("del", "median_ms");
     j["add_ratio_p99"] = ratio("add", "p99_ms");
     j["del_ratio_p99"] = ratio("del", "p99_ms");
-    auto st = MockState(mock.port());
+    auto st = mock.State();
     j["mock_ports_left"] = st ? (*st)["ports"] : json(nullptr);
     j["mock_requests"] = st ? (*st)["requests"] : json(nullptr);
     results_["latency"] = j;
@@ -324,7 +247,7 @@ class Bench {
     json out = json::array();
     int fails = 0;
     for (int d : {0, 50, 500}) {
-      Mock mock(o_, *host_, d);
+      mb::Mock mock(MockAt(d));
       if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
       const size_t nv = variants.size();
       std::vector<json> cfg;
@@ -341,9 +264,9 @@ class Bench {
           mb::Netns pod(mb::UniqueName("mzbr"));
           const std::string cid =
               "rdy" + std::to_string(d) + "k" + std::to_string(k) + "i" + std::to_string(i + 2);
-          auto before = MockState(mock.port());
+          auto before = mock.State();
           auto a = RunCni("mizarmp", "ADD", cid, pod.path(), cfg[k]);
-          auto after = MockState(mock.port());
+          auto after = mock.State();
           auto del = RunCni("mizarmp", "DEL", cid, pod.path(), cfg[k]);
           if (!a.ok() || !del.ok()) ++fails;
           if (i >= 0 && a.ok()) {
@@ -358,7 +281,7 @@ class Bench {
       json row = {{"ready_delay_ms", d}};
       std::cerr << "   d=" << d << ":";
       for (size_t k = 0; k < nv; ++k) {
-        row[variants[k].name] = StatsJson(mb::Summarize(add[k]));
+        row[variants[k].name] = mb::StatsJson(mb::Summarize(add[k]));
         row[variants[k].name]["rest_requests_per_add_median"] = mb::Summarize(reqs[k]).median;
         std::cerr << " " << variants[k].name << " " << row[variants[k].name]["median_ms"] << " ms ("
                   << mb::Summarize(reqs[k]).median << " requests)";
@@ -406,7 +329,7 @@ class Bench {
   }
 
   bool Burst() {
-    Mock mock(o_, *host_, 0);
+    mb::Mock mock(MockAt(0));
     if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
     const json mz = MizarConfig(mock.url());
     const json pt = PtpConfig();
@@ -451,7 +374,7 @@ class Bench {
         }
         leaks["pod_netns_with_interfaces"] = pods_with_links;
         if (k == 0) {
-          auto st = MockState(mock.port());
+          auto st = mock.State();
           leaks["ports_at_mock"] = st ? (*st)["ports"] : json(-1);
           leaks["host_veths"] = host_->CountLinks("veth");
           int recs = 0, locks = 0;
@@ -486,10 +409,10 @@ class Bench {
                     {"round", round},
                     {"n", o_.burst},
                     {"add_total_ms", a.total_ms},
-                    {"add", StatsJson(as)},
+                    {"add", mb::StatsJson(as)},
                     {"add_failures", add_failed},
                     {"del_total_ms", d.total_ms},
-                    {"del", StatsJson(ds)},
+                    {"del", mb::StatsJson(ds)},
                     {"del_failures", del_failed},
                     {"tcp_listen_overflows", overflows},
                     {"leaks", leaks}};
@@ -579,7 +502,7 @@ class Bench {
       }
     }
     for (size_t k = 0; k < progs.size(); ++k) {
-      j["startup"][progs[k].name] = StatsJson(mb::Summarize(t[k]));
+      j["startup"][progs[k].name] = mb::StatsJson(mb::Summarize(t[k]));
       j["startup"][progs[k].name]["maxrss_kib"] = rss[k];
     }
     if (results_.contains("latency")) {
@@ -622,9 +545,9 @@ class Bench {
       add.push_back(c.wall_ms);
       del.push_back(d.wall_ms);
     }
-    results_["kernel"] = {{"ip_link_show", StatsJson(mb::Summarize(query))},
-                          {"ip_veth_add", StatsJson(mb::Summarize(add))},
-                          {"ip_veth_del", StatsJson(mb::Summarize(del))}};
+    results_["kernel"] = {{"ip_link_show", mb::StatsJson(mb::Summarize(query))},
+                          {"ip_veth_add", mb::StatsJson(mb::Summarize(add))},
+                          {"ip_veth_del", mb::StatsJson(mb::Summarize(del))}};
     std::cerr << "   ip link show " << mb::Summarize(query).median << " ms, veth add "
               << mb::Summarize(add).median << " ms, veth del " << mb::Summarize(del).median
               << " ms\n";
@@ -634,7 +557,7 @@ class Bench {
   // -------------------------------------------------------------------------------- profile
   bool Profile() {
     if (o_.profile_wrap.empty()) return Fail("--profile-wrap not given");
-    Mock mock(o_, *host_, 0);
+    mb::Mock mock(MockAt(0));
     if (!mock.ok()) return Fail("mock did not start");
     const json mz = MizarConfig(mock.url());
     bool ok = true;
@@ -715,7 +638,7 @@ int main(int argc, char** argv) {
     } else if (a == "--out") {
       o.out = next();
     } else if (a == "--sections") {
-      auto v = Split(next(), ',');
+      auto v = mb::Split(next(), ',');
       o.sections = std::set<std::string>(v.begin(), v.end());
     } else if (a == "--iterations") {
       o.iterations = num();
@@ -730,7 +653,7 @@ int main(int argc, char** argv) {
     } else if (a == "--version-iterations") {
       o.version_iterations = num();
     } else if (a == "--profile-wrap") {
-      o.profile_wrap = Split(next(), ' ');
+      o.profile_wrap = mb::Split(next(), ' ');
     } else {
       return Usage(("unknown argument " + a).c_str());
     }

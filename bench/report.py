@@ -142,6 +142,146 @@ def short_sym(sym):
     return sym[:80] + "..." if len(sym) > 83 else sym
 
 
+# ------------------------------------------------------------------------------------- soak
+# A process is flat when, comparing the samples of the second half of the run (at or past half
+# its length, under load) with those of the first half after warm-up (the first tenth of the
+# run), the median RSS grew by at most SOAK_RSS_SLACK of the first half's median or
+# SOAK_RSS_FLOOR_KIB, whichever is larger, and the largest open fd count did not grow at all.
+# Medians for RSS because RSS under load moves with the requests in flight (a leak lifts the whole
+# second half; one busy sample does not); the largest fd count because in-flight connections
+# bound it.
+SOAK_RSS_SLACK = 0.01
+SOAK_RSS_FLOOR_KIB = 256
+SOAK_WARMUP = 0.1
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def soak_verdict(samples, x_key, proc):
+    """(verdict text, is_flat) of `proc` over `samples` (each with x_key and proc's rss_kib,
+    hwm_kib, fds)."""
+    pts = [(s[x_key], s[proc]["rss_kib"], s[proc]["fds"], s[proc]["hwm_kib"]) for s in samples
+           if min(s.get(proc, {}).get(k, -1) for k in ("rss_kib", "fds", "hwm_kib")) >= 0]
+    if not pts:
+        return "n/a (no samples)", None
+    end = pts[-1][0]
+    first = [pt for pt in pts if SOAK_WARMUP * end <= pt[0] < end / 2]
+    second = [pt for pt in pts if pt[0] >= end / 2]
+    if len(first) < 2 or len(second) < 2:
+        return "n/a (too few samples in one half)", None
+    warm, half, last = first[0], second[0], second[-1]
+    rss1, rss2 = median([pt[1] for pt in first]), median([pt[1] for pt in second])
+    fd1, fd2 = max(pt[2] for pt in first), max(pt[2] for pt in second)
+    allowed = max(SOAK_RSS_SLACK * rss1, SOAK_RSS_FLOOR_KIB)
+    flat = rss2 - rss1 <= allowed and fd2 <= fd1
+    head = "**flat**" if flat else "**grows**"
+    return (f"{head}: RSS {warm[1]} KiB after warm-up, {last[1]} KiB at the end ({last[1] - warm[1]:+} KiB); "
+            f"median {rss1:.0f} KiB over the first half, {rss2:.0f} KiB over the second ({rss2 - rss1:+.0f} KiB, "
+            f"allowed {allowed:.0f}); VmHWM {half[3]} KiB at half-way, {last[3]} KiB at the end "
+            f"({last[3] - half[3]:+} KiB); fds {warm[2]} after warm-up, {last[2]} at the end, at most {fd1} in "
+            f"the first half and {fd2} in the second"), flat
+
+
+def thinned(samples, rows=24):
+    """At most about `rows` of `samples`, evenly spaced, the first and the last always kept."""
+    step = max(1, -(-len(samples) // rows))
+    return [x for i, x in enumerate(samples) if i % step == 0 or i == len(samples) - 1]
+
+
+def soak_lines(soak, quick):
+    """The "Soak" section of RESULTS.md."""
+    o = []
+    p = o.append
+    cni, srv = soak.get("cni", {}), soak.get("server", {})
+    p("## Soak")
+    p("")
+    p("`bench/soak_driver.cc` (`mizarmp-bench-soak`). **Flat** means: the median RSS of the samples in the second half")
+    p(f"of the run is at most {SOAK_RSS_SLACK:.0%} (or {SOAK_RSS_FLOOR_KIB} KiB, whichever is larger) above the median of the")
+    p("first half after warm-up, and the largest open fd count of the second half is not above the first half's")
+    p("(medians, because RSS under load moves with the requests in flight, and a leak lifts the whole second half;")
+    p(f"the largest fd count, because in-flight connections bound it); otherwise **grows**, with the figure. Warm-up is")
+    p(f"the first {SOAK_WARMUP:.0%} of the run; \"after warm-up\" is the first sample past it. RSS is VmRSS (VmHWM = peak")
+    p("so far) from `/proc/PID/status`, fds the entries of `/proc/PID/fd`, read between cycles (CNI) or every")
+    p("few seconds under load (server).")
+    p("")
+    if quick:
+        p("> A quick run: too few cycles and seconds for these verdicts to mean anything (warm-up dominates).")
+        p("")
+    for why in soak.get("errors", []):
+        p(f"- **error**: {why}")
+    if cni.get("samples"):
+        samples = cni["samples"]
+        last = samples[-1]["leftover"]
+        p(f"### CNI: {cni.get('cycles'):,} ADD/DEL cycles against mizarmp-mock and its host agent")
+        p("")
+        p("Each cycle: a fresh pod netns, `mizarmp` ADD then DEL exec'd as a runtime execs it, the netns deleted. "
+          f"Failures: {cni.get('failures')}" + (f" (first: `{cni.get('first_failure')}`)" if cni.get("failures") else "")
+          + ".")
+        p("")
+        p("| cycle | s | mock RSS KiB | mock HWM KiB | mock fds | mock threads | records | lock files | temp files "
+          "| other files | host veths | ports at mock |")
+        p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for smp in thinned(samples):
+            m, left = smp["mock"], smp["leftover"]
+            p(f"| {smp['cycle']} | {smp['seconds']:.0f} | {m['rss_kib']} | {m['hwm_kib']} | {m['fds']} | "
+              f"{m['threads']} | {left['records']} | {left['lock_files']} | {left['temp_files']} | "
+              f"{left['other_files']} | {left['host_veths']} | {left['mock_ports']} |")
+        p("")
+        text, _ = soak_verdict(samples, "cycle", "mock")
+        p(f"- mizarmp-mock: {text}.")
+        left_total = sum(v for v in last.values() if isinstance(v, int) and v > 0)
+        p(f"- Left behind after the last cycle: {', '.join(f'{k} {v}' for k, v in last.items())}: "
+          + ("**nothing left behind**." if left_total == 0 else "**something is left behind**."))
+        for command, r in sorted(cni.get("plugin", {}).items()):
+            rss = r["maxrss_kib"]
+            p(f"- The plugin's own peak RSS per {command} (wait4 rusage, {r['n']} runs): min {rss['min']:.0f}, "
+              f"median {rss['median']:.0f}, max {rss['max']:.0f} KiB; wall time median "
+              f"{fmt(g(r, 'wall', 'median_ms'))}, p99 {fmt(g(r, 'wall', 'p99_ms'))}.")
+        p("")
+    if srv.get("samples"):
+        samples = srv["samples"]
+        load_samples = [x for x in samples if x.get("phase") == "load"]
+        p(f"### Server: mizarmp-addons under continuous fence traffic ({srv.get('seconds', 0):.0f} s)")
+        p("")
+        p(f"{srv.get('clients')} client threads (a channel each) against mizarmp-addons, which runs against "
+          f"mizarmp-mock with {srv.get('ports'):,} ports; each client loops FenceClusterNetwork, ListClusterFence, "
+          f"GetFenceClients, UnfenceClusterNetwork, ListClusterFence over its own {srv.get('cidrs_per_client')} "
+          "`/32`s, so the fence state returns to empty every loop. "
+          f"{len(load_samples)} samples under load (at most 24 shown, evenly spaced; the verdicts use all); the last "
+          "row is 1 s after the clients stopped.")
+        p("")
+        p("| s | phase | RPCs so far | addons RSS KiB | addons HWM KiB | addons fds | addons threads | mock RSS KiB "
+          "| mock fds | fence store bytes |")
+        p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for smp in thinned(load_samples) + [x for x in samples if x.get("phase") != "load"]:
+            a, m = smp["addons"], smp["mock"]
+            p(f"| {smp['seconds']:.0f} | {smp['phase']} | {smp['rpcs']:,} | {a['rss_kib']} | {a['hwm_kib']} | "
+              f"{a['fds']} | {a['threads']} | {m['rss_kib']} | {m['fds']} | {smp['store_bytes']:,} |")
+        p("")
+        for proc, name in (("addons", "mizarmp-addons"), ("mock", "mizarmp-mock")):
+            text, _ = soak_verdict(load_samples, "seconds", proc)
+            p(f"- {name}: {text}.")
+        rpcs = srv.get("rpcs", {})
+        total = srv.get("rpcs_total", 0)
+        p(f"- RPCs: {total:,} in {srv.get('seconds', 0):.0f} s ({total / max(srv.get('seconds', 1), 1e-9):.0f}/s): "
+          + "; ".join(f"{k} {v['ok']:,} ok, errors {json.dumps(v['errors']) if v['errors'] else 'none'}"
+                      + (f" (first: {v['first_error']})" if v.get("first_error") else "")
+                      for k, v in sorted(rpcs.items())) + ".")
+        store = [x["store_bytes"] for x in load_samples]
+        if store:
+            p(f"- Fence store (SQLite file with its -wal and -shm): {store[0]:,} bytes at the start, "
+              f"{store[len(store) // 2]:,} at half-way, {store[-1]:,} at the end.")
+        left = srv.get("leftover", {})
+        p(f"- Still fenced after the clients stopped: {left.get('fenced_cidrs')} CIDRs listed, "
+          f"{left.get('ports_down')} ports down at the mock.")
+        p("")
+    return o
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
@@ -151,6 +291,7 @@ def main():
     M = machine(w)
     cni = load(os.path.join(w, "cni.json")) or {}
     addons = load(os.path.join(w, "addons.json")) or {}
+    soak = load(os.path.join(w, "soak.json")) or {}
     P = os.path.join(w, "profile")
     PERF = os.path.join(w, "addons", "perf")
 
@@ -177,7 +318,7 @@ def main():
     p("# Benchmarks")
     p("")
     p("**Run them all:** `sudo bash bench/run.sh` (from the repository root; builds a Release build in")
-    p("`../build-bench`, runs every benchmark, rewrites this file; about 10 minutes).")
+    p("`../build-bench`, runs every benchmark, rewrites this file; about 18 minutes, the soak 7 of them).")
     p("`BENCH_QUICK=1` makes a smoke run; `BENCH_BUILD_DIR`, `BENCH_WORK_DIR`, `BENCH_OUT` move things.")
     p("")
     if a.quick:
@@ -306,6 +447,19 @@ def main():
     else:
         rows.append(("5. FenceClusterNetwork, 1,000 CIDRs / 10,000 ports", "report",
                      f"**not measured**: {fen.get('why', 'not run')}", "not measured"))
+
+    soak_rows = []
+    if g(soak, "cni", "samples"):
+        soak_rows.append((f"{g(soak, 'cni', 'cycles'):,} ADD/DEL cycles", "mizarmp-mock", soak["cni"]["samples"], "cycle"))
+    if g(soak, "server", "samples"):
+        load_samples = [x for x in soak["server"]["samples"] if x.get("phase") == "load"]
+        for proc, name in (("addons", "mizarmp-addons"), ("mock", "mizarmp-mock")):
+            soak_rows.append((f"{soak['server']['seconds']:.0f} s of fence traffic", name, load_samples, "seconds"))
+    for what, name, samples, x_key in soak_rows:
+        proc = "addons" if name == "mizarmp-addons" else "mock"
+        text, flat = soak_verdict(samples, x_key, proc)
+        rows.append((f"6. soak, {what}: {name} RSS and fds", "flat (see Soak)", text,
+                     verdict(flat)))
 
     p("## Figures against their targets")
     p("")
@@ -562,6 +716,9 @@ def main():
     elif fence:
         p(f"- FenceClusterNetwork: **not measured** — {fen.get('why', 'not run')}.")
         p("")
+
+    if soak:
+        o.extend(soak_lines(soak, a.quick))
 
     # ------------------------------------------------------------------------------ misses
     p("## What bounds each miss, and what would move it")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
 # bench/RESULTS.md. Needs root (network namespaces), Debian's containernetworking-plugins
-# (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional), python3. Takes about 10 minutes.
+# (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional), python3. Takes about 18 minutes
+# (the soak alone about 7).
 #
 #   sudo bash bench/run.sh
 #
@@ -36,9 +37,11 @@ done
 if [[ -n ${BENCH_QUICK:-} ]]; then
   CNI_ARGS=(--iterations 10 --warmup 2 --ready-iterations 4 --burst-rounds 1 --version-iterations 20)
   ADDONS_ARGS=(--seconds 1 --rounds 2 --getclients-calls 5)
+  SOAK_ARGS=(--cycles 100 --sample-every 10 --seconds 10 --sample-seconds 1)
 else
   CNI_ARGS=(--iterations 100 --warmup 5 --ready-iterations 20 --burst-rounds 3 --version-iterations 200)
   ADDONS_ARGS=(--seconds 2 --rounds 6 --getclients-calls 30)
+  SOAK_ARGS=(--cycles 1000 --sample-every 50 --seconds 300 --sample-seconds 5)
 fi
 
 # ------------------------------------------------------------------------------ machine, build
@@ -62,7 +65,7 @@ M=$WORK/machine.txt
 echo "== build ($BUILD, Release)"
 cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; die "cmake configure failed"; }
-TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons
+TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons mizarmp-bench-soak
          mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-static-cxx)
 for p in libc libstdcxx nl nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
@@ -120,6 +123,10 @@ command -v perf >/dev/null && ADDONS_ARGS+=(--perf-dir "$WORK/addons/perf")
 "$BIN/mizarmp-bench-addons" --bin-dir "$BIN" --work "$WORK/addons" --out "$WORK/addons.json" \
   "${ADDONS_ARGS[@]}" 2>&1 | tee "$WORK/addons.log" || echo "(some addons benchmark reported a failure; see the report)"
 
+echo "== soak (memory and fds under sustained use)"
+"$BIN/mizarmp-bench-soak" --bin-dir "$BIN" --work "$WORK/soak" --out "$WORK/soak.json" \
+  "${SOAK_ARGS[@]}" 2>&1 | tee "$WORK/soak.log" || echo "(the soak reported a failure; see the report)"
+
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
 # The commands as run, for the report.
 {
@@ -128,6 +135,7 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "$BIN/mizarmp-bench-cni --bin-dir $BIN --work WORK/cni --out WORK/cni.json ${CNI_ARGS[*]}"
   echo "$BIN/mizarmp-bench-cni ... --sections profile --profile-wrap 'valgrind --tool=callgrind ...'"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons --out WORK/addons.json ${ADDONS_ARGS[*]}"
+  echo "$BIN/mizarmp-bench-soak --bin-dir $BIN --work WORK/soak --out WORK/soak.json ${SOAK_ARGS[*]}"
 } >"$WORK/commands.txt"
 
 /usr/bin/python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"

@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace mizarmp::bench {
+
+using nlohmann::json;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -26,6 +33,122 @@ Stats Summarize(std::vector<double> v) {
   for (double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());
   return s;
+}
+
+json StatsJson(const Stats& s) {
+  return json{{"n", s.n},        {"min_ms", s.min}, {"median_ms", s.median}, {"p90_ms", s.p90},
+              {"p99_ms", s.p99}, {"max_ms", s.max}, {"mean_ms", s.mean}};
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+std::optional<json> HttpJson(const std::string& method, const std::string& url,
+                             const std::string& body_file) {
+  std::string cmd = "curl -sS --max-time 120 -X " + method + " -H 'Content-Type: application/json'";
+  if (!body_file.empty()) cmd += " --data-binary @" + body_file;
+  cmd += " '" + url + "'";
+  std::string out;
+  if (Shell(cmd, &out) != 0) return std::nullopt;
+  json j = json::parse(out, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+Mock::Mock(const MockOptions& o) : work_dir_(o.work_dir) {
+  const std::string tag = UniqueName("mk");
+  const std::string port_file = o.work_dir + "/" + tag + ".port";
+  log_ = o.work_dir + "/" + tag + ".log";
+  std::filesystem::remove(port_file);
+  std::vector<std::string> argv = {o.bin_dir + "/mizarmp-mock",
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--port-file",
+                                   port_file,
+                                   "--cidr",
+                                   o.cidr,
+                                   "--ready-delay-ms",
+                                   std::to_string(o.ready_delay_ms),
+                                   "--log-level",
+                                   "warn"};
+  if (!o.agent_netns.empty()) {
+    const std::string bridge = ("mzbb" + tag.substr(2)).substr(0, 15);  // a link name's limit
+    for (const std::string& a :
+         {std::string("--agent"), std::string("--agent-netns"), o.agent_netns,
+          std::string("--bridge"), bridge, std::string("--mtu"), std::string("1400")}) {
+      argv.push_back(a);
+    }
+  }
+  if (!daemon_.Start(argv, log_)) return;
+  port_ = std::atoi(WaitForFile(port_file, std::chrono::seconds(10)).c_str());
+  ok_ = port_ > 0;
+}
+
+std::optional<json> Mock::State() const { return HttpJson("GET", url() + "/mock/state"); }
+
+std::vector<std::string> Mock::CreatePorts(int n) const {
+  std::vector<std::string> ips;
+  const std::string body = work_dir_ + "/bulk-" + std::to_string(port_) + ".json";
+  for (int base = 0; base < n; base += 500) {
+    json ports = json::array();
+    for (int i = base; i < std::min(n, base + 500); ++i) {
+      char id[64], host[32];
+      std::snprintf(id, sizeof(id), "00000000-0000-5000-9000-%012d", i);
+      std::snprintf(host, sizeof(host), "node-%03d", i % 100);
+      ports.push_back({{"project_id", kProject},
+                       {"id", id},
+                       {"name", std::string("k8s_") + id},
+                       {"admin_state_up", true},
+                       {"network_id", kSubnet},
+                       {"veth_name", "eth0"},
+                       {"network_ns", "/var/run/netns/pod" + std::to_string(i)},
+                       {"binding:host_id", host}});
+    }
+    std::ofstream(body) << json{{"ports", ports}}.dump();
+    auto r = HttpJson("POST", url() + "/project/" + kProject + "/ports", body);
+    if (!r || !r->contains("ports")) break;
+    for (const auto& p : (*r)["ports"]) {
+      if (p.contains("fixed_ips") && !p["fixed_ips"].empty()) {
+        ips.push_back(p["fixed_ips"][0]["ip_address"]);
+      }
+    }
+  }
+  return ips;
+}
+
+json MizarmpConfig(const std::string& url, const std::string& state_dir) {
+  return {{"cniVersion", "1.0.0"},
+          {"name", "mzbench"},
+          {"type", "mizarmp"},
+          {"mpurl", url},
+          {"project", kProject},
+          {"subnet", kSubnet},
+          {"hostId", "bench-node"},
+          {"stateDir", state_dir},
+          {"mtu", 1400},
+          {"timeouts", {{"readyMs", 20000}, {"nicMs", 10000}}}};
+}
+
+Exec PluginExec(const std::string& plugin_path, const std::string& cni_path,
+                const std::string& command, const std::string& container, const std::string& netns,
+                const json& config) {
+  Exec e;
+  e.argv = {plugin_path};
+  e.env = {{"CNI_COMMAND", command},
+           {"CNI_CONTAINERID", container},
+           {"CNI_IFNAME", "eth0"},
+           {"CNI_PATH", cni_path},
+           {"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}};
+  if (!netns.empty()) e.env["CNI_NETNS"] = netns;
+  e.stdin_data = config.dump();
+  return e;
 }
 
 }  // namespace mizarmp::bench

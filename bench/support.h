@@ -1,10 +1,16 @@
-// Benchmark helpers: order statistics and durations. Running programs (a CNI plugin exec'd as
-// a runtime does, servers, netns) is the tests' own support code (tests/support/process.h),
-// named here so the drivers read as before.
+// Benchmark helpers: order statistics and durations, mizarmp-mock (with or without its host
+// agent) and the plugin's network config for it. Running programs (a CNI plugin exec'd as a
+// runtime does, servers, netns) is the tests' own support code (tests/support/process.h), named
+// here so the drivers read as before.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tests/support/process.h"
@@ -22,13 +28,67 @@ using testing::UniqueName;
 using testing::WaitForFile;
 using Netns = testing::ScopedNetns;
 
+// The project and subnet every benchmark's ports live in.
+inline constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
+inline constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+
 struct Stats {
   size_t n = 0;
   double min = 0, median = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
 };
 // Nearest-rank percentiles of the samples.
 Stats Summarize(std::vector<double> samples);
+// The same as {"n", "min_ms", "median_ms", ...}.
+nlohmann::json StatsJson(const Stats& s);
 
 double Ms(Clock::duration d);
+
+// `s` cut at every `sep`, empty pieces dropped.
+std::vector<std::string> Split(const std::string& s, char sep);
+
+// An HTTP request through curl(1) (outside every timed window; keeps an HTTP client out of the
+// drivers' own footprint), `body_file` sent as a JSON body when given. The parsed JSON answer,
+// nullopt when curl failed or the answer is not JSON.
+std::optional<nlohmann::json> HttpJson(const std::string& method, const std::string& url,
+                                       const std::string& body_file = {});
+
+struct MockOptions {
+  std::string bin_dir;      // holds mizarmp-mock
+  std::string work_dir;     // its port file and log go here
+  std::string cidr;         // the subnet's addresses
+  std::string agent_netns;  // when set, the mock is also the host agent, its bridge in this netns
+  int ready_delay_ms = 0;   // how long a new port stays not ready
+};
+
+// mizarmp-mock on 127.0.0.1 (an ephemeral port), stopped on destruction.
+class Mock {
+ public:
+  explicit Mock(const MockOptions& o);
+  bool ok() const { return ok_; }
+  int port() const { return port_; }
+  pid_t pid() const { return daemon_.pid(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  const std::string& log() const { return log_; }
+  // GET /mock/state ({"ports": N, "requests": N, ...}); nullopt when it cannot be read.
+  std::optional<nlohmann::json> State() const;
+  // Creates `n` ports (bulk creates of 500, node-NNN host ids, no agent work) and returns their
+  // addresses in creation order; fewer than `n` when the mock refused some.
+  std::vector<std::string> CreatePorts(int n) const;
+
+ private:
+  Daemon daemon_;
+  std::string work_dir_, log_;
+  int port_ = 0;
+  bool ok_ = false;
+};
+
+// mizarmp's network config ("mzbench") for the controller at `url`, records under `state_dir`.
+nlohmann::json MizarmpConfig(const std::string& url, const std::string& state_dir);
+
+// A CNI plugin invocation as a runtime makes it: only CNI_COMMAND, CNI_CONTAINERID, CNI_IFNAME
+// (eth0), CNI_PATH, PATH and (when `netns` is set) CNI_NETNS; `config` on stdin.
+Exec PluginExec(const std::string& plugin_path, const std::string& cni_path,
+                const std::string& command, const std::string& container, const std::string& netns,
+                const nlohmann::json& config);
 
 }  // namespace mizarmp::bench
