@@ -3,6 +3,8 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "common/version.h"
+
 namespace mizarmp::cni {
 
 Result<SemVer> ParseVersion(std::string_view text) {
@@ -31,6 +33,11 @@ bool IsSupported(std::string_view version) {
 }
 
 std::string SupportedList() { return Joined(kSupportedVersions, ", "); }
+
+std::string AboutText() {
+  return "CNI mizarmp plugin " + std::string(Version()) + " (commit " + std::string(GitCommit()) +
+         ")\nCNI protocol versions supported: " + SupportedList() + "\n";
+}
 
 Status CheckSupported(std::string_view version) {
   if (IsSupported(version)) return Status::Ok();

@@ -31,5 +31,9 @@ bool AtLeast(std::string_view version, std::string_view minimum);
 std::string SupportedList();
 // The VERSION command's answer: {"cniVersion":"1.1.0","supportedVersions":[...]}.
 std::string VersionResultJson();
+// What a person running the plugin by hand is told (`--version`, or no CNI_COMMAND), as the
+// reference plugins do: "CNI mizarmp plugin 0.1.0 (commit ...)" and a line listing the CNI
+// versions it speaks.
+std::string AboutText();
 
 }  // namespace mizarmp::cni

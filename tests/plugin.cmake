@@ -13,3 +13,9 @@ if(TARGET mizarmp)
     TIMEOUT 120)
   add_dependencies(plugin_hostile_test mizarmp)
 endif()
+# The plugin binary run by hand: --version, no CNI_COMMAND (no server, no root).
+if(TARGET mizarmp)
+  mizarmp_add_test(NAME plugin_by_hand_test SOURCES integration/plugin_by_hand_test.cc
+    LIBS mizarmp_common LABELS integration TIMEOUT 60)
+  add_dependencies(plugin_by_hand_test mizarmp)
+endif()

@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "cni/plugin.h"
+#include "cni/version.h"
 #include "common/fileutil.h"
 
 extern char** environ;
@@ -39,9 +41,22 @@ std::string ReadBoundedStdin() {
   return input;
 }
 
+// By hand, `mizarmp --version` (stdout) or a run with no CNI_COMMAND (stderr: stdout is the
+// runtime's channel, as for the reference plugins) says what this is and exits 0 without
+// reading stdin.
+bool PrintAboutIfRunByHand(int argc, char** argv) {
+  const bool version_flag = argc > 1 && std::string_view(argv[1]) == "--version";
+  const char* command = std::getenv("CNI_COMMAND");
+  if (!version_flag && command != nullptr && *command != '\0') return false;
+  (void)mizarmp::WriteAllFd(version_flag ? STDOUT_FILENO : STDERR_FILENO,
+                            mizarmp::cni::AboutText());
+  return true;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (PrintAboutIfRunByHand(argc, argv)) return 0;
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
