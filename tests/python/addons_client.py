@@ -255,12 +255,15 @@ class AddonsServer:
     secrets_file (--secrets-file; make_secrets_file() writes one). Extra flags go in `args`."""
 
     def __init__(self, workdir, mpurl=None, endpoint=None, tls=None, client_ca=False, args=(),
-                 name="addons", fence_store=None, state_dir=None, secrets_file=None):
+                 name="addons", fence_store=None, state_dir=None, key_store_dir=None,
+                 secrets_file=None):
         self.workdir = workdir
-        # Never the system defaults (/var/lib/...): a store and a records dir per server name
-        # unless the test shares one between servers (a restart on the same store).
+        # Never the system defaults (/var/lib/...): a fence store, a records dir and a key store
+        # per server name unless the test shares one between servers (a restart on the same
+        # store).
         self.fence_store = fence_store or os.path.join(workdir, f"{name}-lib", "fence.db")
         self.state_dir = state_dir or os.path.join(workdir, f"{name}-cni")
+        self.key_store_dir = key_store_dir or os.path.join(workdir, f"{name}-keys")
         self.mpurl = mpurl or f"http://127.0.0.1:{free_port()}"
         self.tls = tls
         self.client_ca = client_ca
@@ -289,7 +292,7 @@ class AddonsServer:
     def command(self):
         cmd = [binary("mizarmp-addons"), "--endpoint", self.endpoint, "--mpurl", self.mpurl,
                "--log-level", "debug", "--fence-store", self.fence_store,
-               "--state-dir", self.state_dir]
+               "--state-dir", self.state_dir, "--key-store-dir", self.key_store_dir]
         if self.tls:
             cmd += ["--tls-cert-file", self.tls["server_cert"],
                     "--tls-key-file", self.tls["server_key"]]

@@ -83,8 +83,7 @@ class HealthTest(unittest.TestCase):
             self.assertEqual(self.check(stub, name), grpc.StatusCode.NOT_FOUND, name)
 
     def test_check_node_mode(self):
-        keys = os.path.join(self.work.path, "node-keys")
-        stub = self.health(self.server(args=["--mode", "node", "--key-store-dir", keys]))
+        stub = self.health(self.server(args=["--mode", "node"]))
         for name in ("", IDENTITY, KEYROT):
             self.assertEqual(self.check(stub, name), "SERVING", name)
         self.assertEqual(self.check(stub, FENCE), grpc.StatusCode.NOT_FOUND)

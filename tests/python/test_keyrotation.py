@@ -43,8 +43,8 @@ class KeyRotationTest(unittest.TestCase):
         cls.keys = os.path.join(cls.work.path, "keys")
         # Cheap PBKDF2 for the keyslots the server adds (a test-only hook of the server).
         os.environ["MIZARMP_KEYROT_TEST_PBKDF2_ITERATIONS"] = "1000"
-        cls.srv = TestHooksAddonsServer(cls.work.path, args=["--mode", "node",
-                                                             "--key-store-dir", cls.keys]).start()
+        cls.srv = TestHooksAddonsServer(cls.work.path, args=["--mode", "node"],
+                                        key_store_dir=cls.keys).start()
         cls.channel = cls.srv.channel()
         pb = cls.stubs.encryptionkeyrotation_pb2_grpc
         cls.stub = pb.EncryptionKeyRotationControllerStub(cls.channel)
