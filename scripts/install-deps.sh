@@ -21,6 +21,10 @@ PACKAGES=(
   # the podman end-to-end test and the demo: runtime, reference CNI plugins (portmap needs
   # iptables), the static busybox the offline test image is made of, curl for the controller
   podman runc conmon containernetworking-plugins iptables busybox-static curl ca-certificates
+  # the Debian packages and their test (tests/package): cpack's DEB generator finds binaries with
+  # file and computes Depends with dpkg-shlibdeps (dpkg-dev); systemd-analyze verify and
+  # systemd-tmpfiles (systemd)
+  dpkg-dev file systemd
   # the fuzz build (scripts/fuzz.sh): clang, and the compiler-rt runtimes -fsanitize=fuzzer,
   # address and undefined link (libFuzzer itself is in libclang-rt-14-dev; clang-14 only
   # recommends it, and recommends are not installed)

@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# The Debian packages as an operator uses them: built by cpack, installed with apt-get, every file
+# where README.md "Install" says, the unit accepted by systemd-analyze, the installed server
+# answering Probe with the installed config, the installed plugin doing ADD/DEL through podman,
+# then `apt-get purge` leaving nothing of ours but what an operator must keep.
+#
+#   tests/package/package_test.sh BUILD_DIR VERSION PYTHON
+#
+# BUILD_DIR is a built normal build (its CPackConfig.cmake and bin/mizarmp-mock), VERSION the
+# package version cpack must give both packages, PYTHON a python3 with grpcio and grpc_tools.
+# Needs root, podman and apt-get: without them it prints why and exits 77 (ctest: skipped),
+# except under CI=true where that is a failure. It refuses to run (same way) when either package
+# is already installed: purging it would remove an operator's installation. Whatever happens, the
+# trap purges what it installed and leaves the system paths as it found them.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=../e2e/podman_env.sh
+source "$ROOT/tests/e2e/podman_env.sh"
+
+BUILD_DIR=${1:?usage: $0 BUILD_DIR VERSION PYTHON}
+VERSION=${2:?usage: $0 BUILD_DIR VERSION PYTHON}
+PYTHON=${3:?usage: $0 BUILD_DIR VERSION PYTHON}
+PACKAGES=(mizarmp mizarmp-addons)
+
+# Every file the packages install, as README.md "Install" lists them (directories aside).
+PLUGIN_FILES=(
+  /opt/cni/bin/mizarmp
+  /usr/share/doc/mizarmp/examples/mizarmp.conf
+  /usr/share/doc/mizarmp/examples/mizarmp.conflist
+  /usr/lib/tmpfiles.d/mizarmp.conf
+  /etc/logrotate.d/mizarmp
+)
+ADDONS_FILES=(
+  /usr/bin/mizarmp-addons
+  /etc/mizarmp/mizarmp-addons-controller.json
+  /etc/mizarmp/mizarmp-addons-node.json
+  /lib/systemd/system/mizarmp-addons@.service
+  /lib/systemd/system/mizarmp-addons@node.service.d/node.conf
+  /usr/lib/tmpfiles.d/mizarmp-addons.conf
+  /etc/logrotate.d/mizarmp-addons
+)
+KEYS=/var/lib/mizarmp/keys
+# System paths the packages or the installed server create; each is put back as it was.
+SYSTEM_DIRS=(/etc/mizarmp /var/lib/mizarmp "$KEYS" /var/log/mizarmp /run/mizarmp /opt/cni)
+
+PASSED=0
+WORK=""
+NETNS=""
+MOCK_PID=""
+ADDONS_PID=""
+INSTALLED=0
+KEY_FILE=""
+declare -A EXISTED=()
+
+log() { echo "package: $*"; }
+
+fail() {
+  echo "FAIL: $*"
+  local f
+  for f in "$WORK"/*.log "$WORK"/*.err; do
+    [[ -s "$f" ]] || continue
+    echo "----- $(basename "$f") (last 30 lines) -----"
+    tail -n 30 "$f"
+  done
+  echo "package test: $PASSED passed, 1 failed"
+  exit 1
+}
+
+pass() {
+  PASSED=$((PASSED + 1))
+  echo "ok: $*"
+}
+
+expect_eq() {
+  [[ "$2" == "$3" ]] || fail "$1: got '$2', want '$3'"
+  pass "$1 = $3"
+}
+
+# cannot_run REASON: a skip outside CI, a failure in it.
+cannot_run() {
+  if [[ "${CI:-}" == "true" ]]; then
+    echo "FAIL: the package test is required in CI but cannot run: $1"
+    echo "package test: 0 passed, 1 failed"
+    exit 1
+  fi
+  echo "SKIP: package test: $1"
+  exit 77
+}
+
+STOPPED_RC=""
+stop_process() { # PID: SIGTERM, then SIGKILL after 10 s; its exit code in STOPPED_RC
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  STOPPED_RC=$?
+}
+
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 "$@"
+}
+
+installed_packages() {
+  local p
+  for p in "${PACKAGES[@]}"; do
+    [[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" == ?[ihUFWt]* ]] && echo "$p"
+  done
+}
+
+# Puts the system directories back the way they were before the test: gone if they were absent
+# (only when empty: nothing but ours is ever deleted; children first), there (0700) if they
+# existed (parents first).
+restore_system_dirs() {
+  local i d
+  for ((i = ${#SYSTEM_DIRS[@]} - 1; i >= 0; i--)); do
+    d=${SYSTEM_DIRS[$i]}
+    [[ -z "${EXISTED[$d]}" && -d "$d" ]] && rmdir "$d" 2>/dev/null
+  done
+  for d in "${SYSTEM_DIRS[@]}"; do
+    [[ -n "${EXISTED[$d]}" && ! -d "$d" ]] && mkdir -m 0700 "$d"
+  done
+}
+
+cleanup() {
+  local rc=$?
+  [[ -n "$ADDONS_PID" ]] && stop_process "$ADDONS_PID"
+  mz_podman_cleanup
+  [[ -n "$MOCK_PID" ]] && stop_process "$MOCK_PID"
+  [[ -n "$NETNS" ]] && ip netns del "$NETNS" 2>/dev/null
+  if ((INSTALLED)) && [[ -n "$(installed_packages)" ]]; then
+    apt_get purge -y "${PACKAGES[@]}" >"$WORK/cleanup-purge.log" 2>&1
+  fi
+  [[ -n "$KEY_FILE" ]] && rm -f "$KEY_FILE"
+  rm -f /run/mizarmp/{controller,node}/csi-addons.sock
+  local d
+  for d in /run/mizarmp/controller /run/mizarmp/node "$KEYS" /opt/cni/bin; do
+    [[ -d "$d" ]] && rmdir "$d" 2>/dev/null
+  done
+  restore_system_dirs
+  [[ -n "$WORK" ]] && rm -rf "$WORK"
+  exit "$rc"
+}
+
+# --- capability -------------------------------------------------------------------------------
+# One run at a time on this machine, whichever build dir it tests: the packages and the system
+# paths are global. The lock is held on this script's own file, so nothing is left behind.
+exec 9<"${BASH_SOURCE[0]}"
+flock -w 300 9 || cannot_run "another run of this test held its lock for 5 minutes"
+reason=$(mz_podman_unavailable_reason)
+[[ -z "$reason" ]] || cannot_run "$reason"
+for tool in apt-get dpkg-deb cpack; do
+  command -v "$tool" >/dev/null 2>&1 || cannot_run "'$tool' is not installed"
+done
+[[ -z "$(installed_packages)" ]] ||
+  cannot_run "$(installed_packages | tr '\n' ' ')already installed: purging it would remove an operator's installation"
+[[ -f "$BUILD_DIR/CPackConfig.cmake" && -x "$BUILD_DIR/bin/mizarmp-mock" ]] ||
+  fail "$BUILD_DIR has no CPackConfig.cmake or bin/mizarmp-mock (build it first)"
+
+for d in "${SYSTEM_DIRS[@]}"; do
+  [[ -e "$d" ]] && EXISTED[$d]=1 || EXISTED[$d]=""
+done
+WORK=$(mktemp -d /tmp/mizarmp-pkg.XXXXXX)
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- 1. the packages ----------------------------------------------------------------------------
+log "1. cpack into $WORK/debs"
+cpack --config "$BUILD_DIR/CPackConfig.cmake" -B "$WORK/debs" >"$WORK/cpack.log" 2>&1 ||
+  fail "cpack"
+ARCH=$(dpkg --print-architecture)
+for p in "${PACKAGES[@]}"; do
+  deb="$WORK/debs/${p}_${VERSION}_${ARCH}.deb"
+  [[ -f "$deb" ]] || fail "cpack made no $(basename "$deb"): $(ls "$WORK/debs")"
+  expect_eq "$p: Version" "$(dpkg-deb -f "$deb" Version)" "$VERSION"
+  log "$p: Depends: $(dpkg-deb -f "$deb" Depends)"
+done
+expect_eq "mizarmp-addons: Depends names libgrpc++" \
+  "$(dpkg-deb -f "$WORK/debs/mizarmp-addons_${VERSION}_${ARCH}.deb" Depends | grep -o 'libgrpc++[0-9.]*' | head -n1 | cut -c1-9)" \
+  "libgrpc++"
+expect_eq "mizarmp-addons: conffiles" \
+  "$(dpkg-deb --ctrl-tarfile "$WORK/debs/mizarmp-addons_${VERSION}_${ARCH}.deb" | tar -xO ./conffiles | sort | tr '\n' ' ')" \
+  "/etc/logrotate.d/mizarmp-addons /etc/mizarmp/mizarmp-addons-controller.json /etc/mizarmp/mizarmp-addons-node.json "
+expect_eq "mizarmp: conffiles" \
+  "$(dpkg-deb --ctrl-tarfile "$WORK/debs/mizarmp_${VERSION}_${ARCH}.deb" | tar -xO ./conffiles)" \
+  "/etc/logrotate.d/mizarmp"
+
+# --- 2. install: every file where the README says, nothing else ---------------------------------
+log "2. apt-get install"
+INSTALLED=1
+(cd "$WORK/debs" && apt_get install -y ./*.deb) >"$WORK/install.log" 2>&1 || fail "apt-get install"
+listed_files() { dpkg -L "$1" | while read -r f; do [[ -f "$f" ]] && echo "$f"; done | sort; }
+expect_eq "files of mizarmp" "$(listed_files mizarmp | tr '\n' ' ')" \
+  "$(printf '%s\n' "${PLUGIN_FILES[@]}" | sort | tr '\n' ' ')"
+expect_eq "files of mizarmp-addons" "$(listed_files mizarmp-addons | tr '\n' ' ')" \
+  "$(printf '%s\n' "${ADDONS_FILES[@]}" | sort | tr '\n' ' ')"
+for f in /opt/cni/bin/mizarmp /usr/bin/mizarmp-addons; do
+  [[ -x "$f" ]] || fail "$f is not executable"
+done
+expect_eq "mode of the server configs" \
+  "$(stat -c %a /etc/mizarmp/mizarmp-addons-controller.json /etc/mizarmp/mizarmp-addons-node.json | sort -u)" 600
+expect_eq "mode of /var/log/mizarmp (postinst's tmpfiles)" "$(stat -c %a /var/log/mizarmp)" 700
+CNI_COMMAND=VERSION /opt/cni/bin/mizarmp </dev/null >"$WORK/version.out" 2>"$WORK/version.err" ||
+  fail "the installed plugin's VERSION"
+expect_eq "installed plugin: VERSION lists 1.0.0" \
+  "$(mz_json '"1.0.0" in d["supportedVersions"]' <"$WORK/version.out")" true
+
+# --- 3. the units -------------------------------------------------------------------------------
+log "3. systemd-analyze verify"
+if command -v systemd-analyze >/dev/null 2>&1; then
+  # Each instance as a file of its own beside the node drop-in, in a scratch unit directory
+  # (systemd-analyze adds the directory of the files it verifies to its search path).
+  mkdir -p "$WORK/units"
+  cp -r /lib/systemd/system/mizarmp-addons@node.service.d "$WORK/units/"
+  for mode in controller node; do
+    cp /lib/systemd/system/mizarmp-addons@.service "$WORK/units/mizarmp-addons@$mode.service"
+    systemd-analyze verify "$WORK/units/mizarmp-addons@$mode.service" >"$WORK/verify-$mode.out" 2>&1
+    verify_rc=$?
+    cat "$WORK/verify-$mode.out"
+    [[ $verify_rc -eq 0 && ! -s "$WORK/verify-$mode.out" ]] ||
+      fail "systemd-analyze verify mizarmp-addons@$mode.service (rc $verify_rc)"
+    pass "systemd-analyze verify mizarmp-addons@$mode.service: no complaint"
+  done
+else
+  echo "SKIP (part): systemd-analyze is not installed (package systemd): units not verified"
+fi
+
+# --- 4. the installed server with the installed config answers Probe ---------------------------
+log "4. mizarmp-mock and the installed mizarmp-addons"
+SUFFIX=$(printf '%04x%04x' $(($$ & 0xffff)) $((RANDOM)))
+NETNS="mzpkg-$SUFFIX"
+ip netns add "$NETNS" || fail "ip netns add $NETNS"
+ip -n "$NETNS" link set lo up
+CIDR=10.247.0.0/24
+GATEWAY=10.247.0.1
+"$BUILD_DIR/bin/mizarmp-mock" --listen 127.0.0.1:0 --port-file "$WORK/mock.port" --agent \
+  --bridge "mzpk$SUFFIX" --agent-netns "/run/netns/$NETNS" --cidr "$CIDR" --gateway "$GATEWAY" \
+  --log-file "$WORK/mock.log" >"$WORK/mock.out" 2>"$WORK/mock.err" &
+MOCK_PID=$!
+mz_wait_for_file "$WORK/mock.port" 30 || fail "mizarmp-mock did not write its port file"
+URL="http://127.0.0.1:$(cat "$WORK/mock.port")"
+
+# serve_and_probe MODE [FLAGS...]: runs the installed server with the installed config of MODE
+# (and FLAGS), asks Identity Probe over the config's socket until it says ready (60 s at most),
+# checks the socket's directory and a clean exit on SIGTERM.
+serve_and_probe() {
+  local mode=$1 socket="/run/mizarmp/$1/csi-addons.sock"
+  shift
+  /usr/bin/mizarmp-addons --config "/etc/mizarmp/mizarmp-addons-$mode.json" "$@" \
+    >"$WORK/addons-$mode.log" 2>&1 </dev/null &
+  ADDONS_PID=$!
+  "$PYTHON" - "$ROOT/tests/python" "$WORK/stubs" "unix:$socket" >"$WORK/probe-$mode.out" \
+    2>"$WORK/probe-$mode.err" <<'PYEOF'
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import grpc
+import addons_client as ac
+stubs = ac.generate_stubs(sys.argv[2])
+deadline = time.monotonic() + 60
+while True:
+    try:
+        with grpc.insecure_channel(sys.argv[3]) as ch:
+            stub = stubs.identity_pb2_grpc.IdentityStub(ch)
+            resp = stub.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
+            if resp.ready.value or time.monotonic() > deadline:
+                print("ready" if resp.ready.value else "not ready")
+                break
+    except grpc.RpcError as err:
+        if time.monotonic() > deadline:
+            print(f"no answer: {err.code()}")
+            break
+    time.sleep(0.2)
+PYEOF
+  expect_eq "$mode mode: Probe of the installed server with the installed config $*" \
+    "$(cat "$WORK/probe-$mode.out")" ready
+  expect_eq "$mode mode: mode of the socket's directory" "$(stat -c %a "$(dirname "$socket")")" 700
+  stop_process "$ADDONS_PID"
+  ADDONS_PID=""
+  expect_eq "$mode mode: the server's exit code after SIGTERM" "$STOPPED_RC" 0
+  rmdir "$(dirname "$socket")" 2>/dev/null
+}
+
+# Only the controller URL differs from the installed configs.
+serve_and_probe controller --mpurl "$URL"
+serve_and_probe node
+[[ -f /var/lib/mizarmp/fence.db ]] || fail "no fence store at /var/lib/mizarmp/fence.db"
+pass "fence store at /var/lib/mizarmp/fence.db"
+
+# --- 5. the installed plugin through podman ------------------------------------------------------
+log "5. ADD/DEL through podman with /opt/cni/bin/mizarmp"
+STATE="$WORK/state"
+mkdir -p "$STATE" "$WORK/sync"
+# Plugins only from /opt/cni/bin (ours) and /usr/lib/cni (portmap): the installed binary is
+# the one podman runs.
+mz_podman_init "$WORK" /opt/cni/bin /usr/lib/cni >"$WORK/podman-init.err" 2>&1 ||
+  fail "podman setup / busybox image import"
+NET=mizarmp
+mz_write_conflist /usr/share/doc/mizarmp/examples/mizarmp.conflist \
+  "$MZ_CNI_CONF_DIR/$NET.conflist" "$URL" "$STATE" "pkg-$SUFFIX" debug ||
+  fail "the conflist from the installed example"
+# Log where README.md says, which the packages' logrotate and purge know.
+mz_python - "$MZ_CNI_CONF_DIR/$NET.conflist" <<'PYEOF' || fail "setting logFile"
+import json, sys
+with open(sys.argv[1]) as f:
+    conf = json.load(f)
+conf["plugins"][0]["logFile"] = "/var/log/mizarmp/mizarmp.log"
+with open(sys.argv[1], "w") as f:
+    json.dump(conf, f)
+PYEOF
+ports() { mz_http GET "$URL/project/3dda2801-d675-4688-a63f-dcda8d327f50/ports" | mz_json 'len(d["ports"])'; }
+timeout 180 "$MZ_PODMAN" run --rm --name "pkg-$SUFFIX" --network "$NET" -v "$WORK/sync:/sync" \
+  "$MZ_IMAGE" sh -c "ip -o -4 addr show dev eth0 > /sync/addr
+    if ping -c 1 -W 3 $GATEWAY >/dev/null 2>&1; then echo ok; else echo failed; fi > /sync/ping" \
+  >"$WORK/run.out" 2>"$WORK/run.err" || fail "podman run --rm"
+ADDR=$(awk '{print $4}' "$WORK/sync/addr")
+[[ "$ADDR" == 10.247.0.*/24 ]] || fail "the container's eth0: '$(cat "$WORK/sync/addr")'"
+pass "ADD: the container's eth0 has $ADDR from $CIDR"
+expect_eq "the container pings the gateway" "$(cat "$WORK/sync/ping")" ok
+expect_eq "DEL: ports at the controller after the container left" "$(ports)" 0
+expect_eq "DEL: attachment records left" "$(find "$STATE" -name '*.json' | wc -l)" 0
+grep -q 'ADD' /var/log/mizarmp/mizarmp.log || fail "the plugin logged no ADD in /var/log/mizarmp/mizarmp.log"
+expect_eq "mode of the plugin's log file" "$(stat -c %a /var/log/mizarmp/mizarmp.log)" 600
+
+# --- 6. purge -----------------------------------------------------------------------------------
+log "6. apt-get purge"
+# A key store holding a key: the operator must keep it (the only copy of a LUKS passphrase).
+[[ -d "$KEYS" ]] || mkdir -m 0700 "$KEYS"
+KEY_FILE="$KEYS/mizarmp-package-test-$SUFFIX.json"
+echo '{}' >"$KEY_FILE"
+apt_get purge -y "${PACKAGES[@]}" >"$WORK/purge.log" 2>&1 || fail "apt-get purge"
+INSTALLED=0
+expect_eq "packages still known to dpkg" "$(installed_packages | wc -l)" 0
+for f in "${PLUGIN_FILES[@]}" "${ADDONS_FILES[@]}" /var/lib/mizarmp/fence.db \
+  /var/log/mizarmp/mizarmp.log; do
+  [[ ! -e "$f" ]] || fail "$f is left after purge"
+done
+pass "no installed file, fence store or log file is left"
+for d in /etc/mizarmp /var/log/mizarmp /opt/cni; do
+  [[ -n "${EXISTED[$d]}" || ! -e "$d" ]] || fail "$d is left after purge: $(ls -A "$d")"
+done
+pass "/etc/mizarmp, /var/log/mizarmp and /opt/cni are gone (or were there before)"
+[[ -f "$KEY_FILE" ]] || fail "purge removed a key store that holds a key"
+grep -q 'keeping /var/lib/mizarmp/keys' "$WORK/purge.log" || fail "purge did not say it kept the key store"
+pass "purge kept the key store holding a key, and said so"
+left=$(ls -A /var/lib/mizarmp)
+expect_eq "left in /var/lib/mizarmp" "$left" keys
+
+echo "package test: $PASSED passed, 0 failed"
