@@ -19,3 +19,14 @@ if(TARGET mizarmp)
     LIBS mizarmp_common LABELS integration TIMEOUT 60)
   add_dependencies(plugin_by_hand_test mizarmp)
 endif()
+# The self-contained plugin in an otherwise empty root (root, netns): only when the build links
+# it statically (MIZARMP_STATIC_LINK on the target; sanitizer and fuzz builds link dynamically).
+if(TARGET mizarmp)
+  get_target_property(mizarmp_is_static mizarmp MIZARMP_STATIC_LINK)
+  if(mizarmp_is_static)
+    mizarmp_add_test(NAME plugin_self_contained_test
+      SOURCES integration/plugin_self_contained_test.cc
+      LIBS mizarmp_mock mizarmp_common nlohmann_json::nlohmann_json LABELS "netns;root" TIMEOUT 300)
+    add_dependencies(plugin_self_contained_test mizarmp)
+  endif()
+endif()

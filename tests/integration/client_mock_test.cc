@@ -653,40 +653,8 @@ TEST_P(ClientMockTest, TokenFileIsReadAgainWhenItChanges) {
   EXPECT_CODE(client->GetPort("rotated").status(), Code::kUnauthenticated);
 }
 
-// A throwaway CA, a server certificate for 127.0.0.1 (or the names in `san`) and a client
-// certificate, made with the openssl CLI in a temporary directory.
-struct Pki {
-  testing::TempDir dir;
-  std::string ca, server_cert, server_key, client_cert, client_key;
-  std::string error;
-
-  explicit Pki(const std::string& san = "IP:127.0.0.1,DNS:localhost") {
-    const std::string d = dir.path();
-    ca = d + "/ca.crt";
-    server_cert = d + "/server.crt";
-    server_key = d + "/server.key";
-    client_cert = d + "/client.crt";
-    client_key = d + "/client.key";
-    WriteText(d + "/server.ext", "subjectAltName=" + san + "\nextendedKeyUsage=serverAuth\n");
-    WriteText(d + "/client.ext", "extendedKeyUsage=clientAuth\n");
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string script =
-        "set -e; cd '" + d + "'; " + "openssl req -x509 " + key +
-        " -keyout ca.key -out ca.crt -days 2 "
-        "-subj /CN=mizarmp-test-ca; " +
-        "openssl req " + key + " -keyout server.key -out server.csr -subj /CN=127.0.0.1; " +
-        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-        "-out server.crt -days 2 -extfile server.ext; " +
-        "openssl req " + key + " -keyout client.key -out client.csr -subj /CN=mizarmp-client; " +
-        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-        "-out client.crt -days 2 -extfile client.ext";
-    std::string out;
-    if (testing::Shell("(" + script + ") 2>&1", &out) != 0) error = out;
-  }
-};
-
 TEST_P(ClientMockTest, TlsVerifiesTheServerAgainstTheCa) {
-  Pki pki;
+  testing::Pki pki;
   ASSERT_TRUE(pki.error.empty()) << pki.error;
   mock::Options o = MockOptions();
   o.tls_cert_file = pki.server_cert;
@@ -730,7 +698,7 @@ TEST_P(ClientMockTest, TlsVerifiesTheServerAgainstTheCa) {
 
 TEST_P(ClientMockTest, TlsChecksTheHostName) {
   // Signed by the CA the client trusts, but for another name: the host check must refuse it.
-  Pki pki("DNS:other.example");
+  testing::Pki pki("DNS:other.example");
   ASSERT_TRUE(pki.error.empty()) << pki.error;
   mock::Options o = MockOptions();
   o.tls_cert_file = pki.server_cert;
@@ -754,7 +722,7 @@ TEST_P(ClientMockTest, TlsChecksTheHostName) {
 }
 
 TEST_P(ClientMockTest, MutualTls) {
-  Pki pki;
+  testing::Pki pki;
   ASSERT_TRUE(pki.error.empty()) << pki.error;
   mock::Options o = MockOptions();
   o.tls_cert_file = pki.server_cert;
