@@ -1,18 +1,9 @@
 #include "mizarmp-client/client.h"
 
-#include <arpa/inet.h>
-#include <httplib.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <openssl/x509_vfy.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -20,6 +11,7 @@
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "mizarmp-client/transport.h"
 
 namespace mizarmp::client {
 
@@ -181,15 +173,6 @@ struct Response {
   bool success() const { return http >= 200 && http < 300; }
 };
 
-// Where base_url points: scheme, host, port and an optional path prefix.
-struct Endpoint {
-  bool https = false;
-  std::string host;  // without IPv6 brackets, as getaddrinfo wants it
-  int port = 0;
-  std::string host_header;  // "host", "host:port", "[v6]:port"
-  std::string prefix;       // "" or "/api", never ending in '/'
-};
-
 // Splits base_url (trailing '/' already removed into `base`) into scheme, host, port and path
 // prefix. Credentials in the URL are refused before anything else, so no error echoes them.
 Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& original) {
@@ -258,94 +241,22 @@ Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& origin
   return ep;
 }
 
-// Keeps a SIGPIPE raised by a write to a socket the peer closed from killing the process,
-// without touching the process-wide disposition: SIGPIPE is blocked in this thread for the
-// exchange (httplib sends without MSG_NOSIGNAL, and OpenSSL writes with plain write()), and one
-// raised meanwhile is consumed before the old mask comes back. The write itself fails with EPIPE
-// and httplib reports it as a transport error.
-class ScopedSigpipeBlock {
- public:
-  ScopedSigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
-    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
-  }
-  ~ScopedSigpipeBlock() {
-    if (!blocked_) return;
-    if (!was_pending_) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
-        const timespec zero{0, 0};
-        const int saved = errno;
-        while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
-        }
-        errno = saved;
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
-  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
-
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-  bool was_pending_ = false;
-  bool blocked_ = false;
-};
-
-// The newest OpenSSL error on this thread, for TLS handshake failures ("" if none).
-std::string TakeOpenSslError() {
-  const unsigned long e = ERR_peek_last_error();
-  std::string text;
-  if (e != 0) {
-    const char* reason = ERR_reason_error_string(e);
-    text = reason != nullptr ? reason : "OpenSSL error " + std::to_string(e);
-  }
-  ERR_clear_error();
-  return text;
-}
-
-// What one failed attempt saw, for describing it.
-struct FailedAttempt {
-  httplib::Error error = httplib::Error::Success;
-  int partial_http = 0;   // > 0: the status line arrived, then the body was cut short
-  size_t body_bytes = 0;  // how much of that body arrived
-  int64_t elapsed_ms = 0;
-  bool out_of_time = false;  // the attempt's time ran out
-  milliseconds timeout{0};   // the attempt's time
-};
-
 // How long one attempt may take, and whether that was cut short by the call's deadline.
 struct AttemptTime {
   milliseconds timeout;
   bool clipped = false;
 };
 
-// How one HTTP exchange ended when it produced no complete response.
-struct TransportFailure {
-  std::string text;        // "cannot connect to 127.0.0.1:9090", "TLS: ..."
-  bool retryable = false;  // the server may not have seen or answered the request
-  bool timed_out = false;  // the attempt's time ran out
-  int partial_http = 0;    // the status line arrived, then the body was cut short
-  bool too_large = false;  // the body passed ClientConfig::max_response_bytes
-};
-
 }  // namespace
 
 struct Client::Impl {
   Client* owner = nullptr;
-  std::string base;  // base_url without trailing '/', for log lines
-  Endpoint endpoint;
-  httplib::Headers headers;  // sent with every request (holds the token: never log)
-  std::unique_ptr<httplib::ClientImpl> http;  // made by the first request, then kept (keep-alive)
-  httplib::SSLClient* tls_client = nullptr;   // == http.get() for https
-  std::optional<Dialect> bulk_dialect;        // what bulk create turned out to speak (kAuto)
-  FileVersion token_version;                  // the token file as it was when its token was read
+  std::string base;                      // base_url without trailing '/', for log lines
+  std::unique_ptr<Transport> transport;  // the one kept-alive connection
+  // Sent with every request; holds the token: never log.
+  std::map<std::string, std::string> headers;
+  std::optional<Dialect> bulk_dialect;  // what bulk create turned out to speak (kAuto)
+  FileVersion token_version;            // the token file as it was when its token was read
 
   // Re-reads the token file when it changed since it was read (a rotated token), so a
   // long-lived Client keeps working. A new file that is unreadable or holds no single token is
@@ -363,8 +274,7 @@ struct Client::Impl {
       return;
     }
     token_version = now;
-    headers.erase("Authorization");
-    headers.emplace("Authorization", "Bearer " + *token);
+    headers["Authorization"] = "Bearer " + *token;
     MZ_LOG(kInfo) << "token file " << path << " changed; using its new token";
   }
 
@@ -375,253 +285,27 @@ struct Client::Impl {
     return ProjectPath() + "/ports/" + Escape(id);
   }
 
-  // The connection object, made once: one socket (and TLS session) kept alive across calls.
-  // A TLS client certificate or key that OpenSSL cannot use is reported here, like any other
-  // TLS setup problem, rather than by Create().
-  Result<httplib::ClientImpl*> Connection() {
-    if (http) return http.get();
-    const TlsConfig& tls = cfg().tls;
-    std::unique_ptr<httplib::ClientImpl> made;
-    if (endpoint.https) {
-      std::unique_ptr<httplib::SSLClient> ssl;
-      if (tls.cert_file.empty()) {
-        ssl = std::make_unique<httplib::SSLClient>(endpoint.host, endpoint.port);
-      } else {
-        // Without a key file the key is looked for in the certificate file (a combined PEM).
-        ssl = std::make_unique<httplib::SSLClient>(
-            endpoint.host, endpoint.port, tls.cert_file,
-            tls.key_file.empty() ? tls.cert_file : tls.key_file);
-      }
-      if (!ssl->is_valid()) {
-        const std::string detail = TakeOpenSslError();
-        return UnavailableError("TLS: cannot set up the client" +
-                                (tls.cert_file.empty()
-                                     ? std::string()
-                                     : " with certificate " + tls.cert_file + " and key " +
-                                           (tls.key_file.empty() ? tls.cert_file : tls.key_file)) +
-                                (detail.empty() ? "" : ": " + detail));
-      }
-      if (!tls.ca_file.empty()) ssl->set_ca_cert_path(tls.ca_file);
-      ssl->enable_server_certificate_verification(!tls.insecure_skip_verify);
-      if (!tls.insecure_skip_verify) {
-        // OpenSSL checks the host name as part of the chain (RFC 6125: the subjectAltName
-        // names, the CN only when there are none). httplib's own check, which runs as well,
-        // also accepts a matching CN beside subjectAltNames that do not match.
-        MZ_RETURN_IF_ERROR(ExpectHost(ssl->ssl_context()));
-      }
-      tls_client = ssl.get();
-      made = std::move(ssl);
-    } else {
-      made = std::make_unique<httplib::ClientImpl>(endpoint.host, endpoint.port);
-    }
-    made->set_keep_alive(true);
-    made->set_tcp_nodelay(true);
-    made->set_follow_location(false);
-    made->set_url_encode(false);  // paths are escaped here already
-    http = std::move(made);
-    return http.get();
-  }
-
-  Status ExpectHost(SSL_CTX* ctx) const {
-    X509_VERIFY_PARAM* param = ctx != nullptr ? SSL_CTX_get0_param(ctx) : nullptr;
-    const std::string& host = endpoint.host;
-    unsigned char addr[16];
-    const bool ip =
-        inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1;
-    const int rc = param == nullptr ? 0
-                   : ip             ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
-                                    : X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
-    if (rc != 1) {
-      ERR_clear_error();
-      return UnavailableError("TLS: cannot set up host name verification for " + host);
-    }
-    return Status::Ok();
-  }
-
-  // One HTTP exchange bounded by `timeout`. On success fills *http_status and *out (the body);
-  // else says why, with what arrived of a body cut short in *out.
+  // One HTTP exchange bounded by `timeout` (counted in requests_sent). On success fills
+  // *http_status and *out (the body); else says why, with what arrived of a body cut short in
+  // *out. A TLS setup problem (a client certificate OpenSSL cannot use, CAs that do not load) is
+  // reported here, by the first request, like any other TLS failure.
   std::optional<TransportFailure> Perform(Method method, const std::string& path,
                                           const std::string* body, milliseconds timeout,
                                           long* http_status, std::string* out) {
-    *http_status = 0;
-    auto conn = Connection();
-    if (!conn.ok()) {
-      ++owner->requests_sent_;  // an attempt, failed before anything was sent
-      return TransportFailure{conn.status().message(), false, false, 0};
-    }
-    BoundAttempt(**conn, timeout);
-    httplib::Request req = BuildRequest(method, path, body);
-    const auto started = Clock::now();
-    const auto attempt_deadline = started + timeout;
-    bool overran = false;
-    bool too_large = false;
-    const size_t max_bytes = cfg().max_response_bytes;
-    std::string received;
-    // Takes the body as it arrives (with a Content-Length, chunked or until the connection
-    // closes alike): ends the attempt once `timeout` has passed (see BoundAttempt), or once the
-    // body is announced or grows past the bound, before it is held in memory.
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t total) {
-      if (total > max_bytes || received.size() + n > max_bytes) {
-        too_large = true;
-        return false;
-      }
-      received.append(data, n);
-      if (Clock::now() < attempt_deadline) return true;
-      overran = true;
-      return false;
-    };
-
-    httplib::Response res;
-    httplib::Error err = httplib::Error::Success;
-    const bool sent = Send(**conn, req, &res, &err);
-    *out = std::move(received);
-    if (too_large) {
-      out->clear();  // nothing of it is kept
-      return TransportFailure{
-          "the response body is larger than " + std::to_string(max_bytes) + " bytes", false, false,
-          0, true};
-    }
-    if (sent) {
-      *http_status = res.status;
-      return std::nullopt;
-    }
-    FailedAttempt failed;
-    failed.error = err;
-    failed.partial_http = res.status;
-    failed.body_bytes = out->size();
-    failed.elapsed_ms = ElapsedMs(started);
-    failed.out_of_time = overran || Clock::now() >= attempt_deadline;
-    failed.timeout = timeout;
-    return DescribeFailure(failed);
-  }
-
-  // httplib bounds the connect and TLS handshake (connection timeout) and each wait on the
-  // socket (read/write timeouts); Perform's content receiver ends the attempt once `timeout`
-  // has passed while a body arrives, so a server trickling its body cannot stretch it. Only a
-  // server trickling the status line and headers could (each wait is bounded, not their sum).
-  void BoundAttempt(httplib::ClientImpl& c, milliseconds timeout) const {
-    c.set_connection_timeout(std::max(std::min(cfg().connect_timeout, timeout), milliseconds(1)));
-    c.set_read_timeout(timeout);
-    c.set_write_timeout(timeout);
-  }
-
-  // The request with the headers of every call; JSON bodies (and POST/PUT) say so.
-  httplib::Request BuildRequest(Method method, const std::string& path,
-                                const std::string* body) const {
-    httplib::Request req;
-    req.method = MethodName(method);
-    req.path = endpoint.prefix + path;
-    req.headers = headers;
-    if (body != nullptr) {
-      req.body = *body;
-      req.set_header("Content-Type", "application/json");
-    } else if (method == Method::kPost || method == Method::kPut) {
-      req.set_header("Content-Type", "application/json");
-    }
-    return req;
-  }
-
-  // Sends one attempt (counted in requests_sent) with SIGPIPE held off. True when a whole
-  // response arrived; otherwise *err says how it ended.
-  bool Send(httplib::ClientImpl& c, httplib::Request& req, httplib::Response* res,
-            httplib::Error* err) {
     ++owner->requests_sent_;
-    ScopedSigpipeBlock no_sigpipe;
-    ERR_clear_error();
-    const bool ok = c.send(req, *res, *err);
-    return ok && *err == httplib::Error::Success;
-  }
-
-  // How a failed attempt is reported, and whether it may be retried.
-  TransportFailure DescribeFailure(const FailedAttempt& a) {
-    const std::string& where = endpoint.host_header;
-    TransportFailure f;
-    f.retryable = true;
-    switch (a.error) {
-      case httplib::Error::Connection:
-        f.text = "cannot connect to " + where;
-        break;
-      case httplib::Error::ConnectionTimeout:
-        f.text =
-            "connecting to " + where + " timed out after " + std::to_string(a.elapsed_ms) + " ms";
-        f.timed_out = true;
-        break;
-      case httplib::Error::Read:
-      case httplib::Error::Canceled:
-        f = ReadFailure(a);
-        break;
-      case httplib::Error::Write:
-        f.text = a.out_of_time ? "sending the request timed out after " +
-                                     std::to_string(a.timeout.count()) + " ms"
-                               : "sending the request failed (connection closed)";
-        f.timed_out = a.out_of_time;
-        break;
-      case httplib::Error::SSLConnection:
-      case httplib::Error::SSLServerVerification:
-      case httplib::Error::SSLLoadingCerts:
-        f = TlsFailure(a);
-        break;
-      case httplib::Error::Compression:
-        f.text = "the response body could not be decompressed";
-        break;
-      default:
-        f.text = "HTTP client error: " + httplib::to_string(a.error);
-        f.retryable = false;
-        break;
+    HttpRequest request;
+    request.method = MethodName(method);
+    request.target = transport->endpoint().prefix + path;
+    request.headers.assign(headers.begin(), headers.end());
+    if (body != nullptr || method == Method::kPost || method == Method::kPut) {
+      request.headers.emplace_back("Content-Type", "application/json");
     }
-    if (endpoint.https && (a.error == httplib::Error::Read || a.error == httplib::Error::Write)) {
-      // e.g. TLS 1.3 servers refuse a missing client certificate only after the handshake.
-      const std::string detail = TakeOpenSslError();
-      if (!detail.empty()) f.text += " (TLS: " + detail + ")";
-    }
-    return f;
-  }
-
-  // The connection ended (or the attempt was cut off) before the whole response arrived.
-  static TransportFailure ReadFailure(const FailedAttempt& a) {
-    TransportFailure f;
-    f.retryable = true;
-    if (a.out_of_time) {
-      f.text =
-          "no complete response within " + std::to_string(a.timeout.count()) + " ms (timed out)";
-      f.timed_out = true;
-    } else if (a.partial_http > 0) {
-      f.text = "connection closed after HTTP " + std::to_string(a.partial_http) + " and " +
-               std::to_string(a.body_bytes) + " bytes of the body";
-    } else {
-      f.text = "connection closed with no response";
-    }
-    if (a.partial_http > 0) f.partial_http = a.partial_http;
-    return f;
-  }
-
-  // The TLS handshake failed, the server's certificate was refused, or the CAs did not load.
-  // Only a failed handshake may be retried: the others fail the same way every time.
-  TransportFailure TlsFailure(const FailedAttempt& a) {
-    TransportFailure f;
-    if (a.error == httplib::Error::SSLConnection) {
-      const std::string detail = TakeOpenSslError();
-      f.text = "TLS: handshake with " + endpoint.host_header + " failed" +
-               (detail.empty() ? "" : ": " + detail);
-      f.timed_out = a.out_of_time;
-      f.retryable = true;
-      return f;
-    }
-    if (a.error == httplib::Error::SSLServerVerification) {
-      const long v = tls_client != nullptr ? tls_client->get_openssl_verify_result() : 0;
-      if (v == X509_V_OK || v == X509_V_ERR_HOSTNAME_MISMATCH ||
-          v == X509_V_ERR_IP_ADDRESS_MISMATCH) {
-        f.text = "TLS: server certificate does not match the host name " + endpoint.host;
-      } else {
-        f.text = "TLS: server certificate verification failed: " +
-                 std::string(X509_verify_cert_error_string(v));
-      }
-    } else {
-      f.text = "TLS: cannot load CA certificates from " +
-               (cfg().tls.ca_file.empty() ? std::string("the system store") : cfg().tls.ca_file);
-    }
-    ERR_clear_error();
-    return f;
+    request.body = body;
+    HttpReply reply;
+    auto failure = transport->Send(request, timeout, &reply);
+    *http_status = failure ? 0 : reply.status;
+    *out = std::move(reply.body);
+    return failure;
   }
 
   // Sends a request with bounded retries (all calls here are idempotent: ids are client-chosen).
@@ -866,11 +550,13 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   std::unique_ptr<Client> client(new Client(std::move(config)));
   Impl& impl = *client->impl_;
   impl.base = base;
-  impl.endpoint = std::move(endpoint);
-  // The connection itself is opened by the first request (see Impl::Connection).
-  impl.headers.emplace("Host", impl.endpoint.host_header);
+  impl.headers.emplace("Host", endpoint.host_header);
   impl.headers.emplace("Accept", "application/json");
   if (!token.empty()) impl.headers.emplace("Authorization", "Bearer " + token);
+  // The connection itself is opened by the first request.
+  const ClientConfig& cfg = client->config_;
+  impl.transport = std::make_unique<Transport>(std::move(endpoint), cfg.tls, cfg.connect_timeout,
+                                               cfg.max_response_bytes);
   impl.token_version = token_version;
   return client;
 }

@@ -1,4 +1,4 @@
-// The Mizar-MP REST client (cpp-httplib + nlohmann_json).
+// The Mizar-MP REST client (nlohmann_json over Boost.Beast + OpenSSL, see transport.h).
 //
 // One Client owns one HTTP connection (kept alive, TLS session included), so calls made through
 // it reuse the connection. A Client is not thread-safe; use one per thread (or guard it).

@@ -11,7 +11,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake pkg-config git
   # libraries the C++ code links
-  nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev
+  nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev libboost-dev
   libssl-dev openssl libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcryptsetup-dev libsqlite3-dev
   # tests: googletest, LUKS tooling, an independent gRPC client

@@ -36,7 +36,8 @@ TEST_ALLOWED_CMD = {"cmd/mizarmp-addons/config.h"}
 # include them.
 LIBRARY_OWNERS = [
     (re.compile(r"^(netlink|linux/rtnetlink)"), {"netns"}),
-    (re.compile(r"^httplib\.h$"), {"mizarmp-client", "mock-server"}),
+    (re.compile(r"^httplib\.h$"), {"mock-server"}),
+    (re.compile(r"^boost/"), {"mizarmp-client"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
     (re.compile(r"^grpcpp/"), {"addons", "fence", "keyrotation", "cmd/mizarmp-addons"}),

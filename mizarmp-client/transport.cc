@@ -1,0 +1,404 @@
+#include "mizarmp-client/transport.h"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cstdlib>
+
+#include "common/strings.h"
+#include "common/version.h"
+
+namespace mizarmp::client {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using beast::error_code;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// The CA bundles of the common distributions, the first that exists wins. OpenSSL's own
+// default (its build-time OPENSSLDIR, /usr/lib/ssl on Debian) is not used: the static plugin
+// carries the build machine's default, which other distributions do not have.
+constexpr std::array<const char*, 6> kSystemCaBundles = {
+    "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Arch, Gentoo
+    "/etc/pki/tls/certs/ca-bundle.crt",                   // Fedora, RHEL
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // CentOS, RHEL 7+
+    "/etc/ssl/ca-bundle.pem",                             // openSUSE, SLES
+    "/etc/ssl/cert.pem",                                  // Alpine
+    "/etc/pki/tls/cacert.pem",                            // OpenELEC
+};
+
+int64_t ElapsedMs(Clock::time_point since) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
+}
+
+// OpenSSL set up without reading openssl.cnf (the first initialisation wins, so this runs before
+// any other OpenSSL call of the transport). In the static plugin a host's configuration could
+// make the built-in libcrypto dlopen that host's providers or engines, built for another libc
+// and another OpenSSL. What Debian's file would set (TLS 1.2 at least, security level 2) is set
+// on the context instead (MakeTlsContext), so every build behaves the same on every host.
+void InitOpenSslWithoutHostConfig() {
+  OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_LOAD_SSL_STRINGS |
+                       OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
+                   nullptr);
+}
+
+// The reason OpenSSL gave for a failed TLS operation ("" if the error is not OpenSSL's).
+std::string TlsDetail(const error_code& ec) {
+  if (ec.category() != asio::error::get_ssl_category()) return "";
+  const char* reason = ERR_reason_error_string(static_cast<unsigned long>(ec.value()));
+  return reason != nullptr ? reason : "OpenSSL error " + std::to_string(ec.value());
+}
+
+Status LoadCaFile(ssl::context& ctx, const std::string& path) {
+  error_code ec;
+  ctx.load_verify_file(path, ec);
+  if (ec) return UnavailableError("TLS: cannot load CA certificates from " + path);
+  return Status::Ok();
+}
+
+// The host's trust store: SSL_CERT_FILE / SSL_CERT_DIR when set (OpenSSL's own convention, which
+// a statically linked OpenSSL honours nowhere else), else the first bundle of kSystemCaBundles.
+Status LoadSystemTrust(ssl::context& ctx) {
+  const char* file = std::getenv("SSL_CERT_FILE");
+  const char* dir = std::getenv("SSL_CERT_DIR");
+  const bool has_file = file != nullptr && *file != '\0';
+  const bool has_dir = dir != nullptr && *dir != '\0';
+  if (has_file || has_dir) {
+    if (SSL_CTX_load_verify_locations(ctx.native_handle(), has_file ? file : nullptr,
+                                      has_dir ? dir : nullptr) != 1) {
+      ERR_clear_error();
+      return UnavailableError(std::string("TLS: cannot load CA certificates from ") +
+                              (has_file ? "SSL_CERT_FILE=" + std::string(file) : "") +
+                              (has_file && has_dir ? " " : "") +
+                              (has_dir ? "SSL_CERT_DIR=" + std::string(dir) : ""));
+    }
+    return Status::Ok();
+  }
+  for (const char* bundle : kSystemCaBundles) {
+    if (::access(bundle, R_OK) == 0) return LoadCaFile(ctx, bundle);
+  }
+  return UnavailableError(
+      "TLS: no system CA store found (SSL_CERT_FILE and SSL_CERT_DIR are unset, and none of " +
+      Joined(kSystemCaBundles, ", ") + " exists); configure a CA file");
+}
+
+// A client certificate (and its key: without a key file, the certificate file's own).
+Status UseClientCertificate(ssl::context& ctx, const TlsConfig& tls) {
+  if (tls.cert_file.empty()) return Status::Ok();
+  const std::string& key = tls.key_file.empty() ? tls.cert_file : tls.key_file;
+  error_code ec;
+  ctx.use_certificate_chain_file(tls.cert_file, ec);
+  if (!ec) ctx.use_private_key_file(key, ssl::context::pem, ec);
+  if (!ec) return Status::Ok();
+  const std::string detail = TlsDetail(ec);
+  ERR_clear_error();
+  return UnavailableError("TLS: cannot set up the client with certificate " + tls.cert_file +
+                          " and key " + key + (detail.empty() ? "" : ": " + detail));
+}
+
+// True for an IPv4 or IPv6 literal (no brackets).
+bool IsIpAddress(const std::string& host) {
+  unsigned char addr[16];
+  return inet_pton(AF_INET, host.c_str(), addr) == 1 ||
+         inet_pton(AF_INET6, host.c_str(), addr) == 1;
+}
+
+// OpenSSL checks the host name as part of the chain (RFC 6125: the subjectAltName names, the
+// CN only when there are none; an IP address against the IP SANs).
+Status ExpectHost(ssl::context& ctx, const std::string& host) {
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx.native_handle());
+  const int rc = param == nullptr ? 0
+                 : IsIpAddress(host)
+                     ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
+                     : X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
+  if (rc != 1) {
+    ERR_clear_error();
+    return UnavailableError("TLS: cannot set up host name verification for " + host);
+  }
+  return Status::Ok();
+}
+
+// The TLS settings every connection of a Transport shares.
+Result<std::unique_ptr<ssl::context>> MakeTlsContext(const Endpoint& endpoint,
+                                                     const TlsConfig& tls) {
+  InitOpenSslWithoutHostConfig();
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression |
+                   ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                   ssl::context::no_tlsv1_1);
+  SSL_CTX_set_security_level(ctx->native_handle(), 2);
+  MZ_RETURN_IF_ERROR(UseClientCertificate(*ctx, tls));
+  if (tls.insecure_skip_verify) {
+    ctx->set_verify_mode(ssl::verify_none);
+    return ctx;
+  }
+  MZ_RETURN_IF_ERROR(tls.ca_file.empty() ? LoadSystemTrust(*ctx) : LoadCaFile(*ctx, tls.ca_file));
+  MZ_RETURN_IF_ERROR(ExpectHost(*ctx, endpoint.host));
+  ctx->set_verify_mode(ssl::verify_peer);
+  return ctx;
+}
+
+TransportFailure Retryable(std::string text, bool timed_out = false) {
+  TransportFailure f;
+  f.text = std::move(text);
+  f.retryable = true;
+  f.timed_out = timed_out;
+  return f;
+}
+
+TransportFailure Final(std::string text) {
+  TransportFailure f;
+  f.text = std::move(text);
+  return f;
+}
+
+// Why the handshake failed. A certificate that does not verify fails the same way every time
+// (not retried); any other failure may be the network's.
+TransportFailure HandshakeFailure(const error_code& ec, long verify_result, const Endpoint& ep,
+                                  Clock::time_point started) {
+  ERR_clear_error();
+  if (verify_result == X509_V_ERR_HOSTNAME_MISMATCH ||
+      verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+    return Final("TLS: server certificate does not match the host name " + ep.host);
+  }
+  if (verify_result != X509_V_OK) {
+    return Final("TLS: server certificate verification failed: " +
+                 std::string(X509_verify_cert_error_string(verify_result)));
+  }
+  if (ec == beast::error::timeout) {
+    return Retryable("TLS: handshake with " + ep.host_header + " failed: timed out after " +
+                         std::to_string(ElapsedMs(started)) + " ms",
+                     true);
+  }
+  const std::string detail = TlsDetail(ec);
+  return Retryable("TLS: handshake with " + ep.host_header + " failed" +
+                   (detail.empty() ? "" : ": " + detail));
+}
+
+// " (TLS: reason)" when OpenSSL ended a read or write (e.g. a TLS 1.3 server refusing a missing
+// client certificate only after the handshake).
+std::string TlsSuffix(const error_code& ec) {
+  const std::string detail = TlsDetail(ec);
+  return detail.empty() ? "" : " (TLS: " + detail + ")";
+}
+
+TransportFailure WriteFailure(const error_code& ec, milliseconds timeout) {
+  if (ec == beast::error::timeout) {
+    return Retryable("sending the request timed out after " + std::to_string(timeout.count()) +
+                         " ms" + TlsSuffix(ec),
+                     true);
+  }
+  return Retryable("sending the request failed (connection closed)" + TlsSuffix(ec));
+}
+
+// The connection ended (or the attempt's time ran out) before the whole response arrived.
+TransportFailure ReadFailure(const error_code& ec, milliseconds timeout, const HttpReply& got) {
+  TransportFailure f;
+  if (ec == beast::error::timeout) {
+    f = Retryable(
+        "no complete response within " + std::to_string(timeout.count()) + " ms (timed out)", true);
+  } else if (ec.category() == http::make_error_code(http::error::bad_version).category() &&
+             ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    f = Retryable("the response is not valid HTTP (" + ec.message() + ")");
+  } else if (got.status > 0) {
+    f = Retryable("connection closed after HTTP " + std::to_string(got.status) + " and " +
+                  std::to_string(got.body.size()) + " bytes of the body");
+  } else {
+    f = Retryable("connection closed with no response");
+  }
+  f.text += TlsSuffix(ec);
+  f.partial_http = got.status;
+  return f;
+}
+
+http::request<http::string_body> BuildRequest(const HttpRequest& r) {
+  http::request<http::string_body> req;
+  req.version(11);
+  req.method(http::string_to_verb(r.method));
+  req.target(r.target);
+  req.set(http::field::user_agent, "mizarmp/" + std::string(Version()));
+  for (const auto& [name, value] : r.headers) req.set(name, value);
+  if (r.body != nullptr) req.body() = *r.body;
+  req.prepare_payload();  // Content-Length (0 for a POST or PUT without a body)
+  return req;
+}
+
+}  // namespace
+
+// Beast's synchronous operations cannot be bounded in time, so every step runs as an
+// asynchronous operation on a private io_context, on this thread, until it completes: the
+// tcp_stream's expiry (expires_at) cancels it when its time is up and it completes with
+// beast::error::timeout. Asio sends with MSG_NOSIGNAL and TLS goes through memory BIOs written
+// by Asio, so a write to a closed connection fails with EPIPE rather than raising SIGPIPE.
+struct Transport::Impl {
+  Impl(TlsConfig tls_config, milliseconds connect, size_t max_bytes)
+      : tls(std::move(tls_config)), connect_timeout(connect), max_response_bytes(max_bytes) {}
+
+  TlsConfig tls;
+  milliseconds connect_timeout;
+  size_t max_response_bytes;
+  asio::io_context ioc;
+  std::unique_ptr<ssl::context> tls_context;                    // made by the first https Send
+  std::optional<beast::tcp_stream> plain;                       // the http connection, or
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secured;  // the https one
+  beast::flat_buffer buffer;  // what was read past the last answer
+
+  // Runs the operation just started until it completes (or its stream's expiry ends it).
+  void Run() {
+    ioc.restart();
+    ioc.run();
+  }
+
+  beast::tcp_stream* Tcp() {
+    if (plain) return &*plain;
+    if (secured) return &beast::get_lowest_layer(*secured);
+    return nullptr;
+  }
+
+  void Close() {
+    plain.reset();
+    secured.reset();
+    buffer.clear();
+  }
+
+  // True when the kept connection may carry the next request: open, and with nothing to read.
+  // An idle HTTP connection that turned readable was closed by the server (or sent what no
+  // request asked for): it is not reused.
+  bool Reusable() {
+    beast::tcp_stream* kept = Tcp();
+    if (kept == nullptr || !kept->socket().is_open()) return false;
+    pollfd p{kept->socket().native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+
+  // Resolves and connects, then (https) shakes hands, each bounded by `stage_deadline`.
+  std::optional<TransportFailure> Open(const Endpoint& ep, Clock::time_point stage_deadline) {
+    const auto started = Clock::now();
+    if (ep.https && !tls_context) {
+      auto made = MakeTlsContext(ep, tls);
+      if (!made.ok()) return Final(made.status().message());
+      tls_context = std::move(made).value();
+    }
+    error_code ec;
+    tcp::resolver resolver(ioc);
+    const auto addresses =
+        resolver.resolve(ep.host, std::to_string(ep.port), tcp::resolver::numeric_service, ec);
+    if (ec) return Retryable("cannot connect to " + ep.host_header);
+    beast::tcp_stream stream(ioc);
+    stream.expires_at(stage_deadline);
+    stream.async_connect(addresses, [&](const error_code& e, const tcp::endpoint&) { ec = e; });
+    Run();
+    if (ec == beast::error::timeout) {
+      return Retryable("connecting to " + ep.host_header + " timed out after " +
+                           std::to_string(ElapsedMs(started)) + " ms",
+                       true);
+    }
+    if (ec) return Retryable("cannot connect to " + ep.host_header);
+    stream.socket().set_option(tcp::no_delay(true), ec);  // small requests: no Nagle delay
+    if (!ep.https) {
+      plain.emplace(std::move(stream));
+      return std::nullopt;
+    }
+    return Handshake(ep, std::move(stream), stage_deadline);
+  }
+
+  std::optional<TransportFailure> Handshake(const Endpoint& ep, beast::tcp_stream stream,
+                                            Clock::time_point stage_deadline) {
+    const auto started = Clock::now();
+    secured.emplace(std::move(stream), *tls_context);
+    // SNI names the host; RFC 6066 allows no IP address there.
+    if (!IsIpAddress(ep.host)) SSL_set_tlsext_host_name(secured->native_handle(), ep.host.c_str());
+    beast::get_lowest_layer(*secured).expires_at(stage_deadline);
+    error_code ec;
+    secured->async_handshake(ssl::stream_base::client, [&](const error_code& e) { ec = e; });
+    Run();
+    if (!ec) return std::nullopt;
+    const long verify_result = SSL_get_verify_result(secured->native_handle());
+    secured.reset();
+    return HandshakeFailure(ec, verify_result, ep, started);
+  }
+
+  // Writes the request and reads the whole response (body bounded by max_response_bytes), all
+  // before `deadline`. *keep_alive says whether the connection may carry another request.
+  template <class Stream>
+  std::optional<TransportFailure> Exchange(Stream& stream, const HttpRequest& request,
+                                           Clock::time_point deadline, milliseconds timeout,
+                                           HttpReply* reply, bool* keep_alive) {
+    *keep_alive = false;
+    http::request<http::string_body> req = BuildRequest(request);
+    beast::get_lowest_layer(stream).expires_at(deadline);
+    error_code ec;
+    http::async_write(stream, req, [&](const error_code& e, size_t) { ec = e; });
+    Run();
+    if (ec) return WriteFailure(ec, timeout);
+
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(max_response_bytes);
+    // The header alone first: Beast 1.74 loses the body_limit error for a Content-Length past
+    // the bound when body bytes arrived in the same read as the header and the parser is eager
+    // (as async_read makes it); async_read_header parses lazily, so the error stands. The body
+    // follows, bounded by the limit as it arrives (chunked, or until the connection closes).
+    http::async_read_header(stream, buffer, parser, [&](const error_code& e, size_t) { ec = e; });
+    Run();
+    if (!ec && !parser.is_done()) {
+      http::async_read(stream, buffer, parser, [&](const error_code& e, size_t) { ec = e; });
+      Run();
+    }
+    if (ec == http::error::body_limit) {
+      TransportFailure f = Final("the response body is larger than " +
+                                 std::to_string(max_response_bytes) + " bytes");
+      f.too_large = true;
+      return f;
+    }
+    if (parser.is_header_done()) reply->status = static_cast<int>(parser.get().result_int());
+    reply->body = std::move(parser.get().body());
+    if (ec) return ReadFailure(ec, timeout, *reply);
+    *keep_alive = parser.keep_alive();
+    return std::nullopt;
+  }
+};
+
+Transport::Transport(Endpoint endpoint, TlsConfig tls, milliseconds connect_timeout,
+                     size_t max_response_bytes)
+    : endpoint_(std::move(endpoint)),
+      impl_(std::make_unique<Impl>(std::move(tls), connect_timeout, max_response_bytes)) {}
+
+Transport::~Transport() = default;
+
+std::optional<TransportFailure> Transport::Send(const HttpRequest& request, milliseconds timeout,
+                                                HttpReply* reply) {
+  *reply = HttpReply{};
+  const auto deadline = Clock::now() + timeout;
+  Impl& c = *impl_;
+  if (!c.Reusable()) {
+    c.Close();
+    const auto stage_deadline = std::min(deadline, Clock::now() + c.connect_timeout);
+    if (auto failed = c.Open(endpoint_, stage_deadline)) return failed;
+  }
+  bool keep_alive = false;
+  auto failed = c.plain ? c.Exchange(*c.plain, request, deadline, timeout, reply, &keep_alive)
+                        : c.Exchange(*c.secured, request, deadline, timeout, reply, &keep_alive);
+  if (failed || !keep_alive) c.Close();
+  return failed;
+}
+
+}  // namespace mizarmp::client
