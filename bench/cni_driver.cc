@@ -172,13 +172,14 @@ class Bench {
   }
 
   // -------------------------------------------------------------------------------- latency
-  // Two sides, in turn, the order alternating per iteration (A,B then B,A): 0 mizarmp against
-  // mizarmp-mock, 1 ptp + host-local.
+  // Three sides, in turn, the order rotating per iteration: 0 mizarmp (the product: static)
+  // against mizarmp-mock, 1 ptp + host-local, 2 the same plugin linked dynamically (bench
+  // variant) against the same mock.
   bool Latency() {
     mb::Mock mock(MockAt(0));
     if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
-    const json cfg[2] = {MizarConfig(mock.url()), PtpConfig()};
-    constexpr int kSides = 2;
+    const json cfg[3] = {MizarConfig(mock.url()), PtpConfig(), MizarConfig(mock.url())};
+    constexpr int kSides = 3;
     std::vector<double> add[kSides], del[kSides], rss[kSides], cpu[kSides];
     int fails = 0;
     for (int i = -o_.warmup; i < o_.iterations; ++i) {
@@ -187,7 +188,9 @@ class Bench {
       const std::string cid = "lat" + std::to_string(i + o_.warmup);
       const int rot = (i + o_.warmup) % kSides;
       mb::ExecResult a[kSides], d[kSides];
-      auto plugin = [](int k) { return k == 1 ? "ptp" : "mizarmp"; };
+      auto plugin = [](int k) {
+        return k == 1 ? "ptp" : k == 2 ? "mizarmp-bench-variant-dynamic" : "mizarmp";
+      };
       for (int step = 0; step < kSides; ++step) {
         const int k = (rot + step) % kSides;
         a[k] = RunCni(plugin(k), "ADD", cid + std::to_string(k), pods[k]->path(), cfg[k]);
@@ -214,7 +217,10 @@ class Bench {
                   {"add_cpu", mb::StatsJson(mb::Summarize(cpu[k]))},
                   {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
     };
-    json j = {{"mizarmp", side(0)}, {"ptp", side(1)}, {"failures", fails}};
+    json j = {{"mizarmp", side(0)},
+              {"ptp", side(1)},
+              {"mizarmp_dynamic", side(2)},
+              {"failures", fails}};
     auto ratio = [&j](const char* op, const char* stat) {
       return j["mizarmp"][op][stat].get<double>() / j["ptp"][op][stat].get<double>();
     };
@@ -449,7 +455,7 @@ class Bench {
   bool Footprint() {
     json j;
     j["mizarmp_binary"] = Sizes(o_.bin_dir + "/mizarmp");
-    j["mizarmp_static_cxx_binary"] = Sizes(o_.bin_dir + "/mizarmp-bench-variant-static-cxx");
+    j["mizarmp_dynamic_binary"] = Sizes(o_.bin_dir + "/mizarmp-bench-variant-dynamic");
     j["ptp_binary"] = Sizes(o_.ref_dir + "/ptp");
     j["host_local_binary"] = Sizes(o_.ref_dir + "/host-local");
     // Process start-up, every program in turn: VERSION of each plugin (start-up alone), the
@@ -475,8 +481,8 @@ class Bench {
     progs.push_back({"version_mizarmp", version("mizarmp", o_.bin_dir + "/mizarmp")});
     progs.push_back({"version_ptp", version("ptp", o_.ref_dir + "/ptp")});
     progs.push_back({"exec_bin_true", plain({"/bin/true"})});
-    progs.push_back({"version_mizarmp_static_cxx",
-                     version("mizarmp", o_.bin_dir + "/mizarmp-bench-variant-static-cxx")});
+    progs.push_back({"version_mizarmp_dynamic",
+                     version("mizarmp", o_.bin_dir + "/mizarmp-bench-variant-dynamic")});
     for (const char* p : {"libc", "libstdcxx", "nl", "nl-ssl", "all"}) {
       progs.push_back(
           {std::string("startup_") + p, plain({o_.bin_dir + "/mizarmp-bench-startup-" + p})});
@@ -508,6 +514,7 @@ class Bench {
     if (results_.contains("latency")) {
       j["add_maxrss_kib"] = results_["latency"]["mizarmp"]["add_maxrss_kib"];
       j["ptp_add_maxrss_kib"] = results_["latency"]["ptp"]["add_maxrss_kib"];
+      j["dynamic_add_maxrss_kib"] = results_["latency"]["mizarmp_dynamic"]["add_maxrss_kib"];
     }
     j["failures"] = fails;
     results_["footprint"] = j;

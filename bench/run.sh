@@ -66,7 +66,7 @@ echo "== build ($BUILD, Release)"
 cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; die "cmake configure failed"; }
 TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons mizarmp-bench-soak
-         mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-static-cxx)
+         mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-dynamic)
 for p in libc libstdcxx nl nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
   { tail -50 "$WORK/build.log"; die "build failed"; }
@@ -101,7 +101,7 @@ for c in ADD DEL; do
 done
 # The same for process start-up alone and for the library initialisations, one at a time.
 (CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version" "$BIN/mizarmp" </dev/null >/dev/null 2>"$P/cg.version.log") || true
-(CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version-static-cxx" "$BIN/mizarmp-bench-variant-static-cxx" </dev/null >/dev/null 2>"$P/cg.version-static-cxx.log") || true
+(CNI_COMMAND=VERSION valgrind --tool=callgrind --callgrind-out-file="$P/cg.version-dynamic" "$BIN/mizarmp-bench-variant-dynamic" </dev/null >/dev/null 2>"$P/cg.version-dynamic.log") || true
 for m in none ssl-init ssl-noconf ssl-ctx; do
   valgrind --tool=callgrind --callgrind-out-file="$P/cg.init-$m" "$BIN/mizarmp-bench-openssl-init" "$m" >/dev/null 2>"$P/cg.init-$m.log" || true
 done
