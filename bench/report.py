@@ -12,13 +12,13 @@ import os
 import re
 import sys
 
-# The previous run (commit 7f8c1a5, 2026-11-23T07:02Z), for "what changed and what it moved".
+# The previous run (commit f1ecbeb, 2026-11-23T09:35Z), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "7f8c1a5",
-    "add": 27.2, "ptp_add": 13.9, "del": 34.4, "ptp_del": 31.1, "ready0": 17.4,
-    "rss_kib": 13584, "version_ms": 10.25, "libs": 36, "probe_ratio": 0.94,
-    "list_ratio": 0.66, "list_cpu_us": 84.8, "list_bare_cpu_us": 42.2,
-    "gc_ms": 154.3, "gc_node_ms": 161.6, "fence_ms": 704.0,
+    "commit": "f1ecbeb",
+    "add": 12.4, "ptp_add": 11.3, "del": 33.9, "ptp_del": 34.1, "ready0": 12.1,
+    "rss_kib": 9668, "version_ms": 6.62, "libs": 13, "probe_ratio": 0.96,
+    "list_ratio": 0.95, "list_cpu_us": 47.8, "list_bare_cpu_us": 39.1,
+    "gc_ms": 5.5, "gc_node_ms": 1.3, "fence_ms": 740.4,
 }
 
 
@@ -309,7 +309,10 @@ def main():
     all_ldd = M.get("startup_all_ldd", "").split()
     curl_linked = any(x.startswith("libcurl") for x in ldd)
     httplib_linked = any("httplib" in x for x in ldd)
-    http_stack = "libcurl" if curl_linked else ("cpp-httplib" if httplib_linked else "its own")
+    static_plugin = not M.get("mizarmp_needed", "").split()
+    http_stack = ("libcurl" if curl_linked else "cpp-httplib" if httplib_linked
+                  else "Boost.Beast over OpenSSL, linked statically" if static_plugin
+                  else "Boost.Beast over OpenSSL")
     ssl_loaded = any(x.startswith("libssl") for x in ldd)
     nlibs = len(ldd) or g(fp, "mizarmp_binary", "shared_libraries")
 
@@ -514,33 +517,22 @@ def main():
     p("")
     p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    if curl_linked:
-        p(f"- **mizarmp-client's move from libcurl to cpp-httplib had not landed** at this run's commit "
-          f"(last mizarmp-client commit: {M.get('client_log', '?')}): the plugin still links libcurl "
-          f"({len(ldd)} shared libraries).")
-    else:
-        p(f"- **mizarmp-client speaks HTTP through {http_stack} instead of libcurl** ({M.get('client_log', '?')}): "
-          f"`ldd` of the plugin lists {len(ldd)} shared libraries (previous run: {PREVIOUS['libs']}), no libcurl. "
-          f"VERSION (start-up) {PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}; ADD peak RSS {PREVIOUS['rss_kib']} -> "
-          f"{fmt(rss, 'KiB', 0)}; ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> "
-          f"{fmt(pt_add)}); DEL {PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}); "
-          f"the readiness section's d = 0 ADD {PREVIOUS['ready0']} -> {fmt(r0_med)}.")
-    same = sorted(ldd) == sorted(all_ldd)
-    p(f"  Check: the \"all\" start-up probe's `ldd` set {'equals' if same else '**differs from**'} the plugin's "
-      f"({len(all_ldd)} vs {len(ldd)} libraries"
-      + ("" if same else f"; only in the probe: {sorted(set(all_ldd) - set(ldd))}, only in mizarmp: "
-                         f"{sorted(set(ldd) - set(all_ldd))}") + ").")
-    p(f"- **GetFenceClients keeps the parsed records** (records/cache.h): a network directory is listed and "
-      "parsed again only when its device, inode or mtime changed (the plugin only renames records into it or "
-      f"unlinks them). 10,000 records / 100 nodes: {PREVIOUS['gc_ms']} -> {fmt(gc_med)} median; one node (`hostId`) "
-      f"{PREVIOUS['gc_node_ms']} -> {fmt(gc_node)}.")
-    p(f"- **The fence store answers repeated snapshots from memory** while `PRAGMA data_version` is unchanged and it "
-      f"wrote nothing itself (fence/store.h): ListClusterFence vs bare gRPC {PREVIOUS['list_ratio']} -> "
-      f"{fmt(lr.get('ratio_calls_per_s'), '', 2)}; server CPU per call {PREVIOUS['list_cpu_us']} -> "
-      f"{fmt(g(lr, 'mizarmp-addons', 'server_cpu_us_per_call_median'), 'us', 1)} (bare {PREVIOUS['list_bare_cpu_us']} "
-      f"-> {fmt(g(lr, 'bare', 'server_cpu_us_per_call_median'), 'us', 1)}).")
-    p("- The bench build no longer needs `-Wno-error=restrict`: the last place g++ 12's false `-Wrestrict` fired is "
-      "gone, so this is the project's own Release `-DMIZARMP_WERROR=ON` build.")
+    dyn_ver = g(st, "version_mizarmp_dynamic", "median_ms")
+    dyn_add = g(lat, "mizarmp_dynamic", "add", "median_ms")
+    p(f"- **The plugin is one static executable; its HTTP is {http_stack}** ({M.get('client_log', '?')}): "
+      f"`ldd` of the plugin lists {len(ldd)} shared libraries (previous run: {PREVIOUS['libs']}). "
+      f"VERSION (start-up) {PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}; ADD peak RSS {PREVIOUS['rss_kib']} -> "
+      f"{fmt(rss, 'KiB', 0)}; ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> "
+      f"{fmt(pt_add)}); DEL {PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}); "
+      f"the readiness section's d = 0 ADD {PREVIOUS['ready0']} -> {fmt(r0_med)}. The same plugin linked "
+      f"dynamically, measured in this run: VERSION {fmt(dyn_ver, 'ms', 2)}, ADD median {fmt(dyn_add)}: the static "
+      "link's share of the change; the rest is the transport (Beast's connection and parser instead of "
+      "cpp-httplib's).")
+    if not static_plugin:
+        same = sorted(ldd) == sorted(all_ldd)
+        p(f"  Check: the \"all\" start-up probe's `ldd` set {'equals' if same else '**differs from**'} the "
+          f"plugin's ({len(all_ldd)} vs {len(ldd)} libraries).")
+    p("- **New in this run: the soak** (`bench/soak_driver.cc`, section \"Soak\" below).")
     p("")
 
     # ------------------------------------------------------------------------------ details
@@ -649,7 +641,7 @@ def main():
         ("startup_libstdcxx", "empty `main()`: + libstdc++"),
         ("startup_nl", "empty `main()`: + libnl-3, libnl-route-3"),
         ("startup_nl-ssl", "empty `main()`: + libssl, libcrypto"),
-        ("startup_all", f"empty `main()` linked like the plugin (`mizarmp_cni`: {http_stack}'s tree)"),
+        ("startup_all", "empty `main()` linked dynamically against the plugin's library target (`mizarmp_cni`)"),
         ("init_none", "OpenSSL probe: nothing (libssl + libcrypto loaded)"),
         ("init_ssl-init", "OpenSSL probe: `OPENSSL_init_ssl` with the error strings (cpp-httplib's load-time init)"),
         ("init_ssl-noconf", "OpenSSL probe: the same without reading `openssl.cnf`"),
@@ -806,9 +798,12 @@ def main():
             for ir, pct, fn, lib in top_functions(ann_add, 18):
                 p(f"  | {ir} | {pct} | `{fn.replace('|', '/')}` | {lib} |")
             p("")
-        p(f"- Start-up, from the empty-`main()` probes of this run: libc {fmt(sv('startup_libc'), 'ms', 2)}, + libstdc++ "
+        p(("- The plugin loads no shared library (static); what a dynamically linked plugin would pay, from the "
+           "empty-`main()` probes of this run (dynamic): " if static_plugin else
+           "- Start-up, from the empty-`main()` probes of this run: ")
+          + f"libc {fmt(sv('startup_libc'), 'ms', 2)}, + libstdc++ "
           f"{fmt(sv('startup_libstdcxx'), 'ms', 2)}, + libnl {fmt(sv('startup_nl'), 'ms', 2)}, + libssl/libcrypto "
-          f"{fmt(sv('startup_nl-ssl'), 'ms', 2)}, linked like the plugin ({http_stack}) {fmt(sv('startup_all'), 'ms', 2)}: "
+          f"{fmt(sv('startup_nl-ssl'), 'ms', 2)}, linked like the plugin's libraries {fmt(sv('startup_all'), 'ms', 2)}: "
           f"the HTTP stack's tree (OpenSSL included) costs **{fmt(tree_ms, 'ms', 1)}** and {fmt(tree_kib, 'KiB', 0)} of "
           f"every invocation, of which loading libssl+libcrypto {fmt(ssl_ms, 'ms', 1)} and the rest "
           f"({http_stack} and what it pulls in) {fmt(http_ms, 'ms', 1)}"
@@ -912,7 +907,7 @@ def main():
         p("### Peak RSS")
         p("")
         p(f"- Empty programs: libc {fmt(kib('startup_libc'), 'KiB', 0)}, + libstdc++ and libnl {fmt(kib('startup_nl'), 'KiB', 0)}, "
-          f"+ libssl/libcrypto {fmt(kib('startup_nl-ssl'), 'KiB', 0)}, linked like the plugin ({http_stack}) "
+          f"+ libssl/libcrypto {fmt(kib('startup_nl-ssl'), 'KiB', 0)}, linked like the plugin's libraries "
           f"{fmt(kib('startup_all'), 'KiB', 0)}. OpenSSL's init adds {fmt(sslinit_kib, 'KiB', 0)} (probe). "
           f"mizarmp's VERSION peaks at {fmt(kib('version_mizarmp'), 'KiB', 0)}, ADD at {fmt(rss, 'KiB', 0)} "
           f"(ptp: {fmt(g(fp, 'ptp_add_maxrss_kib', 'max'), 'KiB', 0)}); the rest is the plugin's heap and the pages "
