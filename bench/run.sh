@@ -55,7 +55,8 @@ M=$WORK/machine.txt
   echo "compiler=$(c++ --version | head -1)"
   echo "ptp=$(dpkg-query -W -f '${Package} ${Version}' containernetworking-plugins 2>/dev/null || echo unknown)"
   echo "commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-  echo "dirty=$(git -C "$ROOT" status --porcelain -- bench cni common mizarmp-client netns mock-server fence 2>/dev/null | wc -l)"
+  # The report itself (bench/RESULTS.md) is the output, not a measured source.
+  echo "dirty=$(git -C "$ROOT" status --porcelain -- bench ':!bench/RESULTS.md' cni common mizarmp-client netns mock-server fence addons cmd 2>/dev/null | wc -l)"
   echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
   echo "health_log=$(git -C "$ROOT" log --oneline -1 -- addons/health.cc 2>/dev/null)"
   echo "client_log=$(git -C "$ROOT" log --oneline -1 -- mizarmp-client 2>/dev/null)"
