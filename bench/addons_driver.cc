@@ -524,13 +524,9 @@ class Bench {
     return ok;
   }
 
-  bool Fail(const std::string& why) {
-    std::cerr << "   " << why << "\n";
-    results_["errors"].push_back(why);
-    return false;
-  }
+  bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
 
-  void Save() const { std::ofstream(o_.out) << results_.dump(2) << "\n"; }
+  void Save() const { mb::SaveResults(results_, o_.out); }
 
   Options o_;
   json results_;

@@ -217,10 +217,8 @@ class Bench {
                   {"add_cpu", mb::StatsJson(mb::Summarize(cpu[k]))},
                   {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
     };
-    json j = {{"mizarmp", side(0)},
-              {"ptp", side(1)},
-              {"mizarmp_dynamic", side(2)},
-              {"failures", fails}};
+    json j = {
+        {"mizarmp", side(0)}, {"ptp", side(1)}, {"mizarmp_dynamic", side(2)}, {"failures", fails}};
     auto ratio = [&j](const char* op, const char* stat) {
       return j["mizarmp"][op][stat].get<double>() / j["ptp"][op][stat].get<double>();
     };
@@ -599,16 +597,9 @@ class Bench {
     return ok;
   }
 
-  bool Fail(const std::string& why) {
-    std::cerr << "   " << why << "\n";
-    results_["errors"].push_back(why);
-    return false;
-  }
+  bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
 
-  void Save() const {
-    std::ofstream f(o_.out);
-    f << results_.dump(2) << "\n";
-  }
+  void Save() const { mb::SaveResults(results_, o_.out); }
 
   Options o_;
   std::string state_dir_, ipam_dir_;

@@ -32,10 +32,13 @@
 
 #include "bench/grpc_support.h"
 #include "bench/support.h"
+#include "common/flags.h"
 #include "fence.grpc.pb.h"
 
 namespace mb = mizarmp::bench;
 namespace fs = std::filesystem;
+using mizarmp::FlagTable;
+using mizarmp::Status;
 using nlohmann::json;
 
 namespace {
@@ -384,25 +387,37 @@ class Soak {
     return ok;
   }
 
-  bool Fail(const std::string& why) {
-    std::cerr << "   " << why << "\n";
-    results_["errors"].push_back(why);
-    return false;
-  }
+  bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
 
-  void Save() const { std::ofstream(o_.out) << results_.dump(2) << "\n"; }
+  void Save() const { mb::SaveResults(results_, o_.out); }
 
   Options o_;
   json results_;
 };
 
-int PrintUsage(const std::string& why) {
-  std::cerr << "mizarmp-bench-soak: " << why << "\n"
-            << "usage: mizarmp-bench-soak --bin-dir DIR [--work DIR] [--out FILE]\n"
-               "         [--sections cni,server] [--cycles N] [--sample-every N]\n"
-               "         [--seconds S] [--sample-seconds S] [--clients N] [--ports N]\n"
-               "         [--cidrs-per-client N]\n";
-  return 2;
+// The command line as one table (common/flags.h), so parsing and --help cannot drift.
+FlagTable Flags(Options& o) {
+  FlagTable t;
+  t.String("bin-dir", "DIR", "where mizarmp, mizarmp-mock and mizarmp-addons are (required)",
+           &o.bin_dir);
+  t.String("work", "DIR", "scratch directory (default " + o.work_dir + ")", &o.work_dir);
+  t.String("out", "FILE", "where the JSON results go (default " + o.out + ")", &o.out);
+  t.Add({"sections", "LIST", "cni,server (default both)", [&o](std::string_view v) {
+           auto names = mb::Split(std::string(v), ',');
+           o.sections = std::set<std::string>(names.begin(), names.end());
+           return Status::Ok();
+         }});
+  t.Int("cycles", "N", "ADD/DEL cycles (default 1000)", 1, 1000000, &o.cycles);
+  t.Int("sample-every", "N", "cycles between samples (default 50)", 1, 1000000, &o.sample_every);
+  t.Int("seconds", "S", "server soak duration (default 120)", 1, 86400,
+        [&o](int64_t v) { o.seconds = static_cast<double>(v); });
+  t.Int("sample-seconds", "S", "seconds between server samples (default 2)", 1, 3600,
+        [&o](int64_t v) { o.sample_seconds = static_cast<double>(v); });
+  t.Int("clients", "N", "client threads (default 4)", 1, 256, &o.clients);
+  t.Int("ports", "N", "ports at the mock (default 1000)", 1, 1000000, &o.ports);
+  t.Int("cidrs-per-client", "N", "each client's own /32s (default 4)", 1, 4096,
+        &o.cidrs_per_client);
+  return t;
 }
 
 }  // namespace
@@ -410,41 +425,24 @@ int PrintUsage(const std::string& why) {
 int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-    if (a == "--bin-dir") {
-      o.bin_dir = next();
-    } else if (a == "--work") {
-      o.work_dir = next();
-    } else if (a == "--out") {
-      o.out = next();
-    } else if (a == "--sections") {
-      auto v = mb::Split(next(), ',');
-      o.sections = std::set<std::string>(v.begin(), v.end());
-    } else if (a == "--cycles") {
-      o.cycles = std::atoi(next().c_str());
-    } else if (a == "--sample-every") {
-      o.sample_every = std::atoi(next().c_str());
-    } else if (a == "--seconds") {
-      o.seconds = std::atof(next().c_str());
-    } else if (a == "--sample-seconds") {
-      o.sample_seconds = std::atof(next().c_str());
-    } else if (a == "--clients") {
-      o.clients = std::atoi(next().c_str());
-    } else if (a == "--ports") {
-      o.ports = std::atoi(next().c_str());
-    } else if (a == "--cidrs-per-client") {
-      o.cidrs_per_client = std::atoi(next().c_str());
-    } else {
-      return PrintUsage("unknown argument " + a);
-    }
+  const FlagTable flags = Flags(o);
+  bool help = false;
+  Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc), &help);
+  const std::string usage = "usage: mizarmp-bench-soak --bin-dir DIR [flags]\n" + flags.Help();
+  if (help) {
+    std::cout << usage;
+    return 0;
   }
-  if (o.bin_dir.empty()) return PrintUsage("--bin-dir is required");
-  if (o.cycles < 1 || o.sample_every < 1 || o.seconds <= 0 || o.sample_seconds <= 0 ||
-      o.clients < 1 || o.cidrs_per_client < 1 || o.ports < o.clients * o.cidrs_per_client) {
-    return PrintUsage("counts and durations must be positive, --ports at least clients x CIDRs");
+  std::string wrong;
+  if (!parsed.ok()) wrong = parsed.message();
+  if (wrong.empty() && o.bin_dir.empty()) wrong = "--bin-dir is required";
+  if (wrong.empty() && o.ports < o.clients * o.cidrs_per_client) {
+    wrong = "--ports must be at least --clients x --cidrs-per-client";
   }
-  if (::geteuid() != 0) return PrintUsage("must run as root (network namespaces)");
+  if (wrong.empty() && ::geteuid() != 0) wrong = "must run as root (network namespaces)";
+  if (!wrong.empty()) {
+    std::cerr << "mizarmp-bench-soak: " << wrong << "\n" << usage;
+    return 2;
+  }
   return Soak(std::move(o)).Main();
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace mizarmp::bench {
@@ -149,6 +150,16 @@ Exec PluginExec(const std::string& plugin_path, const std::string& cni_path,
   if (!netns.empty()) e.env["CNI_NETNS"] = netns;
   e.stdin_data = config.dump();
   return e;
+}
+
+bool RecordFailure(nlohmann::json& results, const std::string& why) {
+  std::cerr << "   " << why << "\n";
+  results["errors"].push_back(why);
+  return false;
+}
+
+void SaveResults(const nlohmann::json& results, const std::string& path) {
+  std::ofstream(path) << results.dump(2) << "\n";
 }
 
 }  // namespace mizarmp::bench

@@ -43,6 +43,12 @@ nlohmann::json StatsJson(const Stats& s);
 
 double Ms(Clock::duration d);
 
+// A driver's record of an error: printed, and appended to results["errors"]. Returns false, so a
+// step can `return RecordFailure(results_, "why")`.
+bool RecordFailure(nlohmann::json& results, const std::string& why);
+// Writes a driver's results to `path` as indented JSON.
+void SaveResults(const nlohmann::json& results, const std::string& path);
+
 // `s` cut at every `sep`, empty pieces dropped.
 std::vector<std::string> Split(const std::string& s, char sep);
 
