@@ -24,6 +24,17 @@ std::string AsciiLower(std::string_view s) {
   return out;
 }
 
+std::vector<std::string> Split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  for (size_t end = s.find(sep); end != std::string_view::npos; end = s.find(sep, begin)) {
+    out.emplace_back(s.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  out.emplace_back(s.substr(begin));
+  return out;
+}
+
 std::string Trim(std::string_view s) {
   size_t begin = 0;
   size_t end = s.size();

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mizarmp {
 
@@ -23,6 +24,10 @@ std::string Joined(const Range& parts, std::string_view sep) {
   }
   return out;
 }
+
+// The parts of `s` between the `sep` characters, empty ones included ("a,,b" -> "a", "", "b";
+// "" -> one empty part).
+std::vector<std::string> Split(std::string_view s, char sep);
 
 // ASCII lower case (MAC addresses, status words, header names); other bytes are kept.
 std::string AsciiLower(std::string_view s);

@@ -7,6 +7,13 @@
 namespace mizarmp::fence {
 namespace {
 
+// Counts a change that was not made.
+void Leave(const PortChange& change, const Status& why, AppliedPlan& out) {
+  ++out.report.failed;
+  if (out.first_error.ok()) out.first_error = why;
+  out.left.push_back(change.label + (change.admin_state_up ? " to re-enable" : " to disable"));
+}
+
 // Makes one change; false when it failed (a port deleted meanwhile does not count).
 bool ApplyChange(client::Client& mp, const PortChange& change, AppliedPlan& out) {
   const bool up = change.admin_state_up;
@@ -22,19 +29,24 @@ bool ApplyChange(client::Client& mp, const PortChange& change, AppliedPlan& out)
     out.released.push_back(change.port_id);  // gone: no record should name it
     return true;
   }
-  ++out.report.failed;
-  if (out.first_error.ok()) out.first_error = updated.status();
-  out.left.push_back(change.label + (up ? " to re-enable" : " to disable"));
+  Leave(change, updated.status(), out);
   return false;
 }
 
 }  // namespace
 
-AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan) {
+AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan,
+                      const std::function<bool()>& may_act) {
   AppliedPlan out;
   out.released = plan.released;
   std::vector<bool> failed(plan.changes.size(), false);
   for (size_t i = 0; i < plan.changes.size(); ++i) {
+    if (!may_act()) {
+      Leave(plan.changes[i], UnavailableError("this replica stopped leading before the update"),
+            out);
+      failed[i] = true;
+      continue;
+    }
     failed[i] = !ApplyChange(mp, plan.changes[i], out);
   }
   Completion done = CompletedBy(plan, failed);

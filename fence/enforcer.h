@@ -1,6 +1,7 @@
 // The step that applies an enforcement plan (fence/plan.h) at Mizar-MP.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct AppliedPlan {
 // Makes every change of `plan` at Mizar-MP (one port update each, in the plan's order) and logs
 // each change made. The caller records plan.holds first. A port deleted meanwhile (NOT_FOUND) needs
 // nothing more; any other failure leaves what depends on that change incomplete (CompletedBy).
-AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan);
+// `may_act` is asked before each update: once it says no (this replica stopped leading), the
+// remaining changes are left, failed with UNAVAILABLE, for the next leader's pass.
+AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan,
+                      const std::function<bool()>& may_act);
 
 }  // namespace mizarmp::fence

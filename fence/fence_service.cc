@@ -1,12 +1,15 @@
 #include "fence/fence_service.h"
 
+#include <algorithm>
 #include <span>
+#include <thread>
 #include <utility>
 
 #include "addons/grpc_status.h"
 #include "addons/redact.h"
 #include "addons/secrets.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "fence/plan.h"
 #include "records/records.h"
 
@@ -14,6 +17,8 @@ namespace mizarmp::fence {
 namespace {
 
 using addons::ToGrpcStatus;
+
+constexpr std::chrono::seconds kFollowerSlack{10};
 
 // At most `limit` items, then how many more there are.
 std::string Join(const std::vector<std::string>& items, size_t limit = 20) {
@@ -95,7 +100,9 @@ std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
 // ---------------------------------------------------------------------- the store and the loop
 
 Status FenceService::OpenStore() {
-  auto opened = OpenFenceStore(options_.fence_store);
+  auto opened = OpenFenceStore(options_.fence_store, options_.etcd);
+  std::unique_ptr<Leadership> leadership;
+  if (opened.ok()) leadership = (*opened)->JoinElection(options_.replica_id);
   std::lock_guard<std::mutex> lock(store_mu_);
   store_opening_ = false;
   if (!opened.ok()) {
@@ -104,6 +111,7 @@ Status FenceService::OpenStore() {
     return opened.status();
   }
   store_ = std::move(*opened);
+  leadership_ = std::move(leadership);
   store_error_ = Status::Ok();
   return Status::Ok();
 }
@@ -116,6 +124,11 @@ Status FenceService::StartAndWait() {
   if (!first.ok()) {
     MZ_LOG(kWarn) << "fence reconcile: " << first.status().message();
   }
+  {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    seen_terms_ = leadership_->terms();
+  }
+  next_reconcile_ = Clock::now() + options_.reconcile_interval;
   StartLoop(/*initial_pass=*/false);
   return Status::Ok();
 }
@@ -137,23 +150,53 @@ void FenceService::Stop() {
 }
 
 void FenceService::Run(bool initial_pass) {
-  auto wait_interval = [this] {
+  auto stopped_within = [this](Clock::duration d) {
     std::unique_lock<std::mutex> lock(run_mu_);
-    return run_cv_.wait_for(lock, options_.reconcile_interval, [this] { return stopping_; });
+    return run_cv_.wait_for(lock, d, [this] { return stopping_; });
   };
   // Without the initial pass, StartAndWait() already opened the store and made the first pass.
-  if (!initial_pass && wait_interval()) return;
+  if (initial_pass) next_reconcile_ = Clock::now();
   do {
-    bool need_open;
+    bool open;
     {
       std::lock_guard<std::mutex> lock(store_mu_);
-      need_open = store_ == nullptr;
+      open = store_ != nullptr;
     }
     // A store that could not be opened is retried every interval (a full disk, a permission
-    // fixed by the operator); Probe reports it meanwhile. Once open, the first pass runs at
-    // once: it finishes what a previous process left interrupted.
-    if (!need_open || OpenStore().ok()) ReconcileAndLog();
-  } while (!wait_interval());
+    // fixed by the operator); Probe reports it meanwhile. Once open, the first pass of the
+    // first term runs at once: it finishes what a previous leader left interrupted.
+    if (open) {
+      Tick();
+    } else if (Clock::now() >= next_reconcile_ && !OpenStore().ok()) {
+      next_reconcile_ = Clock::now() + options_.reconcile_interval;
+    }
+  } while (!stopped_within(kStorePollInterval));
+}
+
+void FenceService::Tick() {
+  auto opened = Store();
+  if (!opened.ok()) return;
+  const bool shared = !opened->leadership->sole();
+  int64_t revision = -1;
+  if (shared) {
+    auto read = opened->store->Revision();
+    NoteStoreError(read.status());
+    if (!read.ok()) return;
+    revision = *read;
+  }
+  if (!opened->leadership->LeadsFor(UpdateBudget())) return;
+  const uint64_t terms = opened->leadership->terms();
+  const bool new_term = terms != seen_terms_;
+  if (!new_term && revision == seen_revision_ && Clock::now() < next_reconcile_) return;
+  if (new_term && shared) {
+    MZ_LOG(kInfo) << "fence: " << options_.replica_id << " leads; first pass of its term";
+  }
+  // Read before the pass: a change stored during it is seen by the next turn. (The pass's own
+  // writes move the revision too, so one confirming pass follows a pass that changed something.)
+  seen_terms_ = terms;
+  seen_revision_ = revision;
+  next_reconcile_ = Clock::now() + options_.reconcile_interval;
+  ReconcileAndLog();
 }
 
 void FenceService::ReconcileAndLog() {
@@ -181,9 +224,9 @@ void FenceService::NoteStoreError(const Status& s) {
   store_error_ = s;
 }
 
-Result<FenceStore*> FenceService::Store() const {
+Result<FenceService::Opened> FenceService::Store() const {
   std::lock_guard<std::mutex> lock(store_mu_);
-  if (store_ != nullptr) return store_.get();
+  if (store_ != nullptr) return Opened{store_.get(), leadership_.get()};
   if (store_opening_) {
     return UnavailableError("fence store \"" + options_.fence_store +
                             "\" is still opening; retry shortly");
@@ -192,7 +235,16 @@ Result<FenceStore*> FenceService::Store() const {
 }
 
 Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
-  auto c = client::Client::Create(options_.mizarmp);
+  client::ClientConfig config = options_.mizarmp;
+  if (!options_.replica_id.empty()) {
+    config.user_agent =
+        "mizarmp-addons/" + std::string(Version()) + " (" + options_.replica_id + ")";
+  }
+  {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    if (leadership_ != nullptr && !leadership_->sole()) config.max_attempts = 1;
+  }
+  auto c = client::Client::Create(config);
   if (!c.ok()) {
     return FailedPreconditionError("Mizar-MP client for " +
                                    addons::RedactUrl(options_.mizarmp.base_url) + ": " +
@@ -212,9 +264,21 @@ Result<EnforceReport> FenceService::Reconcile() {
   return EnforceLocked();
 }
 
+FenceService::Clock::duration FenceService::UpdateBudget() const {
+  return options_.mizarmp.connect_timeout + options_.mizarmp.request_timeout;
+}
+
 Result<EnforceReport> FenceService::EnforceLocked() {
   ++passes_;
-  MZ_ASSIGN_OR_RETURN(FenceStore * store, Store());
+  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
+  FenceStore* store = opened.store;
+  Leadership& leadership = *opened.leadership;
+  if (!leadership.LeadsFor(UpdateBudget())) {
+    const std::string leader = leadership.leader();
+    return UnavailableError(
+        "this replica (" + options_.replica_id + ") does not lead; " +
+        (leader.empty() ? std::string("no leader is known yet") : "the leader is " + leader));
+  }
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*store));
   if (snap.fences.empty() && snap.unfences.empty()) return EnforceReport{};
 
@@ -231,7 +295,7 @@ Result<EnforceReport> FenceService::EnforceLocked() {
     NoteStoreError(s);
     return s.WithContext("recording the fenced ports");
   }
-  AppliedPlan applied = ApplyPlan(*mp, plan);
+  AppliedPlan applied = ApplyPlan(*mp, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
   MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
   if (applied.report.failed > 0) {
     return DependencyError(applied.first_error,
@@ -399,11 +463,55 @@ Result<FenceService::Admitted> FenceService::Admit(
   if (cidrs != nullptr) {
     MZ_ASSIGN_OR_RETURN(out.cidrs, RequestCidrs(*cidrs));
   }
-  MZ_ASSIGN_OR_RETURN(out.store, Store());
+  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
+  out.store = opened.store;
+  out.leadership = opened.leadership;
   return out;
 }
 
-grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
+Result<EnforceReport> FenceService::Enforce(const Admitted& call, bool fence,
+                                            const grpc::ServerContext& context,
+                                            std::unique_lock<std::mutex>& enforce_lock) {
+  if (call.leadership->LeadsFor(UpdateBudget())) return EnforceLocked();
+  enforce_lock.unlock();  // the wait must not hold up this replica's other RPCs
+  // A leader lost just now is replaced within 4/3 of the lease and makes its pass; twice the
+  // lease and 10 s leave room for a slow pass on a loaded machine.
+  Clock::time_point deadline = Clock::now() + 2 * options_.etcd.lease_ttl + kFollowerSlack;
+  const auto caller = context.deadline();
+  if (caller != std::chrono::system_clock::time_point::max()) {
+    deadline = std::min(deadline, Clock::now() + (caller - std::chrono::system_clock::now()));
+  }
+  MZ_RETURN_IF_ERROR(AwaitLeader(call, fence, deadline));
+  return EnforceReport{};
+}
+
+Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline) {
+  constexpr auto kPoll = std::chrono::milliseconds(50);
+  for (;;) {
+    MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*call.store));
+    bool done = true;
+    if (fence) {
+      for (const FenceEntry& e : snap.fences) {
+        if (e.state == FenceState::kPending && call.cidrs.Has(e.cidr)) done = false;
+      }
+    } else {
+      for (const UnfenceEntry& e : snap.unfences) {
+        if (call.cidrs.Has(e.cidr)) done = false;
+      }
+    }
+    if (done) return Status::Ok();
+    if (Clock::now() + kPoll > deadline) {
+      const std::string leader = call.leadership->leader();
+      return UnavailableError(
+          "this replica (" + options_.replica_id + ") does not lead and " +
+          (leader.empty() ? std::string("no leader") : "the leader " + leader) +
+          " has not completed it in time; it completes when a leader's pass does");
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
                                                const ::fence::FenceClusterNetworkRequest* request,
                                                ::fence::FenceClusterNetworkResponse*) {
   auto call = Admit("FenceClusterNetwork", request->secrets(), &request->cidrs());
@@ -411,7 +519,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
   const CidrSet& cidrs = call->cidrs;
   FenceStore* store = call->store;
 
-  std::lock_guard<std::mutex> lock(enforce_mu_);
+  std::unique_lock<std::mutex> lock(enforce_mu_);
   if (Status s = CheckStoreLimit(*store, cidrs); !s.ok()) {
     MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
     return ToGrpcStatus(s);
@@ -424,7 +532,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
   }
   const std::string names = Join(cidrs.Strings());
   MZ_LOG(kInfo) << "fence stored: " << names;
-  auto report = EnforceLocked();
+  auto report = Enforce(*call, /*fence=*/true, *context, lock);
   if (!report.ok()) {
     MZ_LOG(kWarn) << "fence of " << names << " not yet enforced: " << report.status().message();
     return ToGrpcStatus(report.status().WithContext("fence of " + names + " is stored"));
@@ -434,14 +542,14 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext*,
 }
 
 grpc::Status FenceService::UnfenceClusterNetwork(
-    grpc::ServerContext*, const ::fence::UnfenceClusterNetworkRequest* request,
+    grpc::ServerContext* context, const ::fence::UnfenceClusterNetworkRequest* request,
     ::fence::UnfenceClusterNetworkResponse*) {
   auto call = Admit("UnfenceClusterNetwork", request->secrets(), &request->cidrs());
   if (!call.ok()) return ToGrpcStatus(call.status());
   const CidrSet& cidrs = call->cidrs;
   FenceStore* store = call->store;
 
-  std::lock_guard<std::mutex> lock(enforce_mu_);
+  std::unique_lock<std::mutex> lock(enforce_mu_);
   auto removed = store->RemoveFences(cidrs.cidrs());
   if (!removed.ok()) {
     NoteStoreError(removed.status());
@@ -452,7 +560,7 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   MZ_LOG(kInfo) << "unfence of " << names << ": lifted "
                 << (removed->empty() ? std::string("nothing (not fenced)")
                                      : Join(CidrTexts(*removed)));
-  auto report = EnforceLocked();
+  auto report = Enforce(*call, /*fence=*/false, *context, lock);
   if (!report.ok()) {
     MZ_LOG(kWarn) << "unfence of " << names << " not yet complete: " << report.status().message();
     return ToGrpcStatus(report.status().WithContext("unfence of " + names + " is stored"));

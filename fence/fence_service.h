@@ -42,6 +42,18 @@
 // addresses up in O(log n) per address (fence/cidrset.h), so it grows with ports + fences, not
 // their product.
 //
+// Replicas (an etcd fence store, fence/etcd_store.h): every replica answers every RPC from the
+// shared store, but only the leader (fence/leadership.h) changes ports. A Fence or Unfence on the
+// leader is stored and enforced by its own pass, as above. On any other replica it is stored and
+// the RPC then waits for the leader to enforce it: the leader checks the store's revision every
+// kStorePollInterval and makes a pass when it changed, so a change is enforced within that
+// interval plus one pass while a leader lives, and within the lease TTL and a third (a new
+// election) plus that when the leader was lost. The RPC answers OK once its fences are enforced
+// (its unfences complete); UNAVAILABLE, saying it is stored, when that took longer than twice the
+// lease TTL and 10 s, or the caller's deadline. A leader starts a port update only while its lease
+// covers the update's whole time (Mizar-MP's connect + request timeouts, one attempt), so an old
+// leader has stopped before a new one starts. The first pass of a new term runs at once.
+//
 // Every RPC first checks `secrets` against the configured secrets (UNAUTHENTICATED). Mizar-MP
 // failures while enforcing give UNAVAILABLE (Mizar-MP unreachable or failing) or UNKNOWN
 // (anything else), naming the ports left; the store keeps the intent, and the periodic
@@ -55,6 +67,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +83,7 @@
 #include "fence.grpc.pb.h"
 #include "fence/cidrset.h"
 #include "fence/enforcer.h"
+#include "fence/leadership.h"
 #include "fence/options.h"
 #include "fence/plan.h"
 #include "fence/store.h"
@@ -84,6 +98,10 @@ inline constexpr size_t kMaxCidrsPerRequest = 65536;
 inline constexpr size_t kMaxStoredFences = 65536;
 // The largest ListClusterFence answer: a default gRPC client's receive limit.
 inline constexpr size_t kMaxListResponseBytes = 4 * 1024 * 1024;
+
+// How often every replica of a shared store reads the store's revision (Probe's view of the store
+// is that fresh), and how soon the leader notices a change another replica stored.
+inline constexpr std::chrono::milliseconds kStorePollInterval{200};
 
 // The GetFenceClients parameter that narrows the answer to one node.
 inline constexpr const char* kHostIdParameter = "hostId";
@@ -144,12 +162,21 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   using Secrets = google::protobuf::Map<std::string, std::string>;
   using NodeAddresses = std::map<std::string, std::vector<Cidr>>;  // host id -> addresses
 
+  using Clock = std::chrono::steady_clock;
+
   // The store's life: opening, the loop, the store as the RPCs and passes get it.
   Status OpenStore();
   void StartLoop(bool initial_pass);
   void Run(bool initial_pass);
+  // One turn of the loop once the store is open: polls a shared store's revision, and makes a
+  // pass when this replica leads and a new term began, the store changed or the interval passed.
+  void Tick();
   void ReconcileAndLog();
-  Result<FenceStore*> Store() const;
+  struct Opened {
+    FenceStore* store = nullptr;
+    Leadership* leadership = nullptr;
+  };
+  Result<Opened> Store() const;
   void NoteStoreError(const Status& s);
 
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
@@ -157,7 +184,17 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   struct Admitted {
     CidrSet cidrs;
     FenceStore* store = nullptr;
+    Leadership* leadership = nullptr;
   };
+  // After a change was stored: this replica's own pass when it leads, otherwise the wait for the
+  // leader's (AwaitLeader). Call with enforce_mu_ held; it is released for the wait.
+  Result<EnforceReport> Enforce(const Admitted& call, bool fence,
+                                const grpc::ServerContext& context,
+                                std::unique_lock<std::mutex>& enforce_lock);
+  // Waits until the leader enforced `cidrs` (fence) or completed their unfence.
+  Status AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline);
+  // How long one port update may take (what a leader's lease must still cover to start it).
+  Clock::duration UpdateBudget() const;
   Result<Admitted> Admit(const char* rpc, const Secrets& secrets,
                          const google::protobuf::RepeatedPtrField<::fence::CIDR>* cidrs);
   // The secrets check; logs a refusal under `rpc`'s name.
@@ -177,6 +214,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   void AddConfiguredAddresses(const std::string& only, NodeAddresses& by_node) const;
   Status AddPortListAddresses(const std::string& only, NodeAddresses& by_node) const;
 
+  // A Mizar-MP client; for a replica that shares its store, updates are tried once (a failed
+  // one is the next pass's), so UpdateBudget() bounds each.
   Result<std::unique_ptr<client::Client>> NewClient() const;
   // "Mizar-MP at <url without credentials>", how errors name Mizar-MP.
   std::string MizarMpName() const;
@@ -186,7 +225,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
 
   mutable std::mutex store_mu_;
   std::unique_ptr<FenceStore> store_;
-  Status store_error_;  // open failure, or the last failed store operation
+  std::unique_ptr<Leadership> leadership_;  // after store_, so it ends first
+  Status store_error_;                      // open failure, or the last failed store operation
   bool store_opening_ = true;
 
   std::mutex enforce_mu_;  // serialises fence, unfence and reconcile passes
@@ -196,6 +236,11 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   bool stopping_ = false;
   std::thread thread_;
   std::atomic<uint64_t> passes_{0};
+  // The loop's view (its thread only): the term and store revision of its last pass, and when
+  // the interval's next pass is due.
+  uint64_t seen_terms_ = 0;
+  int64_t seen_revision_ = -1;
+  Clock::time_point next_reconcile_;
 };
 
 }  // namespace mizarmp::fence

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "etcd/options.h"
 #include "mizarmp-client/client.h"
 
 namespace mizarmp::fence {
@@ -15,10 +16,20 @@ namespace mizarmp::fence {
 inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
 inline constexpr const char* kDefaultFenceStore = "/var/lib/mizarmp/fence.db";
 
+// An etcd fence store (fenceStore "etcd://host:port,..."): how to reach the cluster (endpoints
+// come from the location), where the state lives in it, and the leader's lease.
+struct EtcdStoreOptions {
+  etcd::Options client;                    // TLS and user authentication files, call timeout
+  std::string prefix = "/mizarmp/fence/";  // every key of the store starts with it
+  std::chrono::seconds lease_ttl{15};      // the leader's lease (etcd/election.h)
+};
+
 struct FenceOptions {
-  client::ClientConfig mizarmp;  // base_url, project, dialect, TLS, token file
+  client::ClientConfig mizarmp;                  // base_url, project, dialect, TLS, token file
   std::string state_dir = kDefaultStateDir;      // the plugin's attachment records
   std::string fence_store = kDefaultFenceStore;  // where the fence store keeps its state
+  EtcdStoreOptions etcd;                         // for an etcd:// fence_store
+  std::string replica_id;  // this replica's name in the leader election and its Mizar-MP calls
   std::map<std::string, std::vector<std::string>> node_addresses;  // hostId -> addrs/CIDRs
   std::string host_id;  // this node; records without a host id count for it
   bool use_port_list = false;

@@ -260,6 +260,7 @@ Status SqliteFenceStore::InWriteTransaction(const std::function<Status()>& body)
   Status s = body();
   if (s.ok()) s = Commit();
   if (!s.ok()) Rollback();
+  if (s.ok()) ++commits_;
   return s;
 }
 
@@ -523,6 +524,17 @@ Status SqliteFenceStore::ReadUnfences(const HeldPorts& held, StoreSnapshot& snap
 Result<std::vector<FenceEntry>> SqliteFenceStore::ListFences() const {
   MZ_ASSIGN_OR_RETURN(StoreSnapshot snap, Snapshot());
   return std::move(snap.fences);
+}
+
+Result<int64_t> SqliteFenceStore::Revision() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  MZ_ASSIGN_OR_RETURN(const int64_t others, DataVersion());
+  // data_version moves with other connections' commits only; this connection's are counted.
+  return (others << 32) + static_cast<int64_t>(commits_ & 0xffffffff);
+}
+
+std::unique_ptr<Leadership> SqliteFenceStore::JoinElection(const std::string& candidate) {
+  return std::make_unique<SoleLeadership>(candidate);
 }
 
 Status SqliteFenceStore::Check() const {

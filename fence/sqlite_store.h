@@ -59,6 +59,9 @@ class SqliteFenceStore final : public FenceStore {
   Result<std::vector<FenceEntry>> ListFences() const override;
   // Reads the fences table's row count.
   Status Check() const override;
+  Result<int64_t> Revision() const override;
+  // One file, one replica: always the leader (SoleLeadership).
+  std::unique_ptr<Leadership> JoinElection(const std::string& candidate) override;
 
  private:
   explicit SqliteFenceStore(std::string path) : path_(std::move(path)) {}
@@ -101,6 +104,7 @@ class SqliteFenceStore final : public FenceStore {
   // The last snapshot read and the data_version it was read at; Begin() (every write) drops it.
   mutable std::shared_ptr<const StoreSnapshot> cached_;
   mutable int64_t cached_version_ = -1;
+  uint64_t commits_ = 0;  // this connection's commits, for Revision()
 };
 
 }  // namespace mizarmp::fence

@@ -14,11 +14,13 @@
 // A write that returned is durable: a crash at any later point loses no acknowledged fence, and
 // a crash in the middle of a write leaves the state before it. Implementations are thread-safe.
 //
-// Backends: OpenFenceStore() picks one from the configured location; today every location is a
-// file path, kept in SQLite (fence/sqlite_store.h). A new backend is one FenceStore class and
-// one line in OpenFenceStore().
+// Backends: OpenFenceStore() picks one from the configured location: a file path is kept in
+// SQLite (fence/sqlite_store.h), "etcd://host:port,..." in an etcd cluster shared by several
+// replicas (fence/etcd_store.h). A new backend is one FenceStore class and one line in
+// OpenFenceStore(). The backend also chooses which replica enforces (JoinElection).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +28,8 @@
 
 #include "common/ipaddr.h"
 #include "common/status.h"
+#include "fence/leadership.h"
+#include "fence/options.h"
 
 namespace mizarmp::fence {
 
@@ -97,13 +101,22 @@ class FenceStore {
   // The fences of Snapshot().
   virtual Result<std::vector<FenceEntry>> ListFences() const = 0;
 
-  // A cheap check that the store still answers.
+  // A cheap check that the store still answers (with a quorum, for a replicated store).
   virtual Status Check() const = 0;
+
+  // A number that changes whenever Snapshot() may have changed, by this or any other writer;
+  // cheap enough for the leader to read every few hundred milliseconds.
+  virtual Result<int64_t> Revision() const = 0;
+
+  // This replica's candidacy for enforcing the store's fences, as `candidate` (its name); started
+  // at once. The store must outlive it.
+  virtual std::unique_ptr<Leadership> JoinElection(const std::string& candidate) = 0;
 };
 
-// Opens (creating when missing) the store at `location`. Errors name the location:
-// INVALID_ARGUMENT for a location no backend accepts, otherwise the backend's (see
-// fence/sqlite_store.h).
-Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location);
+// Opens (creating when missing) the store at `location`; `etcd` configures an etcd:// location.
+// Errors name the location: INVALID_ARGUMENT for a location no backend accepts, otherwise the
+// backend's (see fence/sqlite_store.h, fence/etcd_store.h).
+Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
+                                                   const EtcdStoreOptions& etcd = {});
 
 }  // namespace mizarmp::fence

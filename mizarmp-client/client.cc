@@ -555,6 +555,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   if (!token.empty()) impl.headers.emplace("Authorization", "Bearer " + token);
   // The connection itself is opened by the first request.
   const ClientConfig& cfg = client->config_;
+  if (!cfg.user_agent.empty()) impl.headers.emplace("User-Agent", cfg.user_agent);
   impl.transport = std::make_unique<Transport>(std::move(endpoint), cfg.tls, cfg.connect_timeout,
                                                cfg.max_response_bytes);
   impl.token_version = token_version;

@@ -46,6 +46,9 @@ struct ClientConfig {
   // Optional bearer token, read by Create() and again whenever the file changes (rotation);
   // never logged.
   std::string token_file;
+  // The User-Agent of every request; empty: "mizarmp/<version>". A server replica names itself
+  // here, so the controller's request log tells replicas apart.
+  std::string user_agent;
   // The largest response body read: a controller sending more gets the call failed (INTERNAL,
   // naming the bound, not retried) rather than the process's memory.
   size_t max_response_bytes = size_t{64} << 20;

@@ -6,9 +6,9 @@
 //   POST   /ports/bulk       {"ports":[...]} -> 201 {"ports":[...]}   (Alcor)
 //   GET    /ports/{id}       -> 200 {"port":{...}}; unknown: v0.1 200 {"port":null}, Alcor 404
 //   GET    /ports?k=v        -> 200 {"ports":[...]} filtered on any top-level field, e.g.
-//   binding:host_id PUT    /ports/{id}       {"port":{fields}} -> 200 {"port":{...}};
-//   admin_state_up=false takes
-//                            the host end of the agent's veth down, true brings it up again
+//                            binding:host_id
+//   PUT    /ports/{id}       {"port":{fields}} -> 200 {"port":{...}}; admin_state_up=false
+//                            takes the host end of the agent's veth down, true brings it up
 //   DELETE /ports/{id}       -> 200 (v0.1: also for unknown ids) / 404 unknown (Alcor)
 //   GET    /subnets          -> 200 {"subnets":[...]}
 //   GET    /subnets/{id}     -> 200 {"subnet":{...}} / 404
@@ -16,7 +16,14 @@
 //   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "faults":{...}}
 //   GET  /mock/faults        {"faults":{...}}
 //   POST /mock/faults        a Faults document (fields below, snake_case); replaces the faults
-//   POST /mock/reset         drops every port (tearing down the agent's veths) and every fault
+//   GET  /mock/requests      the journal of port updates (every PUT /ports/{id}, the only update
+//                            route of both dialects; the newest 100,000), oldest first:
+//                            {"updates":[{"seq":1,"port":ID,"admin_state_up":false,
+//                            "user_agent":UA,"status":200},...]}; admin_state_up is what the
+//                            request asked for (left out when it did not), status what the mock
+//                            answered (0: connection closed by the close_connections fault)
+//   POST /mock/reset         drops every port (tearing down the agent's veths), every fault and
+//                            the journal (seq starts again at 1)
 //   GET  /healthz            200 "ok"
 #pragma once
 

@@ -53,6 +53,14 @@ Result<json> ParseBody(const std::string& body) {
   }
 }
 
+// The port fields of a PUT body, {"port":{fields}} or the fields alone; nullptr when `doc` is
+// neither (not an object).
+const json* PortFields(const json& doc) {
+  const json* fields = &doc;
+  if (doc.is_object() && doc.contains("port")) fields = &doc["port"];
+  return fields->is_object() ? fields : nullptr;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Routes>> Routes::Create(const Options& options, Model& model,
@@ -88,7 +96,8 @@ void Routes::Install(httplib::Server& s) {
     Serve(q, r, [&] { return GetPort(q.matches[2].str()); });
   });
   s.Put(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
-    Serve(q, r, [&] { return UpdatePort(q.matches[2].str(), q); });
+    const std::string id = q.matches[2].str();
+    Journal(id, q, Serve(q, r, [&] { return UpdatePort(id, q); }));
   });
   s.Delete(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
     Serve(q, r, [&] { return DeletePort(q.matches[2].str()); });
@@ -108,6 +117,9 @@ void Routes::Install(httplib::Server& s) {
     Send(r, Reply{200, json{{"faults", FaultsToJson(faults_.Get())}}});
   });
   s.Post("/mock/faults", [this](const Request& q, Response& r) { Send(r, SetFaults(q)); });
+  s.Get("/mock/requests", [this](const Request&, Response& r) {
+    Send(r, Reply{200, journal_.ToJson()});
+  });
   s.Post("/mock/reset", [this](const Request&, Response& r) { Send(r, Reset()); });
 
   auto no_route = [](const Request& q, Response& r) {
@@ -138,8 +150,8 @@ void Routes::Stop() {
 
 // --- the REST pipeline ------------------------------------------------------------------------
 
-void Routes::Serve(const httplib::Request& req, httplib::Response& res,
-                   const std::function<Reply()>& handler) {
+int Routes::Serve(const httplib::Request& req, httplib::Response& res,
+                  const std::function<Reply()>& handler) {
   requests_.fetch_add(1);
   const FaultInjector::ConnectionFault connection = faults_.OnRequest();
   if (connection.drop) {
@@ -150,7 +162,7 @@ void Routes::Serve(const httplib::Request& req, httplib::Response& res,
                     << ": close_connections: the connection's socket was not found";
     }
     Send(res, ErrorReply(500, "injected fault: close_connections"));
-    return;
+    return 0;
   }
   if (connection.delay_ms > 0) Sleep(connection.delay_ms);
   Reply reply;
@@ -168,12 +180,28 @@ void Routes::Serve(const httplib::Request& req, httplib::Response& res,
   }
   if (reply.status == 204) {  // No Content: no body at all
     res.status = 204;
-    return;
+    return 204;
   }
   std::string text = Dump(reply.body);
   if (faults_.Take(&Faults::truncate_json)) text = text.substr(0, text.size() / 2);
   res.status = reply.status;
   res.set_content(text, "application/json");
+  return reply.status;
+}
+
+void Routes::Journal(const std::string& id, const httplib::Request& req, int status) {
+  PortUpdate update;
+  update.port = id;
+  update.user_agent = req.get_header_value("User-Agent");
+  update.status = status;
+  // Whatever the body asked for, also when it was refused: status says whether it took effect.
+  const json doc = json::parse(req.body, nullptr, false);
+  const json* fields = PortFields(doc);
+  if (fields != nullptr) {
+    auto admin = fields->find("admin_state_up");
+    if (admin != fields->end() && admin->is_boolean()) update.admin_state_up = admin->get<bool>();
+  }
+  journal_.Record(std::move(update));
 }
 
 bool Routes::Authorized(const httplib::Request& req) const {
@@ -250,11 +278,11 @@ Reply Routes::ListPorts(const httplib::Request& req) {
 Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
   auto doc = ParseBody(req.body);
   if (!doc.ok()) return ErrorReply(400, doc.status().message());
-  const json* patch = &*doc;
-  if (doc->is_object() && doc->contains("port")) patch = &(*doc)["port"];
-  if (!patch->is_object()) {
+  const json* patch = PortFields(*doc);
+  if (patch == nullptr) {
+    const json& given = doc->is_object() ? doc->at("port") : *doc;
     return ErrorReply(400,
-                      std::string("PUT body must be {\"port\":{...}}, got ") + patch->type_name());
+                      std::string("PUT body must be {\"port\":{...}}, got ") + given.type_name());
   }
   auto port = model_.UpdatePort(id, *patch);
   if (!port.ok()) return FailureReply(port.status());
@@ -307,7 +335,8 @@ Reply Routes::SetFaults(const httplib::Request& req) {
 Reply Routes::Reset() {
   const size_t n = model_.DeleteAllPorts();
   faults_.Set(Faults{});
-  MZ_LOG(kInfo) << "reset: dropped " << n << " ports and every fault";
+  journal_.Clear();
+  MZ_LOG(kInfo) << "reset: dropped " << n << " ports, every fault and the request journal";
   return Reply{200, json{{"dropped", n}}};
 }
 

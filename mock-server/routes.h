@@ -1,7 +1,8 @@
 // The mock's HTTP API (private to mock-server/): the REST routes of both wire dialects (v0.1
 // and Alcor), the bearer token, the injected faults on the way in and out, and the control
-// endpoints (/mock/state, /mock/faults, /mock/reset, /healthz). See mock.h for the API; the
-// model (model.h) does the work, this file turns requests into calls and Status into answers.
+// endpoints (/mock/state, /mock/faults, /mock/requests, /mock/reset, /healthz). See mock.h for the
+// API; the model (model.h) does the work, this file turns requests into calls and Status into
+// answers.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 
 #include "common/status.h"
 #include "mock-server/faults.h"
+#include "mock-server/journal.h"
 #include "mock-server/mock.h"
 #include "mock-server/model.h"
 
@@ -50,9 +52,11 @@ class Routes {
   Routes(const Options& options, std::string token, Model& model, FaultInjector& faults);
 
   // The pipeline of every REST request: connection faults, token, project, the handler, the
-  // truncate_json fault.
-  void Serve(const httplib::Request& req, httplib::Response& res,
-             const std::function<Reply()>& handler);
+  // truncate_json fault. Returns the HTTP status answered (0: connection closed, no answer).
+  int Serve(const httplib::Request& req, httplib::Response& res,
+            const std::function<Reply()>& handler);
+  // Records a PUT of port `id` answered with `status` in the journal.
+  void Journal(const std::string& id, const httplib::Request& req, int status);
   bool Authorized(const httplib::Request& req) const;
   void Sleep(int ms);
 
@@ -79,6 +83,7 @@ class Routes {
   Model& model_;
   FaultInjector& faults_;
   std::atomic<uint64_t> requests_{0};
+  UpdateJournal journal_;
 
   std::mutex mu_;
   std::condition_variable cv_;  // wakes sleeping requests on Stop()

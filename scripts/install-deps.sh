@@ -18,6 +18,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev cryptsetup-bin python3 python3-grpcio python3-grpc-tools
   # network namespaces, links and pings in tests and the demo
   iproute2 iputils-ping procps
+  # the etcd fence store's tests and benchmarks: a real etcd cluster on loopback and etcdctl
+  etcd-server etcd-client
   # the podman end-to-end test and the demo: runtime, reference CNI plugins (portmap needs
   # iptables), the static busybox the offline test image is made of, curl for the controller
   podman runc conmon containernetworking-plugins iptables busybox-static curl ca-certificates

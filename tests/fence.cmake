@@ -24,3 +24,16 @@ if(TARGET mizarmp)
     LABELS "netns;root;concurrency" TIMEOUT 300)
   add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
 endif()
+
+# The real etcd cluster fixture the etcd fence store is tested with (tests/support/etcd_cluster.h):
+# 3 members on loopback, replication, quorum loss and recovery, TLS and user authentication.
+mizarmp_add_test(NAME etcd_cluster_test SOURCES integration/etcd_cluster_test.cc
+                 LABELS integration TIMEOUT 120)
+
+# Replicas of mizarmp-addons (processes) sharing one fence state in a real 3-member etcd cluster:
+# failover after kill -9, etcd members lost and back, a replica cut off from etcd.
+mizarmp_add_test(NAME fence_ha_test SOURCES integration/fence_ha_test.cc
+                 LIBS mizarmp_client mizarmp_mock mizarmp_proto mizarmp_common
+                      nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
+                 LABELS "integration;concurrency" TIMEOUT 400)
+add_dependencies(fence_ha_test mizarmp-addons)

@@ -15,6 +15,7 @@
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
+#include "etcd/options.h"
 
 namespace mizarmp::cmd {
 namespace {
@@ -113,19 +114,36 @@ Key SwitchKey(std::string json_key, std::string help, BoolField field) {
              std::move(help),     std::move(from_json), std::move(from_flag)};
 }
 
-// A duration in whole milliseconds in 1..max; --help shows the default.
-Key MillisKey(std::string json_key, std::string help, int64_t max, MillisField field) {
+// The unit a duration key is given in: its name in messages and its flag's value name.
+template <typename Duration>
+struct UnitOf;
+template <>
+struct UnitOf<std::chrono::milliseconds> {
+  static constexpr const char* kName = "ms";
+  static constexpr const char* kValue = "MS";
+};
+template <>
+struct UnitOf<std::chrono::seconds> {
+  static constexpr const char* kName = "s";
+  static constexpr const char* kValue = "SECONDS";
+};
+
+// A duration in whole units (milliseconds or seconds) in 1..max; --help shows the default.
+template <typename Duration>
+Key DurationKey(std::string json_key, std::string help, int64_t max,
+                Duration& (*field)(ServerConfig&)) {
+  using Unit = UnitOf<Duration>;
   ServerConfig defaults;
   help += Default(std::to_string(field(defaults).count()));
   JsonApply from_json = [field, max](const json& v, const std::string& where,
                                      ServerConfig& c) -> Status {
     if (!v.is_number_integer()) return WrongType(where, "an integer", v);
-    const int64_t ms = v.get<int64_t>();
-    if (ms <= 0 || ms > max) {
-      return InvalidArgumentError(where + ": " + std::to_string(ms) + " is out of range (1.." +
-                                  std::to_string(max) + " ms)");
+    const int64_t n = v.get<int64_t>();
+    if (n <= 0 || n > max) {
+      return InvalidArgumentError(where + ": " + std::to_string(n) + " is out of range (1.." +
+                                  std::to_string(max) + " " + Unit::kName + ")");
     }
-    field(c) = std::chrono::milliseconds(ms);
+    field(c) = Duration(n);
     return Status::Ok();
   };
   FlagApply from_flag = [from_json](std::string_view text, const std::string& where,
@@ -138,8 +156,12 @@ Key MillisKey(std::string json_key, std::string help, int64_t max, MillisField f
     return from_json(json(n), where, c);
   };
   std::string flag = Kebab(json_key);
-  return Key{std::move(json_key), std::move(flag),      "MS",
+  return Key{std::move(json_key), std::move(flag),      Unit::kValue,
              std::move(help),     std::move(from_json), std::move(from_flag)};
+}
+
+Key MillisKey(std::string json_key, std::string help, int64_t max, MillisField field) {
+  return DurationKey(std::move(json_key), std::move(help), max, field);
 }
 
 // One host's addresses/CIDRs, replacing what it had.
@@ -181,13 +203,8 @@ Key NodeAddressesKey() {
       return InvalidArgumentError(where + ": want HOST=ADDR[,ADDR...], got " + Quoted(text));
     }
     json list = json::array();
-    std::string_view rest = text.substr(eq + 1);
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      if (!item.empty()) list.push_back(std::string(item));
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
+    for (std::string& item : Split(text.substr(eq + 1), ',')) {
+      if (!item.empty()) list.push_back(std::move(item));
     }
     return ApplyAddresses(std::string(text.substr(0, eq)), list, where, c);
   };
@@ -314,8 +331,37 @@ const std::vector<Key>& Keys() {
                 [](ServerConfig& c) -> std::string& { return c.mizarmp.token_file; }),
       StringKey("stateDir", "DIR", "the CNI plugin's attachment records",
                 [](ServerConfig& c) -> std::string& { return c.fence.state_dir; }),
-      StringKey("fenceStore", "FILE", "SQLite file of the fence state",
+      StringKey("fenceStore", "FILE|etcd://HOST:PORT,...",
+                "where the fence state lives: an SQLite file (one replica), or the members of "
+                "an etcd cluster that replicas share",
                 [](ServerConfig& c) -> std::string& { return c.fence.fence_store; }),
+      StringKey("etcdCaFile", "FILE", "etcd fence store: CA of the members' certificates (TLS)",
+                [](ServerConfig& c) -> std::string& { return c.fence.etcd.client.ca_file; }),
+      StringKey("etcdCertFile", "FILE", "etcd fence store: client certificate (TLS)",
+                [](ServerConfig& c) -> std::string& { return c.fence.etcd.client.cert_file; }),
+      StringKey("etcdKeyFile", "FILE", "etcd fence store: its private key",
+                [](ServerConfig& c) -> std::string& { return c.fence.etcd.client.key_file; }),
+      StringKey("etcdUsername", "USER", "etcd fence store: etcd user to authenticate as",
+                [](ServerConfig& c) -> std::string& { return c.fence.etcd.client.username; }),
+      StringKey("etcdPasswordFile", "FILE",
+                "etcd fence store: that user's password, read from this file",
+                [](ServerConfig& c) -> std::string& { return c.fence.etcd.client.password_file; }),
+      StringKey("etcdPrefix", "PREFIX", "etcd fence store: the prefix of every key it writes",
+                [](ServerConfig& c) -> std::string& { return c.fence.etcd.prefix; }),
+      DurationKey(
+          "etcdCallTimeoutMs", "etcd fence store: timeout of one call to one member", 60000,
+          +[](ServerConfig& c) -> std::chrono::milliseconds& {
+            return c.fence.etcd.client.call_timeout;
+          }),
+      DurationKey(
+          "leaseTtlSeconds",
+          "etcd fence store: the leader's lease; a lost leader is replaced within "
+          "1.33 times this",
+          3600, +[](ServerConfig& c) -> std::chrono::seconds& { return c.fence.etcd.lease_ttl; }),
+      StringKey("replicaId", "NAME",
+                "this replica's name in the leader election and in its Mizar-MP requests' "
+                "User-Agent (default: the host name)",
+                [](ServerConfig& c) -> std::string& { return c.fence.replica_id; }),
       NodeAddressesKey(),
       StringKey("hostId", "ID", "this node's Mizar-MP host id",
                 [](ServerConfig& c) -> std::string& { return c.fence.host_id; }),
@@ -327,6 +373,12 @@ const std::vector<Key>& Keys() {
           "reconcileIntervalMs", "how often the stored fences are enforced again",
           24LL * 3600 * 1000,
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.fence.reconcile_interval; }),
+      MillisKey(
+          "mpConnectTimeoutMs", "timeout of connecting to Mizar-MP", 60000,
+          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp.connect_timeout; }),
+      MillisKey(
+          "mpRequestTimeoutMs", "timeout of one request to Mizar-MP", 300000,
+          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp.request_timeout; }),
       MillisKey(
           "probeTimeoutMs", "timeout of Probe's Mizar-MP check", 60000,
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.identity.probe_timeout; }),
@@ -444,13 +496,71 @@ Status ValidateMizarMp(const ServerConfig& c) {
   return CheckReadableFile("tokenFile", c.mizarmp.token_file);
 }
 
+// The etcd settings of a file store: one would be silently ignored, so it is an error.
+Status NoEtcdSettings(const fence::EtcdStoreOptions& e) {
+  const fence::EtcdStoreOptions defaults;
+  const std::pair<const char*, bool> set[] = {
+      {"etcdCaFile", !e.client.ca_file.empty()},
+      {"etcdCertFile", !e.client.cert_file.empty()},
+      {"etcdKeyFile", !e.client.key_file.empty()},
+      {"etcdUsername", !e.client.username.empty()},
+      {"etcdPasswordFile", !e.client.password_file.empty()},
+      {"etcdPrefix", e.prefix != defaults.prefix},
+  };
+  for (const auto& [key, given] : set) {
+    if (given) return InvalidArgumentError(std::string(key) + ": only for an etcd:// fenceStore");
+  }
+  return Status::Ok();
+}
+
+// A leader starts a port update only while its lease covers the update (fence_service.h); the
+// lease is renewed every third of its TTL and counted at nine tenths, so what it covers right
+// before a renewal is 0.9 - 1/3 of the TTL. That must exceed one update's connect + request.
+Status CheckLeaseCoversAnUpdate(const ServerConfig& c) {
+  const auto ttl = std::chrono::duration_cast<std::chrono::milliseconds>(c.fence.etcd.lease_ttl);
+  const auto update = c.mizarmp.connect_timeout + c.mizarmp.request_timeout;
+  const auto covered = ttl * 9 / 10 - ttl / 3;
+  if (covered > update) return Status::Ok();
+  const int64_t need_s = (update.count() * 30 / 17 + 999) / 1000 + 1;
+  return InvalidArgumentError(
+      "leaseTtlSeconds " + std::to_string(c.fence.etcd.lease_ttl.count()) +
+      ": too short for Mizar-MP's connect + request timeouts (" + std::to_string(update.count()) +
+      " ms): a leader must be able to finish a port update within its lease; use at least " +
+      std::to_string(need_s) + " or shorten mpConnectTimeoutMs/mpRequestTimeoutMs");
+}
+
+Status ValidateEtcdStore(const fence::FenceOptions& f) {
+  MZ_RETURN_IF_ERROR(etcd::ParseEndpoints(f.fence_store).status().WithContext("fenceStore"));
+  const etcd::Options& e = f.etcd.client;
+  if (e.cert_file.empty() != e.key_file.empty()) {
+    return InvalidArgumentError("etcdCertFile/etcdKeyFile: set both or neither");
+  }
+  if (e.username.empty() != e.password_file.empty()) {
+    return InvalidArgumentError("etcdUsername/etcdPasswordFile: set both or neither");
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdCaFile", e.ca_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdCertFile", e.cert_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdKeyFile", e.key_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdPasswordFile", e.password_file));
+  const std::string& p = f.etcd.prefix;
+  if (p.size() < 2 || p.front() != '/' || p.back() != '/') {
+    return InvalidArgumentError("etcdPrefix " + Quoted(p) +
+                                ": want /SOME/PATH/ (slash first and last)");
+  }
+  return Status::Ok();
+}
+
 Status ValidateFence(const fence::FenceOptions& f) {
   if (f.state_dir.empty() || f.state_dir[0] != '/') {
     return InvalidArgumentError("stateDir " + Quoted(f.state_dir) + ": must be an absolute path");
   }
-  if (f.fence_store.empty() || f.fence_store[0] != '/') {
+  if (etcd::IsEtcdLocation(f.fence_store)) {
+    MZ_RETURN_IF_ERROR(ValidateEtcdStore(f));
+  } else if (f.fence_store.empty() || f.fence_store[0] != '/') {
     return InvalidArgumentError("fenceStore " + Quoted(f.fence_store) +
-                                ": must be an absolute path");
+                                ": must be an absolute path or etcd://HOST:PORT,...");
+  } else if (Status s = NoEtcdSettings(f.etcd); !s.ok()) {
+    return s;
   }
   if (!f.host_id.empty() && f.host_id.find_first_of(" \t\n/") != std::string::npos) {
     return InvalidArgumentError("hostId " + Quoted(f.host_id) + ": must not contain spaces or '/'");
@@ -461,6 +571,13 @@ Status ValidateFence(const fence::FenceOptions& f) {
   return Status::Ok();
 }
 
+// This machine's name (a pod's name in Kubernetes): the default replica id.
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "mizarmp-addons";
+  return name;
+}
+
 // Copies the settings several components take into each of them.
 void ShareCommonSettings(const std::map<std::string, std::string>& secrets, ServerConfig& c) {
   // Both services check every request against these; an empty file authenticates nobody.
@@ -468,6 +585,7 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   c.identity.mizarmp = c.mizarmp;
   c.identity.subnet_id = c.subnet_id;
   c.fence.mizarmp = c.mizarmp;
+  if (c.fence.replica_id.empty()) c.fence.replica_id = HostName();
   c.fence.expected_secrets = secrets;
   c.keyrotation.expected_secrets = secrets;
 }
@@ -505,7 +623,9 @@ Status ValidateConfig(const ServerConfig& c) {
   MZ_RETURN_IF_ERROR(ValidateServer(c.server));
   MZ_RETURN_IF_ERROR(addons::ValidateDriverName(c.identity.drivername));
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
-  return ValidateFence(c.fence);
+  MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
+  if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
+  return Status::Ok();
 }
 
 Result<std::map<std::string, std::string>> LoadSecretsFile(const std::string& path) {

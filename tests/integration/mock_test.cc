@@ -110,8 +110,8 @@ class MockTest : public ::testing::TestWithParam<Dialect> {
   Http PostRaw(const std::string& path, const std::string& body) {
     return Do(server_->base_url(), "POST", path, body);
   }
-  Http Put(const std::string& path, const json& body) {
-    return Do(server_->base_url(), "PUT", path, body.dump());
+  Http Put(const std::string& path, const json& body, const httplib::Headers& h = {}) {
+    return Do(server_->base_url(), "PUT", path, body.dump(), h);
   }
   Http Del(const std::string& path) { return Do(server_->base_url(), "DELETE", path); }
 
@@ -587,6 +587,42 @@ TEST_P(MockTest, UpdateNoContentFaultAnswers204WithoutABody) {
   Http r = Put(PortPath("u-0"), json{{"port", {{"admin_state_up", true}}}});
   EXPECT_EQ(r.status, 200) << r.Describe();
   EXPECT_EQ(r.j["port"]["admin_state_up"], true);
+}
+
+// GET /mock/requests: every port update in order, with the admin_state_up it asked for, the
+// sender's User-Agent and the status answered; POST /mock/reset empties it.
+TEST_P(MockTest, RequestJournalRecordsEveryPortUpdate) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_EQ(Create(PortDoc("j-0")).status, 201);
+  auto put = [&](const std::string& id, const json& fields, const std::string& agent) {
+    return Put(PortPath(id), json{{"port", fields}}, {{"User-Agent", agent}});
+  };
+  EXPECT_EQ(put("j-0", {{"admin_state_up", false}}, "replica-1").status, 200);
+  EXPECT_EQ(put("j-0", {{"admin_state_up", true}}, "replica-2").status, 200);
+  EXPECT_EQ(put("j-0", {{"name", "renamed"}}, "replica-2").status, 200);
+  EXPECT_EQ(put("j-unknown", {{"admin_state_up", false}}, "replica-1").status, 404);
+
+  Http log = Get("/mock/requests");
+  ASSERT_EQ(log.status, 200) << log.Describe();
+  const json want = json::parse(R"([
+    {"seq":1,"port":"j-0","admin_state_up":false,"user_agent":"replica-1","status":200},
+    {"seq":2,"port":"j-0","admin_state_up":true,"user_agent":"replica-2","status":200},
+    {"seq":3,"port":"j-0","user_agent":"replica-2","status":200},
+    {"seq":4,"port":"j-unknown","admin_state_up":false,"user_agent":"replica-1","status":404}
+  ])");
+  EXPECT_EQ(log.j["updates"], want) << log.body;
+  // Reads, creates and deletes are not updates.
+  EXPECT_EQ(Del(PortPath("j-0")).status, 200);
+  EXPECT_EQ(Get("/mock/requests").j["updates"].size(), 4u);
+
+  ASSERT_EQ(Post("/mock/reset", json::object()).status, 200);
+  EXPECT_EQ(Get("/mock/requests").j, json::parse(R"({"updates":[]})"));
+  ASSERT_EQ(Create(PortDoc("j-1")).status, 201);
+  EXPECT_EQ(put("j-1", {{"admin_state_up", false}}, "replica-3").status, 200);
+  const json after = Get("/mock/requests").j["updates"];
+  ASSERT_EQ(after.size(), 1u) << after.dump();
+  EXPECT_EQ(after[0]["seq"], 1);
+  EXPECT_EQ(after[0]["user_agent"], "replica-3");
 }
 
 TEST_P(MockTest, ReadinessFaults) {

@@ -22,11 +22,12 @@ ALLOWED = {
     "cni": {"common", "records", "mizarmp-client", "netns"},
     "mock-server": {"common", "mizarmp-client", "netns"},
     "addons": {"common", "mizarmp-client", "proto"},
-    "fence": {"common", "addons", "records", "mizarmp-client", "proto"},
+    "etcd": {"common", "proto"},
+    "fence": {"common", "addons", "etcd", "records", "mizarmp-client", "proto"},
     "keyrotation": {"common", "addons", "proto"},
     "cmd/mizarmp": {"common", "cni"},
     "cmd/mizarmp-mock": {"common", "mock-server"},
-    "cmd/mizarmp-addons": {"common", "addons", "fence", "keyrotation", "mizarmp-client", "proto"},
+    "cmd/mizarmp-addons": {"common", "addons", "etcd", "fence", "keyrotation", "mizarmp-client", "proto"},
 }
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
 # composed config (its unit test); nothing else includes a program's main folder.
@@ -40,7 +41,7 @@ LIBRARY_OWNERS = [
     (re.compile(r"^boost/"), {"mizarmp-client"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
-    (re.compile(r"^grpcpp/"), {"addons", "fence", "keyrotation", "cmd/mizarmp-addons"}),
+    (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "cmd/mizarmp-addons"}),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -372,6 +372,51 @@ TEST(AddonsConfig, PluginShapedTlsObject) {
 // The reader, the flags and --help are generated from one table (config.cc): every JSON key has
 // a kebab-case flag (only "tls", the --mp-* settings in the CNI plugin's shape, is config file
 // only), and each key and flag shows up in --help with its help line.
+TEST(AddonsConfig, EtcdFenceStore) {
+  TempDir dir;
+  const std::string password = dir.path() + "/etcd.password";
+  ASSERT_TRUE(WriteFileAtomic(password, "s3cret\n").ok());
+  auto parsed = Parse(Valid({"--fence-store", "etcd://10.0.0.1:2379,etcd-2.example:2379",
+                             "--etcd-username", "mizarmp", "--etcd-password-file", password,
+                             "--etcd-prefix", "/prod/fence/", "--lease-ttl-seconds", "20",
+                             "--replica-id", "addons-0", "--etcd-call-timeout-ms", "1500"}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const fence::FenceOptions& f = parsed->config.fence;
+  EXPECT_EQ(f.fence_store, "etcd://10.0.0.1:2379,etcd-2.example:2379");
+  EXPECT_EQ(f.etcd.client.username, "mizarmp");
+  EXPECT_EQ(f.etcd.client.password_file, password);
+  EXPECT_EQ(f.etcd.prefix, "/prod/fence/");
+  EXPECT_EQ(f.etcd.lease_ttl, std::chrono::seconds(20));
+  EXPECT_EQ(f.etcd.client.call_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(f.replica_id, "addons-0");
+
+  auto defaulted = Parse(Valid());
+  ASSERT_TRUE(defaulted.ok());
+  EXPECT_FALSE(defaulted->config.fence.replica_id.empty()) << "the host name is the default";
+
+  const std::vector<std::string> etcd = {"--fence-store", "etcd://127.0.0.1:2379"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = etcd;
+    args.insert(args.end(), more.begin(), more.end());
+    return Valid(args);
+  };
+  ExpectInvalid(Valid({"--fence-store", "etcd://127.0.0.1"}), "127.0.0.1");
+  ExpectInvalid(Valid({"--fence-store", "etcd://a:1,,b:2"}), "fenceStore");
+  ExpectInvalid(Valid({"--fence-store", "relative.db"}), "fenceStore");
+  ExpectInvalid(with({"--etcd-username", "u"}), "etcdUsername/etcdPasswordFile");
+  ExpectInvalid(with({"--etcd-cert-file", password}), "etcdCertFile/etcdKeyFile");
+  ExpectInvalid(with({"--etcd-ca-file", dir.path() + "/absent.pem"}), "etcdCaFile");
+  ExpectInvalid(with({"--etcd-prefix", "fence"}), "etcdPrefix");
+  // The default lease (15 s) covers the default Mizar-MP timeouts (2 s + 5 s); 5 s does not.
+  ExpectInvalid(with({"--lease-ttl-seconds", "5"}), "leaseTtlSeconds 5");
+  EXPECT_TRUE(Parse(with({"--lease-ttl-seconds", "3", "--mp-connect-timeout-ms", "500",
+                          "--mp-request-timeout-ms", "1000"}))
+                  .ok());
+  // etcd settings with a file store would be silently ignored: refused instead.
+  ExpectInvalid(Valid({"--etcd-username", "u"}), "only for an etcd:// fenceStore");
+  ExpectInvalid(Valid({"--etcd-prefix", "/x/"}), "only for an etcd:// fenceStore");
+}
+
 TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
   const std::string usage = Usage();
   const std::vector<KeyHelp> keys = DescribeKeys();
@@ -396,6 +441,17 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "tokenFile",
                                               "stateDir",
                                               "fenceStore",
+                                              "etcdCaFile",
+                                              "etcdCertFile",
+                                              "etcdKeyFile",
+                                              "etcdUsername",
+                                              "etcdPasswordFile",
+                                              "etcdPrefix",
+                                              "etcdCallTimeoutMs",
+                                              "leaseTtlSeconds",
+                                              "replicaId",
+                                              "mpConnectTimeoutMs",
+                                              "mpRequestTimeoutMs",
                                               "nodeAddresses",
                                               "hostId",
                                               "secretsFile",

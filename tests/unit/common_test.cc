@@ -61,6 +61,13 @@ TEST(Strings, TrimLowerQuoteJoin) {
   EXPECT_EQ(Joined(std::vector<std::string>{"a", "b", "c"}, ", "), "a, b, c");
 }
 
+TEST(Strings, SplitKeepsEmptyParts) {
+  EXPECT_EQ(Split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(Split("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(Split("a,", ','), (std::vector<std::string>{"a", ""}));
+  EXPECT_EQ(Split("one", ','), (std::vector<std::string>{"one"}));
+}
+
 TEST(Strings, ConstantTimeEqualComparesWholeValues) {
   EXPECT_TRUE(ConstantTimeEqual("s3cret", "s3cret"));
   EXPECT_FALSE(ConstantTimeEqual("s3cres", "s3cret"));

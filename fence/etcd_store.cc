@@ -1,0 +1,465 @@
+#include "fence/etcd_store.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "common/log.h"
+#include "common/strings.h"
+#include "etcd/election.h"
+#include "fence/cidrset.h"
+
+namespace mizarmp::fence {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kShards = 64;
+constexpr int kSchema = 1;
+constexpr int kMaxRaces = 50;
+constexpr auto kRetryPause = std::chrono::milliseconds(100);
+
+std::string NowUtc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// FNV-1a: stable across builds and machines, so every replica puts a CIDR in the same shard.
+int ShardOf(const std::string& canonical) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : canonical) h = (h ^ c) * 16777619u;
+  return static_cast<int>(h % kShards);
+}
+
+std::string ShardName(int shard) {
+  char name[16];
+  std::snprintf(name, sizeof(name), "shards/%02d", shard);
+  return name;
+}
+
+// The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
+std::string PrefixEnd(std::string prefix) {
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+
+}  // namespace
+
+// One CIDR's entry: a fence or a pending unfence, with its record.
+struct StoredEntry {
+  Cidr cidr;
+  bool fence = true;
+  FenceState state = FenceState::kPending;
+  std::string created_at;
+  std::string updated_at;
+  bool tracked = true;
+  std::set<std::string> held;
+};
+
+struct EtcdFenceStore::State {
+  int64_t guard_revision = 0;                  // the guard's mod_revision; 0: absent
+  std::map<std::string, StoredEntry> entries;  // canonical CIDR -> entry
+  std::array<json, kShards> unreadable;        // per shard: entries that did not parse
+  std::array<std::string, kShards> text;       // each shard as read ("" absent)
+};
+
+namespace {
+
+using State = EtcdFenceStore::State;
+
+json EntryJson(const StoredEntry& e) {
+  json j = {{"created_at", e.created_at}, {"tracked", e.tracked}, {"held_ports", e.held}};
+  if (e.fence) {
+    j["state"] = std::string(FenceStateName(e.state));
+    j["updated_at"] = e.updated_at;
+  }
+  return j;
+}
+
+// A shard's document as it is written; "" for a shard with nothing in it (deleted).
+std::string ShardText(const State& state, int shard) {
+  json doc = {{"fences", json::object()}, {"unfences", json::object()}};
+  if (!state.unreadable[shard].is_null()) doc.update(state.unreadable[shard], /*merge=*/true);
+  for (const auto& [text, e] : state.entries) {
+    if (ShardOf(text) == shard) doc[e.fence ? "fences" : "unfences"][text] = EntryJson(e);
+  }
+  if (doc["fences"].empty() && doc["unfences"].empty()) return "";
+  return doc.dump();
+}
+
+// Reads one entry; false when it does not parse.
+bool ParseEntry(const std::string& text, const json& v, bool fence, StoredEntry& out) {
+  auto cidr = Cidr::Parse(text);
+  if (!cidr.ok() || CanonicalCidr(*cidr) != text || !v.is_object()) return false;
+  out.cidr = *cidr;
+  out.fence = fence;
+  auto string_field = [&](const char* name, std::string& field) {
+    if (!v.contains(name)) return true;
+    if (!v[name].is_string()) return false;
+    field = v[name].get<std::string>();
+    return true;
+  };
+  if (!string_field("created_at", out.created_at) || !string_field("updated_at", out.updated_at)) {
+    return false;
+  }
+  if (v.contains("tracked")) {
+    if (!v["tracked"].is_boolean()) return false;
+    out.tracked = v["tracked"].get<bool>();
+  }
+  if (v.contains("held_ports")) {
+    if (!v["held_ports"].is_array()) return false;
+    for (const auto& id : v["held_ports"]) {
+      if (!id.is_string()) return false;
+      out.held.insert(id.get<std::string>());
+    }
+  }
+  if (fence) {
+    std::string state = "pending";
+    if (!string_field("state", state)) return false;
+    if (state != "pending" && state != "enforced") return false;
+    out.state = state == "enforced" ? FenceState::kEnforced : FenceState::kPending;
+  }
+  return true;
+}
+
+// Adds one shard's entries to `state`. DATA_LOSS naming the key when it is not a shard at all.
+Status ParseShard(const std::string& key, int shard, const std::string& value, State& state) {
+  state.text[shard] = value;
+  json doc;
+  if (!TooDeepJson(value)) doc = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) {
+    return DataLossError("key " + Quoted(key) + " is not a JSON object of fences and unfences");
+  }
+  for (const char* table : {"fences", "unfences"}) {
+    if (!doc.contains(table)) continue;
+    if (!doc[table].is_object()) {
+      return DataLossError("key " + Quoted(key) + ": \"" + table + "\" is not an object");
+    }
+    const bool fence = std::string(table) == "fences";
+    for (const auto& [text, v] : doc[table].items()) {
+      StoredEntry e;
+      if (ParseEntry(text, v, fence, e) && !state.entries.contains(text) &&
+          ShardOf(text) == shard) {
+        state.entries.emplace(text, std::move(e));
+        continue;
+      }
+      MZ_LOG(kWarn) << "fence store: key " << key << ": skipping unreadable " << table << " entry "
+                    << LogEscaped(text);
+      state.unreadable[shard][table][text] = v;
+    }
+  }
+  return Status::Ok();
+}
+
+StoreSnapshot ToSnapshot(const State& state) {
+  StoreSnapshot snap;
+  for (const auto& [text, e] : state.entries) {
+    std::vector<std::string> held(e.held.begin(), e.held.end());
+    if (e.fence) {
+      snap.fences.push_back({e.cidr, e.state, e.created_at, e.updated_at, e.tracked, held});
+    } else {
+      snap.unfences.push_back({e.cidr, e.tracked, held});
+    }
+  }
+  std::sort(snap.fences.begin(), snap.fences.end(),
+            [](const FenceEntry& a, const FenceEntry& b) { return CidrLess(a.cidr, b.cidr); });
+  std::sort(snap.unfences.begin(), snap.unfences.end(),
+            [](const UnfenceEntry& a, const UnfenceEntry& b) { return CidrLess(a.cidr, b.cidr); });
+  return snap;
+}
+
+bool Unavailable(const Status& s) { return s.code() == Code::kUnavailable; }
+
+// Leadership through an etcd::Election on the store's client.
+class EtcdLeadership final : public Leadership {
+ public:
+  EtcdLeadership(etcd::Client& client, etcd::Election::Options options)
+      : election_(client, std::move(options)) {
+    election_.Start();
+  }
+  bool LeadsFor(Clock::duration needed) const override { return election_.LeadsFor(needed); }
+  uint64_t terms() const override { return election_.terms(); }
+  std::string leader() const override { return election_.leader(); }
+  bool sole() const override { return false; }
+
+ private:
+  etcd::Election election_;
+};
+
+}  // namespace
+
+EtcdFenceStore::EtcdFenceStore(std::string location, EtcdStoreOptions options,
+                               std::unique_ptr<etcd::Client> client)
+    : location_(std::move(location)), options_(std::move(options)), client_(std::move(client)) {}
+
+EtcdFenceStore::~EtcdFenceStore() = default;
+
+Result<std::unique_ptr<EtcdFenceStore>> EtcdFenceStore::Open(const std::string& location,
+                                                             const EtcdStoreOptions& options) {
+  auto named = [&](const Status& s) {
+    return Status(s.code(), "fence store " + location + ": " + s.message());
+  };
+  EtcdStoreOptions opts = options;
+  auto endpoints = etcd::ParseEndpoints(location);
+  if (!endpoints.ok()) return named(endpoints.status());
+  opts.client.endpoints = std::move(*endpoints);
+  auto client = etcd::Client::Connect(opts.client);
+  if (!client.ok()) return named(client.status());
+  std::unique_ptr<EtcdFenceStore> store(
+      new EtcdFenceStore(location, std::move(opts), std::move(*client)));
+  MZ_RETURN_IF_ERROR(store->EnsureMeta());
+  return store;
+}
+
+Status EtcdFenceStore::Named(const Status& s) const {
+  if (s.ok()) return s;
+  return Status(s.code(), "fence store " + location_ + ": " + s.message());
+}
+
+template <typename Read>
+auto EtcdFenceStore::Retrying(Read&& read) const -> decltype(read()) {
+  const auto window =
+      options_.client.call_timeout * std::max<size_t>(2, options_.client.endpoints.size());
+  const auto deadline = Clock::now() + window;
+  for (;;) {
+    auto r = read();
+    if (r.ok() || !Unavailable(r.status()) || Clock::now() + kRetryPause >= deadline) return r;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+}
+
+Status EtcdFenceStore::EnsureMeta() {
+  const json meta = {{"schema", kSchema}, {"shards", kShards}};
+  etcdserverpb::TxnRequest txn;
+  auto* absent = txn.add_compare();
+  absent->set_key(Key("meta"));
+  absent->set_target(etcdserverpb::Compare::CREATE);
+  absent->set_result(etcdserverpb::Compare::EQUAL);
+  absent->set_create_revision(0);
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(Key("meta"));
+  put->set_value(meta.dump());
+  txn.add_failure()->mutable_request_range()->set_key(Key("meta"));
+  // Creating meta is idempotent, so a lost answer may be re-sent.
+  auto answer = Retrying([&] { return client_->Txn(txn); });
+  if (!answer.ok()) return Named(answer.status().WithContext("writing " + Key("meta")));
+  if (answer->succeeded()) return Status::Ok();
+  const auto& kvs = answer->responses(0).response_range().kvs();
+  const std::string found = kvs.empty() ? "" : kvs[0].value();
+  const json stored = json::parse(found, nullptr, /*allow_exceptions=*/false);
+  if (stored != meta) {
+    return Named(FailedPreconditionError("key " + Quoted(Key("meta")) + " holds " +
+                                         LogEscaped(found) + ", not this version's " + meta.dump() +
+                                         "; refusing a store of another layout"));
+  }
+  return Status::Ok();
+}
+
+Result<EtcdFenceStore::State> EtcdFenceStore::Load() const {
+  etcdserverpb::RangeRequest range;
+  range.set_key(options_.prefix);
+  range.set_range_end(PrefixEnd(options_.prefix));
+  MZ_ASSIGN_OR_RETURN(const auto answer, client_->Range(range));
+  State state;
+  const std::string shards = Key("shards/");
+  for (const auto& kv : answer.kvs()) {
+    const std::string& key = kv.key();
+    if (key == Key("revision")) {
+      state.guard_revision = kv.mod_revision();
+      continue;
+    }
+    if (!key.starts_with(shards)) continue;  // meta, the leader's key
+    const std::string name = key.substr(options_.prefix.size());
+    int shard = -1;
+    for (int i = 0; i < kShards; ++i) {
+      if (name == ShardName(i)) shard = i;
+    }
+    if (shard < 0) {
+      MZ_LOG(kWarn) << "fence store " << location_ << ": ignoring unknown key " << LogEscaped(key);
+      continue;
+    }
+    MZ_RETURN_IF_ERROR(ParseShard(key, shard, kv.value(), state));
+  }
+  return state;
+}
+
+template <typename Change>
+Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
+  const auto window =
+      options_.client.call_timeout * std::max<size_t>(2, options_.client.endpoints.size());
+  const auto deadline = Clock::now() + window;
+  auto retry_while_unavailable = [&](const Status& s) {
+    if (!Unavailable(s) || Clock::now() + kRetryPause >= deadline) return false;
+    std::this_thread::sleep_for(kRetryPause);
+    return true;
+  };
+  for (int races = 0; races < kMaxRaces;) {
+    auto read = Load();
+    if (!read.ok()) {
+      if (retry_while_unavailable(read.status())) continue;
+      return Named(read.status().WithContext(what + ": nothing of it was stored"));
+    }
+    State next = *read;
+    change(next);
+
+    etcdserverpb::TxnRequest txn;
+    auto* guard = txn.add_compare();
+    guard->set_key(Key("revision"));
+    guard->set_target(etcdserverpb::Compare::MOD);
+    guard->set_result(etcdserverpb::Compare::EQUAL);
+    guard->set_mod_revision(read->guard_revision);
+    for (int shard = 0; shard < kShards; ++shard) {
+      const std::string text = ShardText(next, shard);
+      if (text == read->text[shard]) continue;
+      if (text.empty()) {
+        txn.add_success()->mutable_request_delete_range()->set_key(Key(ShardName(shard)));
+      } else {
+        auto* put = txn.add_success()->mutable_request_put();
+        put->set_key(Key(ShardName(shard)));
+        put->set_value(text);
+      }
+    }
+    if (txn.success().empty()) return Status::Ok();  // nothing changes
+    auto* put_guard = txn.add_success()->mutable_request_put();
+    put_guard->set_key(Key("revision"));
+    put_guard->set_value(NowUtc());
+
+    auto answer = client_->Txn(txn);
+    if (answer.ok() && answer->succeeded()) return Status::Ok();
+    if (answer.ok()) {
+      ++races;  // another replica wrote since the read: apply the change to what it wrote
+      continue;
+    }
+    // Lost or refused: re-run from a fresh read (a committed one then changes nothing more).
+    if (retry_while_unavailable(answer.status())) continue;
+    if (answer.status().code() == Code::kInvalidArgument &&
+        answer.status().message().find("too large") != std::string::npos) {
+      return Named(Status(Code::kResourceExhausted,
+                          what +
+                              ": the change is larger than etcd accepts in one request (etcd "
+                              "--max-request-bytes); nothing of it was stored: " +
+                              answer.status().message()));
+    }
+    return Named(answer.status().WithContext(what + ": it may or may not have been stored"));
+  }
+  return Named(AbortedError(what + ": lost the race against other writers " +
+                            std::to_string(kMaxRaces) + " times in a row; nothing was stored"));
+}
+
+Status EtcdFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
+  return Mutate("storing " + std::to_string(cidrs.size()) + " fence(s)", [&](State& s) {
+    const std::string now = NowUtc();
+    for (const Cidr& cidr : cidrs) {
+      const std::string text = CanonicalCidr(cidr);
+      auto [it, added] = s.entries.try_emplace(text);
+      StoredEntry& e = it->second;
+      if (added || !e.fence) {  // new, or fenced again from a pending unfence (keeps its record)
+        e.cidr = cidr;
+        e.fence = true;
+        e.created_at = now;
+      }
+      e.state = FenceState::kPending;
+      e.updated_at = now;
+    }
+  });
+}
+
+Result<std::vector<Cidr>> EtcdFenceStore::RemoveFences(const std::vector<Cidr>& cidrs) {
+  std::vector<Cidr> removed;
+  MZ_RETURN_IF_ERROR(Mutate("removing fence(s)", [&](State& s) {
+    removed.clear();
+    const std::string now = NowUtc();
+    const CidrSet wanted(cidrs);  // each CIDR once
+    for (const Cidr& cidr : wanted.cidrs()) {
+      auto it = s.entries.find(CanonicalCidr(cidr));
+      if (it == s.entries.end() || !it->second.fence) continue;
+      it->second.fence = false;  // a pending unfence with the fence's record and tracked flag
+      it->second.created_at = now;
+      removed.push_back(it->second.cidr);
+    }
+  }));
+  std::sort(removed.begin(), removed.end(), CidrLess);
+  return removed;
+}
+
+Status EtcdFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {
+  if (holds.empty()) return Status::Ok();
+  return Mutate("recording held ports", [&](State& s) {
+    for (const PortHold& h : holds) {
+      auto it = s.entries.find(CanonicalCidr(h.fence));
+      if (it != s.entries.end() && it->second.fence) it->second.held.insert(h.port_id);
+    }
+  });
+}
+
+Status EtcdFenceStore::ReleasePorts(const std::vector<std::string>& port_ids) {
+  if (port_ids.empty()) return Status::Ok();
+  return Mutate("releasing ports", [&](State& s) {
+    for (auto& [text, e] : s.entries) {
+      for (const std::string& id : port_ids) e.held.erase(id);
+    }
+  });
+}
+
+Status EtcdFenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
+  if (cidrs.empty()) return Status::Ok();
+  return Mutate("marking fences enforced", [&](State& s) {
+    const std::string now = NowUtc();
+    for (const Cidr& cidr : cidrs) {
+      auto it = s.entries.find(CanonicalCidr(cidr));
+      if (it == s.entries.end() || !it->second.fence) continue;
+      if (it->second.state == FenceState::kEnforced) continue;
+      it->second.state = FenceState::kEnforced;
+      it->second.updated_at = now;
+    }
+  });
+}
+
+Status EtcdFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
+  if (cidrs.empty()) return Status::Ok();
+  return Mutate("completing unfences", [&](State& s) {
+    for (const Cidr& cidr : cidrs) {
+      auto it = s.entries.find(CanonicalCidr(cidr));
+      // A CIDR fenced again keeps its record: it is the fence's now.
+      if (it != s.entries.end() && !it->second.fence) s.entries.erase(it);
+    }
+  });
+}
+
+Result<StoreSnapshot> EtcdFenceStore::Snapshot() const {
+  auto state = Retrying([&] { return Load(); });
+  if (!state.ok()) return Named(state.status().WithContext("reading"));
+  return ToSnapshot(*state);
+}
+
+Result<std::vector<FenceEntry>> EtcdFenceStore::ListFences() const {
+  MZ_ASSIGN_OR_RETURN(StoreSnapshot snap, Snapshot());
+  return std::move(snap.fences);
+}
+
+Result<int64_t> EtcdFenceStore::Revision() const {
+  etcdserverpb::RangeRequest range;
+  range.set_key(Key("revision"));
+  auto answer = client_->Range(range);
+  if (!answer.ok()) return Named(answer.status().WithContext("reading the revision"));
+  return answer->kvs().empty() ? int64_t{0} : answer->kvs(0).mod_revision();
+}
+
+Status EtcdFenceStore::Check() const { return Revision().status(); }
+
+std::unique_ptr<Leadership> EtcdFenceStore::JoinElection(const std::string& candidate) {
+  return std::make_unique<EtcdLeadership>(
+      *client_, etcd::Election::Options{Key("leader"), candidate, options_.lease_ttl});
+}
+
+}  // namespace mizarmp::fence

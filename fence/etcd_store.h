@@ -1,0 +1,94 @@
+// The fence store in an etcd cluster (etcd/client.h): the backend for "etcd://host:port,...",
+// shared by every replica of mizarmp-addons that names the same cluster and prefix.
+//
+// Keys, under the prefix P (etcdPrefix, default "/mizarmp/fence/"):
+//   P meta         {"schema":1,"shards":64}, written by the first replica to open the store; a
+//                  store of another schema or shard count is refused (FAILED_PRECONDITION)
+//   P shards/NN    NN = 00..63, the shard of a CIDR being a hash of its canonical text: one JSON
+//                  document of that shard's fences and pending unfences with their records,
+//                  {"fences":{"10.0.0.0/24":{"state":"pending","created_at":..,"updated_at":..,
+//                  "tracked":true,"held_ports":[..]}},"unfences":{"..":{"created_at":..,
+//                  "tracked":true,"held_ports":[..]}}}; a lifted fence keeps its CIDR, so its
+//                  record stays in its shard. A shard with nothing in it is deleted.
+//   P revision     the guard: rewritten by every change, so its mod_revision moves with each
+//   P leader       the leader's key (etcd/election.h, JoinElection)
+// Why 64 shards: etcd refuses a transaction of more than 128 operations (--max-txn-ops) or a
+// request over 1.5 MiB (--max-request-bytes). One key per fence would cap a fence RPC at ~60
+// CIDRs; one key for everything would rewrite the whole store on every change. With 64 shards
+// any change is at most 64 puts and the guard, so a fence of 1,000 CIDRs is one transaction.
+//
+// Every change is one transaction: one linearizable Range of the whole prefix (every shard and
+// the guard, at one revision), the change applied to that state in memory with exactly the
+// SQLite store's semantics (fence/store.h), then a Txn that writes the changed shards and the
+// guard only if the guard's mod_revision is still the one read. If another replica wrote in
+// between, the compare fails and the change is re-applied to a fresh read: no read-modify-write
+// race between replicas, and no lock. A transaction whose answer was lost (a member died under
+// it) may or may not have committed; it is re-run the same way, which is safe because every
+// change is idempotent on a state that already has it. A write that changes nothing sends
+// nothing. What a transaction returned is committed by a quorum of etcd members, each of which
+// has fsynced it: losing a minority of members loses no acknowledged fence.
+//
+// Errors name the store ("fence store etcd://..."): UNAVAILABLE when etcd has no quorum or no
+// member answers, after retrying for the call timeout times the number of endpoints (etcd drops
+// proposals made during an election, which look like timeouts); ABORTED after 50 lost races in
+// a row; RESOURCE_EXHAUSTED when a change is over etcd's request limit; DATA_LOSS for a shard
+// that is not a JSON object. An entry of a shard that does not parse (a bad CIDR, a field of
+// the wrong type) is logged and skipped, and kept as it is when the shard is written again.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "etcd/client.h"
+#include "fence/options.h"
+#include "fence/store.h"
+
+namespace mizarmp::fence {
+
+class EtcdFenceStore final : public FenceStore {
+ public:
+  // Connects (TLS, authentication) and checks or writes P meta. Errors name the location.
+  static Result<std::unique_ptr<EtcdFenceStore>> Open(const std::string& location,
+                                                      const EtcdStoreOptions& options);
+  ~EtcdFenceStore() override;
+
+  Status AddFences(const std::vector<Cidr>& cidrs) override;
+  Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs) override;
+  Status RecordHeldPorts(const std::vector<PortHold>& holds) override;
+  Status ReleasePorts(const std::vector<std::string>& port_ids) override;
+  Status MarkEnforced(const std::vector<Cidr>& cidrs) override;
+  Status CompleteUnfences(const std::vector<Cidr>& cidrs) override;
+  Result<StoreSnapshot> Snapshot() const override;
+  Result<std::vector<FenceEntry>> ListFences() const override;
+  // A linearizable read of the guard: fails without a quorum.
+  Status Check() const override;
+  // The guard's mod_revision (0 before the first change).
+  Result<int64_t> Revision() const override;
+  // An etcd::Election on P leader with the configured lease.
+  std::unique_ptr<Leadership> JoinElection(const std::string& candidate) override;
+
+  struct State;  // the whole store in memory (etcd_store.cc)
+
+ private:
+  EtcdFenceStore(std::string location, EtcdStoreOptions options,
+                 std::unique_ptr<etcd::Client> client);
+
+  Status EnsureMeta();
+  // One read of the whole prefix, parsed.
+  Result<State> Load() const;
+  // Applies `change` to a fresh read and commits it (see above); `what` names it in errors.
+  template <typename Change>
+  Status Mutate(const std::string& what, Change&& change);
+  // Retries `read` while etcd is unavailable, for the retry window.
+  template <typename Read>
+  auto Retrying(Read&& read) const -> decltype(read());
+  Status Named(const Status& s) const;
+  std::string Key(const std::string& name) const { return options_.prefix + name; }
+
+  const std::string location_;
+  const EtcdStoreOptions options_;
+  std::unique_ptr<etcd::Client> client_;
+};
+
+}  // namespace mizarmp::fence

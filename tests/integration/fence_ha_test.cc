@@ -1,0 +1,382 @@
+// Replicas of mizarmp-addons sharing one fence state in a real 3-member etcd cluster on loopback
+// (tests/support/etcd_cluster.h), against the in-process mizarmp-mock. The replicas are processes,
+// so they can be killed with SIGKILL; they are driven over their unix sockets through the
+// generated stubs. What is asserted is what an operator sees: the fences each replica lists, the
+// ports' admin state at Mizar-MP, the codes of the RPCs while etcd is losing members, and, from
+// the mock's journal of port updates (each naming the replica in its User-Agent), that two
+// replicas never acted in overlapping periods.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/fileutil.h"
+#include "fence.grpc.pb.h"
+#include "identity.grpc.pb.h"
+#include "mizarmp-client/client.h"
+#include "mock-server/mock.h"
+#include "tests/support/etcd_cluster.h"
+#include "tests/support/support.h"
+
+namespace mizarmp {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
+constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+constexpr const char* kFenced = "10.242.0.0/28";
+// The replicas' lease. The stated bound for a change to be enforced after the leader is lost is
+// 4/3 of it (a new election) plus the store poll and one pass.
+constexpr std::chrono::seconds kLeaseTtl{3};
+// The bound plus generous room for a loaded 2-core CI machine: a hang guard, not a benchmark
+// (bench/ measures the failover time).
+constexpr auto kFailoverDeadline = kLeaseTtl * 4 / 3 + 20s;
+
+template <typename F>
+bool WaitFor(F done, Clock::duration timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+std::string Text(const grpc::Status& s) {
+  return std::to_string(static_cast<int>(s.error_code())) + " " + s.error_message();
+}
+
+// One mizarmp-addons replica: its process, its socket and its stubs.
+struct Replica {
+  std::string name;
+  std::string dir;
+  testing::Daemon process;
+  std::unique_ptr<identity::Identity::Stub> identity;
+  std::unique_ptr<::fence::FenceController::Stub> fence;
+
+  std::string socket() const { return dir + "/csi-addons.sock"; }
+  std::string Log() const {
+    auto text = ReadFile(dir + "/addons.log");
+    return text.ok() ? *text : "(no log)";
+  }
+  void Kill() {
+    ::kill(process.pid(), SIGKILL);
+    process.Wait(20s);
+  }
+
+  grpc::Status Fence(const std::vector<std::string>& cidrs, bool unfence = false,
+                     std::chrono::seconds deadline = 30s) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    if (unfence) {
+      ::fence::UnfenceClusterNetworkRequest req;
+      for (const auto& c : cidrs) req.add_cidrs()->set_cidr(c);
+      ::fence::UnfenceClusterNetworkResponse resp;
+      return this->fence->UnfenceClusterNetwork(&ctx, req, &resp);
+    }
+    ::fence::FenceClusterNetworkRequest req;
+    for (const auto& c : cidrs) req.add_cidrs()->set_cidr(c);
+    ::fence::FenceClusterNetworkResponse resp;
+    return this->fence->FenceClusterNetwork(&ctx, req, &resp);
+  }
+
+  // The listed fences, or the RPC's error as "!<code> <message>".
+  std::vector<std::string> List() {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    ::fence::ListClusterFenceRequest req;
+    ::fence::ListClusterFenceResponse resp;
+    const grpc::Status s = fence->ListClusterFence(&ctx, req, &resp);
+    if (!s.ok()) return {"!" + Text(s)};
+    std::vector<std::string> out;
+    for (const auto& c : resp.cidrs()) out.push_back(c.cidr());
+    return out;
+  }
+
+  grpc::Status Probe(bool* ready) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    identity::ProbeRequest req;
+    identity::ProbeResponse resp;
+    const grpc::Status s = identity->Probe(&ctx, req, &resp);
+    *ready = resp.has_ready() && resp.ready().value();
+    return s;
+  }
+};
+
+// One entry of the mock's journal of port updates.
+struct Update {
+  int64_t seq = 0;
+  std::string port;
+  bool up = false;
+  std::string replica;  // from the User-Agent "mizarmp-addons/<version> (<replica>)"
+};
+
+class FenceHaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MZ_REQUIRE_ETCD();
+    etcd_ = std::make_unique<testing::EtcdCluster>(3);
+    ASSERT_EQ(etcd_->error(), "");
+    mock::Options o;
+    o.cidr = "10.242.0.0/24";
+    auto m = mock::MockServer::Create(o);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    mock_ = std::move(*m);
+    ASSERT_TRUE(mock_->Start().ok());
+    client::ClientConfig cc;
+    cc.base_url = mock_->base_url();
+    cc.project_id = kProject;
+    auto c = client::Client::Create(cc);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    mp_ = std::move(*c);
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      for (auto& r : replicas_) std::cerr << "---- " << r->name << " log:\n" << r->Log() << "\n";
+    }
+    replicas_.clear();
+  }
+
+  // Starts replica `name` against `location` (the whole cluster or one member) and waits until
+  // Probe says it is ready.
+  Replica& StartReplica(const std::string& name, const std::string& location) {
+    auto r = std::make_unique<Replica>();
+    r->name = name;
+    r->dir = dir_.path() + "/" + name;
+    EXPECT_TRUE(MakeDirs(r->dir + "/cni", 0700).ok());
+    const json config = {
+        {"endpoint", "unix://" + r->socket()},
+        {"mpurl", mock_->base_url()},
+        {"project", kProject},
+        {"subnet", kSubnet},
+        {"stateDir", r->dir + "/cni"},
+        {"fenceStore", location},
+        {"replicaId", name},
+        {"leaseTtlSeconds", kLeaseTtl.count()},
+        {"etcdCallTimeoutMs", 1000},
+        {"mpConnectTimeoutMs", 500},
+        {"mpRequestTimeoutMs", 1000},
+        {"reconcileIntervalMs", 1000},
+        {"logLevel", "debug"},
+        {"logFile", r->dir + "/addons.log"},
+    };
+    const std::string path = r->dir + "/addons.json";
+    EXPECT_TRUE(WriteFileAtomic(path, config.dump(2)).ok());
+    EXPECT_TRUE(r->process.Start({testing::BinDir() + "/mizarmp-addons", "--config", path},
+                                 r->dir + "/addons.out"));
+    auto channel = grpc::CreateChannel("unix:" + r->socket(), grpc::InsecureChannelCredentials());
+    r->identity = identity::Identity::NewStub(channel);
+    r->fence = ::fence::FenceController::NewStub(channel);
+    bool ready = false;
+    grpc::Status last;
+    EXPECT_TRUE(WaitFor([&] { return (last = r->Probe(&ready)).ok() && ready; }, 30s))
+        << name << " never became ready: " << Text(last) << "\n"
+        << r->Log();
+    replicas_.push_back(std::move(r));
+    return *replicas_.back();
+  }
+
+  // A port at `ip`, up unless `up` is false.
+  std::string AddPort(const std::string& ip, bool up = true) {
+    client::PortSpec spec;
+    spec.id = "port-" + ip;
+    spec.name = "k8s_" + spec.id;
+    spec.project_id = kProject;
+    spec.network_id = kSubnet;
+    spec.host_id = "node-a";
+    spec.admin_state_up = up;
+    spec.fixed_ips.push_back({kSubnet, ip});
+    auto port = mp_->CreatePort(spec);
+    EXPECT_TRUE(port.ok()) << ip << ": " << port.status().ToString();
+    return port.ok() ? port->id : "";
+  }
+
+  bool Up(const std::string& port_id) {
+    auto port = mp_->GetPort(port_id);
+    EXPECT_TRUE(port.ok()) << port.status().ToString();
+    return port.ok() && port->admin_state_up;
+  }
+
+  std::vector<Update> Journal() {
+    httplib::Client http(mock_->base_url());
+    auto res = http.Get("/mock/requests");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    std::vector<Update> out;
+    if (!res) return out;
+    const json doc = json::parse(res->body);
+    for (const auto& e : doc.at("updates")) {
+      Update u;
+      u.seq = e.at("seq").get<int64_t>();
+      u.port = e.at("port").get<std::string>();
+      u.up = e.value("admin_state_up", false);
+      const std::string agent = e.value("user_agent", "");
+      const size_t open = agent.find('(');
+      if (open != std::string::npos) u.replica = agent.substr(open + 1, agent.size() - open - 2);
+      out.push_back(u);
+    }
+    return out;
+  }
+
+  // Every update by `before` came before every update by `after` (nothing interleaved), and
+  // each replica updated at least once.
+  void ExpectActedOneAfterTheOther(const std::string& before, const std::string& after) {
+    int64_t last_before = -1;
+    int64_t first_after = -1;
+    const std::vector<Update> journal = Journal();
+    std::string shown;
+    for (const Update& u : journal) {
+      shown += std::to_string(u.seq) + " " + u.port + (u.up ? " up by " : " down by ") +
+               u.replica + "\n";
+    }
+    SCOPED_TRACE("the mock's journal of port updates:\n" + shown);
+    for (const Update& u : journal) {
+      if (u.replica == before) last_before = u.seq;
+      if (u.replica == after && first_after < 0) first_after = u.seq;
+    }
+    EXPECT_GE(last_before, 0) << before << " never updated a port";
+    EXPECT_GE(first_after, 0) << after << " never updated a port";
+    EXPECT_LT(last_before, first_after)
+        << before << " updated a port (seq " << last_before << ") after " << after
+        << " had started (seq " << first_after << ")";
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<testing::EtcdCluster> etcd_;
+  std::unique_ptr<mock::MockServer> mock_;
+  std::unique_ptr<client::Client> mp_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+};
+
+TEST_F(FenceHaTest, TheSurvivingReplicaKeepsTheFenceEnforcesItAndUnfencesExactly) {
+  Replica& r1 = StartReplica("replica-1", etcd_->Location());
+  const std::string inside = AddPort("10.242.0.5");
+  const std::string quarantined = AddPort("10.242.0.6", /*up=*/false);  // down before the fence
+  const std::string outside = AddPort("10.242.0.100");
+  ASSERT_TRUE(r1.Fence({kFenced}).ok());
+  Replica& r2 = StartReplica("replica-2", etcd_->Location());
+  EXPECT_FALSE(Up(inside));
+  EXPECT_TRUE(Up(outside));
+
+  r1.Kill();
+  EXPECT_EQ(r2.List(), std::vector<std::string>{kFenced});
+  const auto killed = Clock::now();
+  const std::string later = AddPort("10.242.0.7");  // a pod added inside the fence afterwards
+  EXPECT_TRUE(WaitFor([&] { return !Up(later); }, kFailoverDeadline))
+      << "replica-2 never disabled the port added inside the fence";
+  std::cout << "port added after the leader's kill -9 disabled after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed).count()
+            << " ms (lease " << kLeaseTtl.count() << " s)\n";
+
+  const grpc::Status unfenced = r2.Fence({kFenced}, /*unfence=*/true);
+  ASSERT_TRUE(unfenced.ok()) << Text(unfenced);
+  EXPECT_TRUE(Up(inside));
+  EXPECT_TRUE(Up(later));
+  EXPECT_FALSE(Up(quarantined)) << "the unfence re-enabled a port the fence never disabled";
+  EXPECT_TRUE(Up(outside));
+  EXPECT_EQ(r2.List(), std::vector<std::string>{});
+  ExpectActedOneAfterTheOther("replica-1", "replica-2");
+}
+
+TEST_F(FenceHaTest, AMinorityOfEtcdLostLosesNothingAQuorumLostIsUnavailableUntilItReturns) {
+  Replica& r1 = StartReplica("replica-1", etcd_->Location());
+  Replica& r2 = StartReplica("replica-2", etcd_->Location());
+  for (int i = 2; i <= 7; ++i) AddPort("10.242.0." + std::to_string(i));
+  ASSERT_TRUE(r1.Fence({"10.242.0.0/30"}).ok());
+
+  // Slow port updates keep the next fence in flight while a member dies under it.
+  mock::Faults slow;
+  slow.delay_ms = 300;
+  mock_->SetFaults(slow);
+  grpc::Status during;
+  std::thread fence([&] { during = r2.Fence({"10.242.0.4/30"}); });
+  std::this_thread::sleep_for(400ms);
+  etcd_->Kill(0);
+  fence.join();
+  mock_->SetFaults({});
+  EXPECT_TRUE(during.ok()) << "a fence failed when one of three etcd members died: "
+                           << Text(during);
+  const std::vector<std::string> both = {"10.242.0.0/30", "10.242.0.4/30"};
+  EXPECT_EQ(r1.List(), both);
+
+  etcd_->Kill(1);
+  const grpc::Status no_quorum = r1.Fence({"10.242.0.8/30"}, false, 20s);
+  EXPECT_EQ(no_quorum.error_code(), grpc::StatusCode::UNAVAILABLE) << Text(no_quorum);
+  bool ready = true;
+  grpc::Status probe;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        probe = r2.Probe(&ready);
+        return probe.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+      },
+      30s))
+      << "Probe without an etcd quorum: " << Text(probe);
+  EXPECT_NE(probe.error_message().find("etcd"), std::string::npos) << probe.error_message();
+
+  ASSERT_TRUE(etcd_->Restart(0));
+  ASSERT_TRUE(etcd_->Restart(1));
+  grpc::Status resumed;
+  EXPECT_TRUE(WaitFor([&] { return (resumed = r1.Fence({"10.242.0.8/30"})).ok(); }, 60s))
+      << "fencing never resumed after quorum returned: " << Text(resumed);
+  // Nothing acknowledged was lost; the fence refused without a quorum is there now because the
+  // retry stored it (a refused write may or may not have been stored, never half).
+  const std::vector<std::string> all = {"10.242.0.0/30", "10.242.0.4/30", "10.242.0.8/30"};
+  EXPECT_EQ(r1.List(), all);
+  EXPECT_EQ(r2.List(), all);
+  EXPECT_TRUE(etcd_->WaitForQuorum(10s));
+}
+
+TEST_F(FenceHaTest, AReplicaCutOffFromEtcdStopsEnforcingBeforeAnotherStarts) {
+  // Each replica reaches etcd through one member only, so stopping a member cuts off its replica.
+  Replica& r1 = StartReplica("replica-1", etcd_->Location(0));
+  const std::string a = AddPort("10.242.0.2");
+  ASSERT_TRUE(r1.Fence({kFenced}).ok());  // replica-1 is the only candidate: it leads
+  Replica& r2 = StartReplica("replica-2", etcd_->Location(1));
+  EXPECT_FALSE(Up(a));
+
+  etcd_->Kill(0);
+  bool ready = true;
+  grpc::Status probe;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        probe = r1.Probe(&ready);
+        return probe.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+      },
+      30s))
+      << "Probe of the cut-off replica: " << Text(probe);
+
+  // replica-2 takes over and lifts the fence; replica-1, still running with its last view (the
+  // fence standing), must not disable the ports again.
+  const grpc::Status unfenced = r2.Fence({kFenced}, /*unfence=*/true, 60s);
+  ASSERT_TRUE(unfenced.ok()) << Text(unfenced);
+  EXPECT_TRUE(Up(a));
+  const std::string b = AddPort("10.242.0.3");
+  std::this_thread::sleep_for(kLeaseTtl);  // several of replica-1's reconcile intervals
+  EXPECT_TRUE(Up(a));
+  EXPECT_TRUE(Up(b));
+  ExpectActedOneAfterTheOther("replica-1", "replica-2");
+
+  // Back in touch, replica-1 follows: a fence through it is enforced by the leader, replica-2.
+  ASSERT_TRUE(etcd_->Restart(0));
+  grpc::Status refenced;
+  EXPECT_TRUE(WaitFor([&] { return (refenced = r1.Fence({kFenced})).ok(); }, 60s))
+      << Text(refenced);
+  EXPECT_FALSE(Up(a));
+  EXPECT_FALSE(Up(b));
+  ExpectActedOneAfterTheOther("replica-1", "replica-2");
+}
+
+}  // namespace
+}  // namespace mizarmp
