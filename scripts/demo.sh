@@ -12,15 +12,20 @@
 #   6. starts mizarmp-addons (CSI-Addons server) on a unix socket and asks it Identity
 #      GetIdentity / GetCapabilities / Probe and FenceController GetFenceClients from Python
 #      (stubs generated from proto/),
-#   7. removes the containers and shows that no port, record or veth is left,
-#   8. stops the servers. Everything it created is removed on any exit.
+#   7. with MIZARMP_DEMO_HA=1 only: two mizarmp-addons replicas sharing their fence state in a
+#      3-member etcd cluster on loopback; a fence through one survives its kill -9, the other
+#      lifts it (scripts/demo_ha.sh),
+#   8. removes the containers and shows that no port, record or veth is left,
+#   9. stops the servers. Everything it created is removed on any exit.
 #
-# Needs root. Takes well under a minute once build/ is up to date.
+# Needs root. Takes well under a minute once build/ is up to date (the HA part adds ~15 s).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../tests/e2e/podman_env.sh
 source "$ROOT/tests/e2e/podman_env.sh"
+# shellcheck source=demo_ha.sh
+source "$ROOT/scripts/demo_ha.sh"
 
 # MIZARMP_DEMO_BIN_DIR: use binaries built elsewhere and skip the package check and the build.
 BIN=${MIZARMP_DEMO_BIN_DIR:-$ROOT/build/bin}
@@ -61,6 +66,7 @@ cleanup() {
     [[ -n "$WORK" && -s "$WORK/mock.log" ]] && { echo "-- mock log (last 20 lines):"; tail -n 20 "$WORK/mock.log"; }
   fi
   mz_podman_cleanup
+  ha_cleanup
   stop_pid "$ADDONS_PID"
   if [[ -n "$MOCK_PID" ]] && kill -0 "$MOCK_PID" 2>/dev/null; then
     kill -TERM "$MOCK_PID"
@@ -218,6 +224,10 @@ EOF
 stop_pid "$ADDONS_PID"
 ADDONS_PID=""
 echo "mizarmp-addons stopped"
+
+if [[ ${MIZARMP_DEMO_HA:-0} == 1 ]]; then
+  demo_ha
+fi
 
 section "removing the containers"
 run mz_podman rm -f -t 0 demo-a demo-b
