@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,6 +12,7 @@
 #include "common/strings.h"
 #include "etcd/election.h"
 #include "fence/cidrset.h"
+#include "records/records.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -24,15 +24,6 @@ constexpr int kShards = 64;
 constexpr int kSchema = 1;
 constexpr int kMaxRaces = 50;
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
-
-std::string NowUtc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // FNV-1a: stable across builds and machines, so every replica puts a CIDR in the same shard.
 int ShardOf(const std::string& canonical) {
@@ -332,7 +323,7 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
     if (txn.success().empty()) return Status::Ok();  // nothing changes
     auto* put_guard = txn.add_success()->mutable_request_put();
     put_guard->set_key(Key("revision"));
-    put_guard->set_value(NowUtc());
+    put_guard->set_value(records::NowRfc3339());
 
     auto answer = client_->Txn(txn);
     if (answer.ok() && answer->succeeded()) return Status::Ok();
@@ -358,7 +349,7 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
 
 Status EtcdFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
   return Mutate("storing " + std::to_string(cidrs.size()) + " fence(s)", [&](State& s) {
-    const std::string now = NowUtc();
+    const std::string now = records::NowRfc3339();
     for (const Cidr& cidr : cidrs) {
       const std::string text = CanonicalCidr(cidr);
       auto [it, added] = s.entries.try_emplace(text);
@@ -378,7 +369,7 @@ Result<std::vector<Cidr>> EtcdFenceStore::RemoveFences(const std::vector<Cidr>& 
   std::vector<Cidr> removed;
   MZ_RETURN_IF_ERROR(Mutate("removing fence(s)", [&](State& s) {
     removed.clear();
-    const std::string now = NowUtc();
+    const std::string now = records::NowRfc3339();
     const CidrSet wanted(cidrs);  // each CIDR once
     for (const Cidr& cidr : wanted.cidrs()) {
       auto it = s.entries.find(CanonicalCidr(cidr));
@@ -414,7 +405,7 @@ Status EtcdFenceStore::ReleasePorts(const std::vector<std::string>& port_ids) {
 Status EtcdFenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
   if (cidrs.empty()) return Status::Ok();
   return Mutate("marking fences enforced", [&](State& s) {
-    const std::string now = NowUtc();
+    const std::string now = records::NowRfc3339();
     for (const Cidr& cidr : cidrs) {
       auto it = s.entries.find(CanonicalCidr(cidr));
       if (it == s.entries.end() || !it->second.fence) continue;

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -17,6 +16,7 @@
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "fence/cidrset.h"
+#include "records/records.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -78,15 +78,6 @@ class Stmt {
  private:
   sqlite3_stmt* stmt_ = nullptr;
 };
-
-std::string NowUtc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string Column(sqlite3_stmt* s, int i) {
   const unsigned char* text = sqlite3_column_text(s, i);
@@ -267,7 +258,7 @@ Status SqliteFenceStore::InWriteTransaction(const std::function<Status()>& body)
 Status SqliteFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
   std::lock_guard<std::mutex> lock(mu_);
   return InWriteTransaction([&]() -> Status {
-    const std::string now = NowUtc();
+    const std::string now = records::NowRfc3339();
     Stmt upsert;
     Stmt drop_unfence;
     // A fence made again from a pending unfence takes back its tracked flag (and, keyed by the
@@ -315,7 +306,7 @@ Result<std::vector<Cidr>> SqliteFenceStore::RemoveFences(const std::vector<Cidr>
   std::vector<Cidr> removed;
   Status s = InWriteTransaction([&]() -> Status {
     MZ_ASSIGN_OR_RETURN(removed, StoredAmong(cidrs));
-    const std::string now = NowUtc();
+    const std::string now = records::NowRfc3339();
     Stmt del;
     Stmt add_unfence;
     // The unfence keeps the fence's tracked flag and (keyed by the CIDR) its record.
@@ -343,7 +334,7 @@ Status SqliteFenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
   if (cidrs.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
   return InWriteTransaction([&]() -> Status {
-    const std::string now = NowUtc();
+    const std::string now = records::NowRfc3339();
     Stmt upd;
     if (!upd.Prepare(db_,
                      "UPDATE fences SET state = 'enforced', updated_at = ?2 "

@@ -104,6 +104,20 @@ struct Replica {
     return out;
   }
 
+  // Probe answers FAILED_PRECONDITION naming etcd (within 30 s: a poll of the store and its
+  // call timeouts).
+  void ExpectProbeToNameEtcd() {
+    bool ready = true;
+    grpc::Status probe;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          return (probe = Probe(&ready)).error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+        },
+        30s))
+        << name << ": Probe without etcd: " << Text(probe);
+    EXPECT_NE(probe.error_message().find("etcd"), std::string::npos) << probe.error_message();
+  }
+
   grpc::Status Probe(bool* ready) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
@@ -238,8 +252,8 @@ class FenceHaTest : public ::testing::Test {
     const std::vector<Update> journal = Journal();
     std::string shown;
     for (const Update& u : journal) {
-      shown += std::to_string(u.seq) + " " + u.port + (u.up ? " up by " : " down by ") +
-               u.replica + "\n";
+      shown += std::to_string(u.seq) + " " + u.port + (u.up ? " up by " : " down by ") + u.replica +
+               "\n";
     }
     SCOPED_TRACE("the mock's journal of port updates:\n" + shown);
     for (const Update& u : journal) {
@@ -314,16 +328,7 @@ TEST_F(FenceHaTest, AMinorityOfEtcdLostLosesNothingAQuorumLostIsUnavailableUntil
   etcd_->Kill(1);
   const grpc::Status no_quorum = r1.Fence({"10.242.0.8/30"}, false, 20s);
   EXPECT_EQ(no_quorum.error_code(), grpc::StatusCode::UNAVAILABLE) << Text(no_quorum);
-  bool ready = true;
-  grpc::Status probe;
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        probe = r2.Probe(&ready);
-        return probe.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
-      },
-      30s))
-      << "Probe without an etcd quorum: " << Text(probe);
-  EXPECT_NE(probe.error_message().find("etcd"), std::string::npos) << probe.error_message();
+  r2.ExpectProbeToNameEtcd();
 
   ASSERT_TRUE(etcd_->Restart(0));
   ASSERT_TRUE(etcd_->Restart(1));
@@ -347,15 +352,7 @@ TEST_F(FenceHaTest, AReplicaCutOffFromEtcdStopsEnforcingBeforeAnotherStarts) {
   EXPECT_FALSE(Up(a));
 
   etcd_->Kill(0);
-  bool ready = true;
-  grpc::Status probe;
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        probe = r1.Probe(&ready);
-        return probe.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
-      },
-      30s))
-      << "Probe of the cut-off replica: " << Text(probe);
+  r1.ExpectProbeToNameEtcd();
 
   // replica-2 takes over and lifts the fence; replica-1, still running with its last view (the
   // fence standing), must not disable the ports again.
