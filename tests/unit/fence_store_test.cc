@@ -1,6 +1,8 @@
 // fence/store: the FenceStore contract, run against every backend through the interface and
 // OpenFenceStore() (a typed suite: a new backend adds one backend type to Backends), then what
-// only the SQLite backend promises (file modes, its errors).
+// only one backend promises: SQLite's file modes, errors and kill -9; etcd's transactions
+// between replicas, one transaction per change, hostile shards and a lost quorum. The etcd
+// backend runs against a real single-member etcd on loopback (tests/support/etcd_cluster.h).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -8,13 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/fileutil.h"
 #include "common/strings.h"
+#include "etcd/client.h"
 #include "fence/cidrset.h"
 #include "fence/store.h"
+#include "tests/support/etcd_cluster.h"
 #include "tests/support/support.h"
 
 // ------------------------------------------------------------------------------- the backends
@@ -24,16 +30,67 @@
 
 // The SQLite backend: a file path.
 struct SqliteBackend {
+  static void Require() {}
+  static mizarmp::fence::EtcdStoreOptions Options(const std::string&) { return {}; }
   // Where a test's store lives, given the test's own temporary directory.
   static std::string Location(const std::string& dir) { return dir + "/state/fence.db"; }
   // A commit by something other than a FenceStore (an operator's sqlite3 on the file) that marks
   // every fence enforced.
-  static void EnforceAllBehindTheStoresBack(const std::string& location) {
+  static void EnforceAllBehindTheStoresBack(const std::string& location, const std::string&) {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(location.c_str(), &raw), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(raw, "UPDATE fences SET state = 'enforced'", nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(raw);
+  }
+};
+
+// The etcd backend: one etcd member for the test process, each test its own key prefix.
+struct EtcdBackend {
+  static mizarmp::testing::EtcdCluster& Cluster() {
+    static mizarmp::testing::EtcdCluster cluster(1);
+    return cluster;
+  }
+  static void Require() {
+    MZ_REQUIRE_ETCD();
+    ASSERT_EQ(Cluster().error(), "");
+  }
+  static std::string Location(const std::string&) { return Cluster().Location(); }
+  static mizarmp::fence::EtcdStoreOptions Options(const std::string& dir) {
+    mizarmp::fence::EtcdStoreOptions o;
+    o.prefix = dir + "/";  // the test's temporary directory: unique
+    o.client.call_timeout = std::chrono::milliseconds(1000);
+    return o;
+  }
+  static std::unique_ptr<mizarmp::etcd::Client> Client() {
+    mizarmp::etcd::Options o;
+    o.endpoints = Cluster().endpoints();
+    auto c = mizarmp::etcd::Client::Connect(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+  // Every shard rewritten by a client that is not a FenceStore, every fence made enforced.
+  static void EnforceAllBehindTheStoresBack(const std::string& location, const std::string& dir) {
+    (void)location;
+    auto client = Client();
+    ASSERT_NE(client, nullptr);
+    etcdserverpb::RangeRequest range;
+    range.set_key(dir + "/shards/");
+    range.set_range_end(dir + "/shards0");
+    auto shards = client->Range(range);
+    ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+    etcdserverpb::TxnRequest txn;
+    for (const auto& kv : shards->kvs()) {
+      std::string value = kv.value();
+      for (size_t at; (at = value.find("\"pending\"")) != std::string::npos;) {
+        value.replace(at, 9, "\"enforced\"");
+      }
+      auto* put = txn.add_success()->mutable_request_put();
+      put->set_key(kv.key());
+      put->set_value(value);
+    }
+    auto done = client->Txn(txn);
+    ASSERT_TRUE(done.ok() && done->succeeded()) << done.status().ToString();
   }
 };
 
@@ -86,16 +143,17 @@ std::vector<std::string> Records(const FenceStore& store) {
 template <typename Backend>
 class FenceStoreTest : public ::testing::Test {
  protected:
+  void SetUp() override { Backend::Require(); }
   std::string Location() const { return Backend::Location(dir_.path()); }
   std::unique_ptr<FenceStore> Open() {
-    auto s = OpenFenceStore(Location());
+    auto s = OpenFenceStore(Location(), Backend::Options(dir_.path()));
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(*s) : nullptr;
   }
   testing::TempDir dir_;
 };
 
-using Backends = ::testing::Types<SqliteBackend>;
+using Backends = ::testing::Types<SqliteBackend, EtcdBackend>;
 TYPED_TEST_SUITE(FenceStoreTest, Backends);
 
 TYPED_TEST(FenceStoreTest, FencesSurviveReopenInCanonicalOrder) {
@@ -190,35 +248,6 @@ TYPED_TEST(FenceStoreTest, RecordsFollowTheFenceThroughUnfenceAndRefence) {
             (std::vector<std::string>{"fence 10.0.1.0/24:", "fence 10.0.1.0/25:"}));
 }
 
-TYPED_TEST(FenceStoreTest, AcknowledgedFenceSurvivesKill9) {
-  // A child process stores a fence, reports it acknowledged through a pipe and is killed
-  // before it can close anything; the parent then opens the store.
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    auto s = OpenFenceStore(this->Location());
-    if (!s.ok() || !(*s)->AddFences({C("10.7.0.0/16"), C("fd07::/48")}).ok()) ::_exit(3);
-    const char ack = 'y';
-    if (::write(fds[1], &ack, 1) != 1) ::_exit(4);
-    ::pause();  // killed here, with the store still open
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  char ack = 0;
-  ASSERT_EQ(::read(fds[0], &ack, 1), 1);
-  ::close(fds[0]);
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  auto store = this->Open();
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.7.0.0/16=pending", "fd07::/48=pending"}));
-}
-
 TYPED_TEST(FenceStoreTest, TwoHandlesSeeEachOthersCommits) {
   auto a = this->Open();
   auto b = this->Open();
@@ -260,7 +289,7 @@ TYPED_TEST(FenceStoreTest, RepeatedSnapshotsFollowEveryChange) {
   EXPECT_TRUE(snap->unfences.empty());
 
   // A write by something else entirely.
-  TypeParam::EnforceAllBehindTheStoresBack(this->Location());
+  TypeParam::EnforceAllBehindTheStoresBack(this->Location(), this->dir_.path());
   EXPECT_EQ(Fences(*a), (std::vector<std::string>{"fd00::/64=enforced"}));
   EXPECT_EQ(Fences(*b), (std::vector<std::string>{"fd00::/64=enforced"}));
 }
@@ -288,6 +317,38 @@ TEST_F(SqliteFenceStoreTest, CreatesPrivateFileInPrivateDir) {
       EXPECT_EQ(st.st_mode & 0077, 0u) << suffix;
     }
   }
+}
+
+// For etcd the same promise is a quorum's commit; fence_ha_test kills a replica (kill -9) right
+// after an acknowledged fence and reads it back through another.
+TEST_F(SqliteFenceStoreTest, AcknowledgedFenceSurvivesKill9) {
+  // A child process stores a fence, reports it acknowledged through a pipe and is killed
+  // before it can close anything; the parent then opens the store.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto s = OpenFenceStore(Path());
+    if (!s.ok() || !(*s)->AddFences({C("10.7.0.0/16"), C("fd07::/48")}).ok()) ::_exit(3);
+    const char ack = 'y';
+    if (::write(fds[1], &ack, 1) != 1) ::_exit(4);
+    ::pause();  // killed here, with the store still open
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  char ack = 0;
+  ASSERT_EQ(::read(fds[0], &ack, 1), 1);
+  ::close(fds[0]);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto store = OpenFenceStore(Path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(Fences(**store),
+            (std::vector<std::string>{"10.7.0.0/16=pending", "fd07::/48=pending"}));
 }
 
 TEST_F(SqliteFenceStoreTest, NotADatabaseIsReported) {
@@ -382,6 +443,138 @@ TEST_F(SqliteFenceStoreTest, RelativePathIsInvalid) {
   auto s = OpenFenceStore("relative/fence.db");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+}
+
+// ------------------------------------------------------------------------- etcd's own promises
+
+class EtcdFenceStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { EtcdBackend::Require(); }
+  std::unique_ptr<FenceStore> Open() {
+    auto s = OpenFenceStore(EtcdBackend::Location(""), EtcdBackend::Options(dir_.path()));
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  // Writes `value` at `name` under this test's prefix, as something that is not a FenceStore.
+  void Put(const std::string& name, const std::string& value) {
+    auto client = EtcdBackend::Client();
+    ASSERT_NE(client, nullptr);
+    etcdserverpb::TxnRequest txn;
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(dir_.path() + "/" + name);
+    put->set_value(value);
+    ASSERT_TRUE(client->Txn(txn).ok());
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(EtcdFenceStoreTest, ReplicasWritingAtOnceLoseNothing) {
+  // Two replicas' stores, each writing from its own thread: every write reads, changes and
+  // commits only if nobody wrote in between, so none overwrites the other's.
+  auto a = Open();
+  auto b = Open();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->AddFences({C("10.200.0.0/16")}).ok());
+  auto writer = [](FenceStore* store, int first) {
+    for (int i = first; i < first + 25; ++i) {
+      EXPECT_TRUE(store->AddFences({C("10.1." + std::to_string(i) + ".0/24")}).ok());
+      EXPECT_TRUE(store->RecordHeldPorts({{C("10.200.0.0/16"), "p" + std::to_string(i)}}).ok());
+    }
+  };
+  std::thread ta(writer, a.get(), 0);
+  std::thread tb(writer, b.get(), 100);
+  ta.join();
+  tb.join();
+  auto snap = a->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->fences.size(), 51u);
+  for (const auto& f : snap->fences) {
+    if (CanonicalCidr(f.cidr) == "10.200.0.0/16") {
+      EXPECT_EQ(f.held_ports.size(), 50u);
+    }
+  }
+}
+
+TEST_F(EtcdFenceStoreTest, AThousandCidrFenceIsOneTransaction) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  std::vector<Cidr> cidrs;
+  for (int i = 0; i < 1000; ++i) {
+    cidrs.push_back(C("10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250)));
+  }
+  ASSERT_TRUE(store->AddFences({C("192.0.2.0/24")}).ok());
+  auto before = store->Revision();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_TRUE(store->AddFences(cidrs).ok());
+  auto after = store->Revision();
+  ASSERT_TRUE(after.ok());
+  // etcd's revision counts transactions: the fence took exactly one (nobody else writes here).
+  EXPECT_EQ(*after, *before + 1);
+  auto fences = store->ListFences();
+  ASSERT_TRUE(fences.ok());
+  EXPECT_EQ(fences->size(), 1001u);
+  // A read changes nothing; a write that changes nothing writes nothing.
+  ASSERT_TRUE(store->AddFences({}).ok());
+  ASSERT_TRUE(store->MarkEnforced({C("198.51.100.0/24")}).ok());
+  auto again = store->Revision();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *after);
+}
+
+TEST_F(EtcdFenceStoreTest, HostileShardsAreReportedOrSkippedNeverACrash) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AddFences({C("10.0.0.0/24")}).ok());
+  // Shards 62 and 63 hold nothing of this test's own (10.0.0.0/24 is in shard 09). Entries that
+  // do not parse are skipped; a shard that is not an object of objects is DATA_LOSS.
+  Put("shards/63", R"({"fences":{"not-a-cidr":{"state":"pending"},"10.5.0.0/16":{"state":7},)"
+                   R"("10.6.0.0/16":{"held_ports":"p1"}},"unfences":[]})");
+  auto snap = store->Snapshot();
+  EXPECT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), Code::kDataLoss) << snap.status().ToString();
+  EXPECT_NE(snap.status().message().find("shards/63"), std::string::npos);
+
+  Put("shards/63", R"({"fences":{"not-a-cidr":{"state":"pending"},"10.5.0.0/16":{"state":7}}})");
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=pending"}));
+  Put("shards/62", "not json at all");
+  auto bad = store->ListFences();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kDataLoss);
+  EXPECT_NE(bad.status().message().find("shards/62"), std::string::npos) << bad.status().ToString();
+  Put("shards/62", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(store->ListFences().status().code(), Code::kDataLoss);
+}
+
+TEST_F(EtcdFenceStoreTest, AStoreOfAnotherLayoutIsRefused) {
+  Put("meta", R"({"schema":9,"shards":64})");
+  auto s = OpenFenceStore(EtcdBackend::Location(""), EtcdBackend::Options(dir_.path()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("meta"), std::string::npos) << s.status().ToString();
+}
+
+TEST(EtcdFenceStoreQuorum, WithoutAQuorumChangesAreUnavailableNotHung) {
+  MZ_REQUIRE_ETCD();
+  testing::EtcdCluster cluster(3);
+  ASSERT_EQ(cluster.error(), "");
+  testing::TempDir dir;
+  EtcdStoreOptions options;
+  options.prefix = dir.path() + "/";
+  options.client.call_timeout = std::chrono::milliseconds(1000);
+  auto store = OpenFenceStore(cluster.Location(), options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->AddFences({C("10.0.0.0/24")}).ok());
+  cluster.Kill(0);
+  ASSERT_TRUE((*store)->AddFences({C("10.0.1.0/24")}).ok()) << "a minority lost is harmless";
+  cluster.Kill(1);
+  Status s = (*store)->AddFences({C("10.0.2.0/24")});
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("etcd at"), std::string::npos) << s.ToString();
+  EXPECT_EQ((*store)->Check().code(), Code::kUnavailable);
+  ASSERT_TRUE(cluster.Restart(1));
+  EXPECT_EQ(Fences(**store),
+            (std::vector<std::string>{"10.0.0.0/24=pending", "10.0.1.0/24=pending"}));
 }
 
 }  // namespace
