@@ -14,8 +14,10 @@ using namespace std::chrono_literals;
 // Big enough for a whole fence store (65,536 fences with their records) in one Range.
 constexpr int kMaxReceiveBytes = 64 << 20;
 // A member that comes back is reconnected to within a second, instead of gRPC's default backoff
-// of up to two minutes, so service resumes as soon as quorum returns.
+// of up to two minutes, so service resumes as soon as quorum returns. gRPC also takes the
+// "minimum" backoff as the time one connection attempt may take, so that one stays at a second.
 constexpr int kMaxReconnectBackoffMs = 1000;
+constexpr int kMinConnectMs = 1000;
 constexpr int kInitialReconnectBackoffMs = 100;
 
 bool MemberUnreachable(grpc::StatusCode code) {
@@ -85,8 +87,11 @@ Status Client::OpenChannels(const Options& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kInitialReconnectBackoffMs);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kInitialReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  // After losing a connection gRPC resolves the name again before reconnecting, at most every
+  // 30 s by default: a member back after a restart would stay unreachable that long.
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, kMaxReconnectBackoffMs);
   for (const std::string& endpoint : options.endpoints) {
     auto m = std::make_unique<Member>();
     m->endpoint = endpoint;

@@ -49,8 +49,9 @@ std::string Election::leader() const {
 }
 
 void Election::Run() {
-  const auto interval =
-      std::max<Clock::duration>(options_.lease_ttl / 3, std::chrono::milliseconds(100));
+  const auto interval = std::max<Clock::duration>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3,
+      std::chrono::milliseconds(100));
   bool failing = false;
   for (;;) {
     const auto sent = Clock::now();
