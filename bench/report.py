@@ -192,6 +192,62 @@ def thinned(samples, rows=24):
     return [x for i, x in enumerate(samples) if i % step == 0 or i == len(samples) - 1]
 
 
+def store_lines(store):
+    """The "Fence store: SQLite vs etcd" and "Failover" sections of RESULTS.md."""
+    o = []
+    p = o.append
+    cfg = store.get("config", {})
+    p("## Fence store: SQLite vs etcd")
+    p("")
+    p("`bench/store_driver.cc` (`mizarmp-bench-store`): one mizarmp-addons on an SQLite file and one on a 3-member etcd")
+    p(f"cluster on loopback (Debian's etcd 3.4.23, started by run.sh), {cfg.get('ports')} ports at mizarmp-mock, both in one")
+    p(f"run, alternating round by round ({cfg.get('rounds')} rounds). Each fence and unfence is one RPC over the unix")
+    p("socket: stored, then enforced by a pass (the port list and the port updates). ListClusterFence with 1,000 stored")
+    p(f"fences: calls/s of {cfg.get('clients')} client threads, {cfg.get('seconds')} s per round, median of the rounds.")
+    p("")
+    for why in store.get("errors", []):
+        p(f"- **error**: {why}")
+    stores = store.get("stores", {})
+    if stores:
+        p("| | SQLite | etcd | etcd / SQLite |")
+        p("| --- | --- | --- | --- |")
+        for key, label in (("fence_1", "FenceClusterNetwork, 1 CIDR (median)"),
+                           ("unfence_1", "UnfenceClusterNetwork, 1 CIDR (median)"),
+                           ("fence_100", "FenceClusterNetwork, 100 CIDRs (median)"),
+                           ("unfence_100", "UnfenceClusterNetwork, 100 CIDRs (median)")):
+            a = g(stores, "sqlite", key, "median_ms")
+            b = g(stores, "etcd", key, "median_ms")
+            ratio = f"{b / a:.2f}x" if a and b else "—"
+            p(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio} |")
+        a = g(stores, "sqlite", "list_median_calls_per_s")
+        b = g(stores, "etcd", "list_median_calls_per_s")
+        ratio = f"{b / a:.2f}x" if a and b else "—"
+        p(f"| ListClusterFence, 1,000 fences (calls/s) | {a:,.0f} | {b:,.0f} | {ratio} |" if a and b else
+          "| ListClusterFence, 1,000 fences (calls/s) | — | — | — |")
+        p("")
+        p("What bounds etcd here: every change reads the whole prefix and commits one transaction, which a quorum of")
+        p("members fsyncs before it answers (the SQLite file fsyncs once, locally); every ListClusterFence is a")
+        p("linearizable read of every shard, parsed again, where the SQLite store answers repeated reads of an")
+        p("unchanged file from memory. A snapshot cached against the guard's revision would close most of the list gap.")
+        p("")
+    fo = store.get("failover", {})
+    if fo:
+        p("## Failover")
+        p("")
+        p(f"Two replicas on the etcd store, lease {fo.get('lease_ttl_s')} s (`leaseTtlSeconds`; the default is 15 s); a fence stored")
+        p("through the leader, then a port created inside it (only a pass can disable it); `kill -9` of the leader. From")
+        p("the kill: until the other replica logs the first pass of its term, and until the new port is down at the mock")
+        p(f"(polled every 10 ms). The stated bound is 4/3 of the lease plus the 200 ms store poll: {fo.get('bound_ms')} ms.")
+        p("")
+        p("| run | to the new leader's first pass | to the new port disabled |")
+        p("| --- | --- | --- |")
+        for i, (a, b) in enumerate(zip(fo.get("to_first_pass_ms", []), fo.get("to_port_disabled_ms", []))):
+            p(f"| {i + 1} | {fmt(a, nd=0)} | {fmt(b, nd=0)} |")
+        p(f"| median | {fmt(g(fo, 'first_pass', 'median_ms'), nd=0)} | {fmt(g(fo, 'port_disabled', 'median_ms'), nd=0)} |")
+        p("")
+    return o
+
+
 def soak_lines(soak, quick):
     """The "Soak" section of RESULTS.md."""
     o = []
@@ -292,6 +348,7 @@ def main():
     cni = load(os.path.join(w, "cni.json")) or {}
     addons = load(os.path.join(w, "addons.json")) or {}
     soak = load(os.path.join(w, "soak.json")) or {}
+    store = load(os.path.join(w, "store.json")) or {}
     P = os.path.join(w, "profile")
     PERF = os.path.join(w, "addons", "perf")
 
@@ -725,6 +782,8 @@ def main():
 
     if soak:
         o.extend(soak_lines(soak, a.quick))
+    if store:
+        o.extend(store_lines(store))
 
     # ------------------------------------------------------------------------------ misses
     p("## What bounds each miss, and what would move it")

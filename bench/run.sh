@@ -23,7 +23,7 @@ if [[ -n ${BENCH_WORK_DIR:-} ]]; then
   mkdir -p "$WORK"
 else
   WORK=$(mktemp -d /tmp/mizarmp-bench.XXXX)
-  trap 'rm -rf "$WORK"' EXIT
+  trap 'mz_etcd_stop 2>/dev/null; rm -rf "$WORK"' EXIT
 fi
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
@@ -38,10 +38,12 @@ if [[ -n ${BENCH_QUICK:-} ]]; then
   CNI_ARGS=(--iterations 10 --warmup 2 --ready-iterations 4 --burst-rounds 1 --version-iterations 20)
   ADDONS_ARGS=(--seconds 1 --rounds 2 --getclients-calls 5)
   SOAK_ARGS=(--cycles 100 --sample-every 10 --seconds 10 --sample-seconds 1)
+  STORE_ARGS=(--rounds 3 --seconds 1 --failovers 2)
 else
   CNI_ARGS=(--iterations 100 --warmup 5 --ready-iterations 20 --burst-rounds 3 --version-iterations 200)
   ADDONS_ARGS=(--seconds 2 --rounds 6 --getclients-calls 30)
   SOAK_ARGS=(--cycles 1000 --sample-every 50 --seconds 300 --sample-seconds 5)
+  STORE_ARGS=(--rounds 30 --seconds 2 --failovers 5)
 fi
 
 # ------------------------------------------------------------------------------ machine, build
@@ -66,7 +68,7 @@ M=$WORK/machine.txt
 echo "== build ($BUILD, Release)"
 cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; die "cmake configure failed"; }
-TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons mizarmp-bench-soak
+TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons mizarmp-bench-soak mizarmp-bench-store
          mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-dynamic)
 for p in libc libstdcxx nl nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
@@ -128,6 +130,18 @@ echo "== soak (memory and fds under sustained use)"
 "$BIN/mizarmp-bench-soak" --bin-dir "$BIN" --work "$WORK/soak" --out "$WORK/soak.json" \
   "${SOAK_ARGS[@]}" 2>&1 | tee "$WORK/soak.log" || echo "(the soak reported a failure; see the report)"
 
+echo "== fence stores (SQLite vs etcd) and failover"
+# shellcheck source=../scripts/etcd_local.sh
+source "$ROOT/scripts/etcd_local.sh"
+if mz_etcd_start "$WORK/etcd" 33379; then
+  "$BIN/mizarmp-bench-store" --bin-dir "$BIN" --etcd "etcd://$MZ_ETCD_ENDPOINTS" --work "$WORK/store" \
+    --out "$WORK/store.json" "${STORE_ARGS[@]}" 2>&1 | tee "$WORK/store.log" ||
+    echo "(the store benchmark reported a failure; see the report)"
+else
+  echo "(etcd did not start; the store benchmark did not run)"
+fi
+mz_etcd_stop
+
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
 # The commands as run, for the report.
 {
@@ -137,6 +151,7 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "$BIN/mizarmp-bench-cni ... --sections profile --profile-wrap 'valgrind --tool=callgrind ...'"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons --out WORK/addons.json ${ADDONS_ARGS[*]}"
   echo "$BIN/mizarmp-bench-soak --bin-dir $BIN --work WORK/soak --out WORK/soak.json ${SOAK_ARGS[*]}"
+  echo "$BIN/mizarmp-bench-store --bin-dir $BIN --etcd etcd://127.0.0.1:33379,... --work WORK/store --out WORK/store.json ${STORE_ARGS[*]}"
 } >"$WORK/commands.txt"
 
 /usr/bin/python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"

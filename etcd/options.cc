@@ -7,7 +7,7 @@ namespace mizarmp::etcd {
 bool IsEtcdLocation(std::string_view location) { return location.starts_with(kLocationScheme); }
 
 Result<std::vector<std::string>> ParseEndpoints(std::string_view location) {
-  const std::string quoted = "\"" + std::string(location) + "\"";
+  const std::string quoted = Quoted(location);
   if (!IsEtcdLocation(location)) {
     return InvalidArgumentError("etcd location " + quoted + ": must start with etcd://");
   }

@@ -6,10 +6,12 @@
 #   4. kill -9 r1: r2 still lists the fence, takes the lead and keeps it enforced,
 #   5. unfences through r2: B pings A again,
 #   6. stops r2 and the etcd members.
-# Uses demo.sh's BIN, WORK, URL, PROJECT, IP_A, IP_B, run, section, stop_pid and mz_podman.
+# Uses demo.sh's ROOT, BIN, WORK, URL, PROJECT, IP_A, IP_B, run, section and mz_podman.
 
-HA_PIDS=()                         # every etcd member and replica started here
-HA_CLIENT_PORTS=(32379 32381 32383) # loopback ports, unusual enough not to meet a real etcd
+# shellcheck source=etcd_local.sh
+source "$ROOT/scripts/etcd_local.sh"
+
+HA_PIDS=() # the replicas started here
 HA_LEASE_TTL=3
 
 ha_cleanup() {
@@ -17,33 +19,13 @@ ha_cleanup() {
   for pid in "${HA_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${HA_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   HA_PIDS=()
+  mz_etcd_stop
 }
 
 ha_start_etcd() {
-  local cluster="" i
-  for i in 0 1 2; do
-    cluster+="${cluster:+,}m$i=http://127.0.0.1:$((HA_CLIENT_PORTS[i] + 1))"
-  done
-  for i in 0 1 2; do
-    local port=${HA_CLIENT_PORTS[i]}
-    if ss -Hltn "sport = :$port" | grep -q .; then
-      echo "demo: port $port is taken; the HA demo needs 32379-32384 free" >&2
-      return 1
-    fi
-    etcd --name "m$i" --data-dir "$WORK/etcd/m$i" \
-      --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
-      --listen-peer-urls "http://127.0.0.1:$((port + 1))" \
-      --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
-      --initial-cluster "$cluster" --initial-cluster-token "mizarmp-demo-$$" \
-      --initial-cluster-state new >"$WORK/etcd-m$i.log" 2>&1 &
-    HA_PIDS+=($!)
-  done
-  HA_ENDPOINTS="127.0.0.1:${HA_CLIENT_PORTS[0]},127.0.0.1:${HA_CLIENT_PORTS[1]},127.0.0.1:${HA_CLIENT_PORTS[2]}"
-  for _ in $(seq 300); do
-    ETCDCTL_API=3 etcdctl --endpoints "$HA_ENDPOINTS" --command-timeout=1s endpoint health \
-      >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  # Loopback ports 32379-32384, unusual enough not to meet a real etcd.
+  mz_etcd_start "$WORK/etcd" 32379
+  HA_ENDPOINTS=$MZ_ETCD_ENDPOINTS
   run env ETCDCTL_API=3 etcdctl --endpoints "$HA_ENDPOINTS" endpoint status -w table
 }
 
