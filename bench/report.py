@@ -12,13 +12,13 @@ import os
 import re
 import sys
 
-# The previous run (commit f1ecbeb, 2026-11-23T09:35Z), for "what changed and what it moved".
+# The previous run (commit ef0110d, 2026-11-23), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "f1ecbeb",
-    "add": 12.4, "ptp_add": 11.3, "del": 33.9, "ptp_del": 34.1, "ready0": 12.1,
-    "rss_kib": 9668, "version_ms": 6.62, "libs": 13, "probe_ratio": 0.96,
-    "list_ratio": 0.95, "list_cpu_us": 47.8, "list_bare_cpu_us": 39.1,
-    "gc_ms": 5.5, "gc_node_ms": 1.3, "fence_ms": 740.4,
+    "commit": "ef0110d",
+    "add": 8.1, "ptp_add": 15.9, "del": 23.6, "ptp_del": 31.8, "ready0": 9.0,
+    "rss_kib": 3672, "version_ms": 1.33, "libs": 0, "probe_ratio": 1.05,
+    "list_ratio": 0.87, "list_cpu_us": 25.0, "list_bare_cpu_us": 22.5,
+    "gc_ms": 5.5, "gc_node_ms": 1.4, "fence_ms": 829.3,
 }
 
 
@@ -574,22 +574,14 @@ def main():
     p("")
     p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    dyn_ver = g(st, "version_mizarmp_dynamic", "median_ms")
-    dyn_add = g(lat, "mizarmp_dynamic", "add", "median_ms")
-    p(f"- **The plugin is one static executable; its HTTP is {http_stack}** ({M.get('client_log', '?')}): "
-      f"`ldd` of the plugin lists {len(ldd)} shared libraries (previous run: {PREVIOUS['libs']}). "
-      f"VERSION (start-up) {PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}; ADD peak RSS {PREVIOUS['rss_kib']} -> "
-      f"{fmt(rss, 'KiB', 0)}; ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> "
-      f"{fmt(pt_add)}); DEL {PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}); "
-      f"the readiness section's d = 0 ADD {PREVIOUS['ready0']} -> {fmt(r0_med)}. The same plugin linked "
-      f"dynamically, measured in this run: VERSION {fmt(dyn_ver, 'ms', 2)}, ADD median {fmt(dyn_add)}: the static "
-      "link's share of the change; the rest is the transport (Beast's connection and parser instead of "
-      "cpp-httplib's).")
-    if not static_plugin:
-        same = sorted(ldd) == sorted(all_ldd)
-        p(f"  Check: the \"all\" start-up probe's `ldd` set {'equals' if same else '**differs from**'} the "
-          f"plugin's ({len(all_ldd)} vs {len(ldd)} libraries).")
-    p("- **New in this run: the soak** (`bench/soak_driver.cc`, section \"Soak\" below).")
+    p(f"- **The plugin: no change of its own.** Its client now sends a configurable User-Agent "
+      f"({M.get('client_log', '?')}); ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> "
+      f"{fmt(pt_add)}), DEL {PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}), "
+      f"VERSION {PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}, ADD peak RSS {PREVIOUS['rss_kib']} -> "
+      f"{fmt(rss, 'KiB', 0)}: the run-to-run spread of a shared machine (see the load above).")
+    p("- **mizarmp-addons can keep its fences in etcd and run as several replicas** "
+      f"({M.get('fence_log', '?')}). The SQLite path is unchanged but for a 200 ms poll that only a shared "
+      "store runs. New in this run: \"Fence store: SQLite vs etcd\" and \"Failover\" (`bench/store_driver.cc`).")
     p("")
 
     # ------------------------------------------------------------------------------ details
