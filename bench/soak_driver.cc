@@ -426,23 +426,15 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   Options o;
   const FlagTable flags = Flags(o);
-  bool help = false;
-  Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc), &help);
-  const std::string usage = "usage: mizarmp-bench-soak --bin-dir DIR [flags]\n" + flags.Help();
-  if (help) {
-    std::cout << usage;
-    return 0;
-  }
-  std::string wrong;
-  if (!parsed.ok()) wrong = parsed.message();
-  if (wrong.empty() && o.bin_dir.empty()) wrong = "--bin-dir is required";
-  if (wrong.empty() && o.ports < o.clients * o.cidrs_per_client) {
-    wrong = "--ports must be at least --clients x --cidrs-per-client";
-  }
-  if (wrong.empty() && ::geteuid() != 0) wrong = "must run as root (network namespaces)";
-  if (!wrong.empty()) {
-    std::cerr << "mizarmp-bench-soak: " << wrong << "\n" << usage;
-    return 2;
-  }
+  auto exit_code = mb::ParseDriverFlags(
+      "mizarmp-bench-soak", "--bin-dir DIR [flags]", flags, argc, argv, [&]() -> std::string {
+        if (o.bin_dir.empty()) return "--bin-dir is required";
+        if (o.ports < o.clients * o.cidrs_per_client) {
+          return "--ports must be at least --clients x --cidrs-per-client";
+        }
+        if (::geteuid() != 0) return "must run as root (network namespaces)";
+        return "";
+      });
+  if (exit_code) return *exit_code;
   return Soak(std::move(o)).Main();
 }

@@ -30,7 +30,7 @@
 namespace mb = mizarmp::bench;
 namespace fs = std::filesystem;
 using mizarmp::FlagTable;
-using mizarmp::Status;
+
 using nlohmann::json;
 
 namespace {
@@ -320,21 +320,11 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   Options o;
   const FlagTable flags = Flags(o);
-  bool help = false;
-  Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc), &help);
-  const std::string usage =
-      "usage: mizarmp-bench-store --bin-dir DIR --etcd LOCATION [flags]\n" + flags.Help();
-  if (help) {
-    std::cout << usage;
-    return 0;
-  }
-  std::string wrong;
-  if (!parsed.ok()) wrong = parsed.message();
-  if (wrong.empty() && (o.bin_dir.empty() || o.etcd.empty()))
-    wrong = "--bin-dir and --etcd are required";
-  if (!wrong.empty()) {
-    std::cerr << "mizarmp-bench-store: " << wrong << "\n" << usage;
-    return 2;
-  }
+  auto exit_code = mb::ParseDriverFlags(
+      "mizarmp-bench-store", "--bin-dir DIR --etcd LOCATION [flags]", flags, argc, argv,
+      [&]() -> std::string {
+        return o.bin_dir.empty() || o.etcd.empty() ? "--bin-dir and --etcd are required" : "";
+      });
+  if (exit_code) return *exit_code;
   return StoreBench(std::move(o)).Main();
 }

@@ -158,6 +158,22 @@ bool RecordFailure(nlohmann::json& results, const std::string& why) {
   return false;
 }
 
+std::optional<int> ParseDriverFlags(const std::string& program, const std::string& synopsis,
+                                    const FlagTable& flags, int argc, char** argv,
+                                    const std::function<std::string()>& check) {
+  bool help = false;
+  const Status parsed = flags.Parse(std::vector<std::string>(argv + 1, argv + argc), &help);
+  const std::string usage = "usage: " + program + " " + synopsis + "\n" + flags.Help();
+  if (help) {
+    std::cout << usage;
+    return 0;
+  }
+  const std::string wrong = parsed.ok() ? check() : parsed.message();
+  if (wrong.empty()) return std::nullopt;
+  std::cerr << program << ": " << wrong << "\n" << usage;
+  return 2;
+}
+
 void SaveResults(const nlohmann::json& results, const std::string& path) {
   std::ofstream(path) << results.dump(2) << "\n";
 }

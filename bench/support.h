@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/flags.h"
 #include "tests/support/process.h"
 
 namespace mizarmp::bench {
@@ -46,6 +48,13 @@ double Ms(Clock::duration d);
 // A driver's record of an error: printed, and appended to results["errors"]. Returns false, so a
 // step can `return RecordFailure(results_, "why")`.
 bool RecordFailure(nlohmann::json& results, const std::string& why);
+// A driver's command line, parsed with `flags`: --help prints "usage: <program> <synopsis>" and
+// the flags (exit code 0); a bad flag, or what `check` finds wrong ("" when nothing), is printed
+// with them (exit code 2). nullopt when the driver should run.
+std::optional<int> ParseDriverFlags(const std::string& program, const std::string& synopsis,
+                                    const FlagTable& flags, int argc, char** argv,
+                                    const std::function<std::string()>& check);
+
 // Writes a driver's results to `path` as indented JSON.
 void SaveResults(const nlohmann::json& results, const std::string& path);
 
