@@ -24,6 +24,7 @@ constexpr int kShards = 64;
 constexpr int kSchema = 1;
 constexpr int kMaxRaces = 50;
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
+constexpr size_t kShownMetaBytes = 200;  // of a foreign P meta, in the error refusing it
 
 // FNV-1a: stable across builds and machines, so every replica puts a CIDR in the same shard.
 int ShardOf(const std::string& canonical) {
@@ -171,6 +172,31 @@ StoreSnapshot ToSnapshot(const State& state) {
 
 bool Unavailable(const Status& s) { return s.code() == Code::kUnavailable; }
 
+// Whether a Txn failed with an error etcd raises before applying anything (a bad, oversized or
+// forbidden request); any other failure may have lost the answer to a committed transaction.
+bool RefusedUnapplied(const Status& s) {
+  switch (s.code()) {
+    case Code::kInvalidArgument:
+    case Code::kFailedPrecondition:
+    case Code::kResourceExhausted:
+    case Code::kPermissionDenied:
+    case Code::kUnauthenticated:
+    case Code::kOutOfRange:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// etcd's refusal of a request over --max-request-bytes ("request is too large"), or gRPC's on
+// etcd's side of one over that limit plus 512 KiB ("received message larger than max").
+bool TooLargeForEtcd(const Status& s) {
+  return (s.code() == Code::kInvalidArgument &&
+          s.message().find("request is too large") != std::string::npos) ||
+         (s.code() == Code::kResourceExhausted &&
+          s.message().find("larger than max") != std::string::npos);
+}
+
 // Leadership through an etcd::Election on the store's client.
 class EtcdLeadership final : public Leadership {
  public:
@@ -200,6 +226,10 @@ Result<std::unique_ptr<EtcdFenceStore>> EtcdFenceStore::Open(const std::string& 
   auto named = [&](const Status& s) {
     return Status(s.code(), "fence store " + location + ": " + s.message());
   };
+  if (options.prefix.empty() || options.prefix.back() != '/') {
+    return named(
+        InvalidArgumentError("key prefix " + Quoted(options.prefix) + " does not end with '/'"));
+  }
   EtcdStoreOptions opts = options;
   auto endpoints = etcd::ParseEndpoints(location);
   if (!endpoints.ok()) return named(endpoints.status());
@@ -217,11 +247,15 @@ Status EtcdFenceStore::Named(const Status& s) const {
   return Status(s.code(), "fence store " + location_ + ": " + s.message());
 }
 
+Clock::time_point EtcdFenceStore::RetryDeadline() const {
+  // Each member may take the call timeout to fail; at least two rounds ride out an election.
+  return Clock::now() +
+         options_.client.call_timeout * std::max<size_t>(2, options_.client.endpoints.size());
+}
+
 template <typename Read>
 auto EtcdFenceStore::Retrying(Read&& read) const -> decltype(read()) {
-  const auto window =
-      options_.client.call_timeout * std::max<size_t>(2, options_.client.endpoints.size());
-  const auto deadline = Clock::now() + window;
+  const auto deadline = RetryDeadline();
   for (;;) {
     auto r = read();
     if (r.ok() || !Unavailable(r.status()) || Clock::now() + kRetryPause >= deadline) return r;
@@ -247,10 +281,15 @@ Status EtcdFenceStore::EnsureMeta() {
   if (answer->succeeded()) return Status::Ok();
   const auto& kvs = answer->responses(0).response_range().kvs();
   const std::string found = kvs.empty() ? "" : kvs[0].value();
-  const json stored = json::parse(found, nullptr, /*allow_exceptions=*/false);
-  if (stored != meta) {
-    return Named(FailedPreconditionError("key " + Quoted(Key("meta")) + " holds " +
-                                         LogEscaped(found) + ", not this version's " + meta.dump() +
+  json stored;
+  if (!TooDeepJson(found)) stored = json::parse(found, nullptr, /*allow_exceptions=*/false);
+  // Spelled out: nlohmann's != is false for a value that did not parse (discarded), as is ==.
+  if (stored.is_discarded() || !(stored == meta)) {
+    const std::string shown = found.size() > kShownMetaBytes
+                                  ? LogEscaped(found.substr(0, kShownMetaBytes)) + "..."
+                                  : LogEscaped(found);
+    return Named(FailedPreconditionError("key " + Quoted(Key("meta")) + " holds " + shown +
+                                         ", not this version's " + meta.dump() +
                                          "; refusing a store of another layout"));
   }
   return Status::Ok();
@@ -286,19 +325,22 @@ Result<EtcdFenceStore::State> EtcdFenceStore::Load() const {
 
 template <typename Change>
 Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
-  const auto window =
-      options_.client.call_timeout * std::max<size_t>(2, options_.client.endpoints.size());
-  const auto deadline = Clock::now() + window;
+  const auto deadline = RetryDeadline();
   auto retry_while_unavailable = [&](const Status& s) {
     if (!Unavailable(s) || Clock::now() + kRetryPause >= deadline) return false;
     std::this_thread::sleep_for(kRetryPause);
     return true;
   };
+  bool maybe_stored = false;  // a transaction of this change went out and its answer was lost
+  auto outcome = [&] {
+    return what +
+           (maybe_stored ? ": it may or may not have been stored" : ": nothing of it was stored");
+  };
   for (int races = 0; races < kMaxRaces;) {
     auto read = Load();
     if (!read.ok()) {
       if (retry_while_unavailable(read.status())) continue;
-      return Named(read.status().WithContext(what + ": nothing of it was stored"));
+      return Named(read.status().WithContext(outcome()));
     }
     State next = *read;
     change(next);
@@ -331,20 +373,20 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
       ++races;  // another replica wrote since the read: apply the change to what it wrote
       continue;
     }
-    // Lost or refused: re-run from a fresh read (a committed one then changes nothing more).
-    if (retry_while_unavailable(answer.status())) continue;
-    if (answer.status().code() == Code::kInvalidArgument &&
-        answer.status().message().find("too large") != std::string::npos) {
+    if (!RefusedUnapplied(answer.status())) maybe_stored = true;
+    if (TooLargeForEtcd(answer.status())) {
       return Named(Status(Code::kResourceExhausted,
-                          what +
+                          outcome() +
                               ": the change is larger than etcd accepts in one request (etcd "
-                              "--max-request-bytes); nothing of it was stored: " +
+                              "--max-request-bytes): " +
                               answer.status().message()));
     }
-    return Named(answer.status().WithContext(what + ": it may or may not have been stored"));
+    // A lost answer: re-run from a fresh read, on which a committed one changes nothing more.
+    if (retry_while_unavailable(answer.status())) continue;
+    return Named(answer.status().WithContext(outcome()));
   }
-  return Named(AbortedError(what + ": lost the race against other writers " +
-                            std::to_string(kMaxRaces) + " times in a row; nothing was stored"));
+  return Named(AbortedError(outcome() + ": lost the race against other writers " +
+                            std::to_string(kMaxRaces) + " times in a row"));
 }
 
 Status EtcdFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
@@ -366,9 +408,10 @@ Status EtcdFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
 }
 
 Result<std::vector<Cidr>> EtcdFenceStore::RemoveFences(const std::vector<Cidr>& cidrs) {
-  std::vector<Cidr> removed;
+  // Kept across attempts: after a lost answer the re-read may show this change committed, and
+  // the fences it lifted are still the ones this call removed.
+  std::map<std::string, Cidr> removed;
   MZ_RETURN_IF_ERROR(Mutate("removing fence(s)", [&](State& s) {
-    removed.clear();
     const std::string now = records::NowRfc3339();
     const CidrSet wanted(cidrs);  // each CIDR once
     for (const Cidr& cidr : wanted.cidrs()) {
@@ -376,11 +419,13 @@ Result<std::vector<Cidr>> EtcdFenceStore::RemoveFences(const std::vector<Cidr>& 
       if (it == s.entries.end() || !it->second.fence) continue;
       it->second.fence = false;  // a pending unfence with the fence's record and tracked flag
       it->second.created_at = now;
-      removed.push_back(it->second.cidr);
+      removed.emplace(it->first, it->second.cidr);
     }
   }));
-  std::sort(removed.begin(), removed.end(), CidrLess);
-  return removed;
+  std::vector<Cidr> out;
+  for (const auto& [text, cidr] : removed) out.push_back(cidr);
+  std::sort(out.begin(), out.end(), CidrLess);
+  return out;
 }
 
 Status EtcdFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {

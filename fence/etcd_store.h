@@ -29,13 +29,17 @@
 // has fsynced it: losing a minority of members loses no acknowledged fence.
 //
 // Errors name the store ("fence store etcd://..."): UNAVAILABLE when etcd has no quorum or no
-// member answers, after retrying for the call timeout times the number of endpoints (etcd drops
-// proposals made during an election, which look like timeouts); ABORTED after 50 lost races in
-// a row; RESOURCE_EXHAUSTED when a change is over etcd's request limit; DATA_LOSS for a shard
-// that is not a JSON object. An entry of a shard that does not parse (a bad CIDR, a field of
-// the wrong type) is logged and skipped, and kept as it is when the shard is written again.
+// member answers, after retrying for the call timeout times the number of endpoints, at least
+// twice (etcd drops proposals made during an election, which look like timeouts); a failed
+// change says whether a transaction of it went out unanswered ("may or may not have been
+// stored") or none did ("nothing of it was stored"). ABORTED after 50 lost races in a row;
+// RESOURCE_EXHAUSTED naming --max-request-bytes when a change is over etcd's request limit;
+// DATA_LOSS for a shard that is not a JSON object. An entry of a shard that does not parse (a bad
+// CIDR, a field of the wrong type) is logged and skipped, and kept as it is when the shard is
+// written again.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,7 +52,8 @@ namespace mizarmp::fence {
 
 class EtcdFenceStore final : public FenceStore {
  public:
-  // Connects (TLS, authentication) and checks or writes P meta. Errors name the location.
+  // Connects (TLS, authentication) and checks or writes P meta. Errors name the location;
+  // INVALID_ARGUMENT for a prefix that does not end with '/'.
   static Result<std::unique_ptr<EtcdFenceStore>> Open(const std::string& location,
                                                       const EtcdStoreOptions& options);
   ~EtcdFenceStore() override;
@@ -80,7 +85,10 @@ class EtcdFenceStore final : public FenceStore {
   // Applies `change` to a fresh read and commits it (see above); `what` names it in errors.
   template <typename Change>
   Status Mutate(const std::string& what, Change&& change);
-  // Retries `read` while etcd is unavailable, for the retry window.
+  // When a call that keeps failing UNAVAILABLE gives up: the call timeout once per endpoint
+  // (at least twice).
+  std::chrono::steady_clock::time_point RetryDeadline() const;
+  // Retries `read` while etcd is unavailable, until RetryDeadline().
   template <typename Read>
   auto Retrying(Read&& read) const -> decltype(read());
   Status Named(const Status& s) const;
