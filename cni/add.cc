@@ -266,7 +266,8 @@ class AddCommand {
           link.status().WithContext("configuring " + env_.ifname + " in " + env_.netns),
           Stage::kNetns);
     }
-    record_.mac = link->mac.empty() ? setup_.expected_mac : link->mac;
+    record_.mac = link->link.mac.empty() ? setup_.expected_mac : link->link.mac;
+    host_peer_ = link->host_peer;
     return std::nullopt;
   }
 
@@ -274,6 +275,8 @@ class AddCommand {
     record_.state = Record::State::kComplete;
     if (Status s = inv_.store().Write(record_); !s.ok()) return FromStatus(s, Stage::kStateDir);
     result_.interfaces.push_back(InterfaceResult{env_.ifname, record_.mac, env_.netns, conf_.mtu});
+    // After the pod's interface, so the ips' "interface": 0 still points at it.
+    if (!host_peer_.empty()) result_.interfaces.push_back(InterfaceResult{host_peer_, "", "", 0});
     result_.dns = conf_.dns;
     MZ_LOG(kInfo) << "added port " << port_.id << " mac " << record_.mac << " "
                   << (record_.ips.empty() ? std::string() : record_.ips[0].address);
@@ -310,6 +313,7 @@ class AddCommand {
   client::Port port_;
   std::map<std::string, client::Subnet> subnets_;
   netns::InterfaceSetup setup_;
+  std::string host_peer_;  // the pod interface's veth peer on the host, if it is there
   AddResult result_;
   bool default_v4_ = false;
   bool default_v6_ = false;

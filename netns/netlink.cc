@@ -2,11 +2,15 @@
 #include <arpa/inet.h>
 #include <linux/if.h>
 #include <linux/if_addr.h>
+#include <linux/net_namespace.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netlink/addr.h>
+#include <netlink/attr.h>
 #include <netlink/cache.h>
 #include <netlink/errno.h>
+#include <netlink/handlers.h>
+#include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -138,6 +142,11 @@ LinkInfo InfoOf(rtnl_link* l) {
   info.up = (rtnl_link_get_flags(l) & IFF_UP) != 0;
   if (const char* k = rtnl_link_get_type(l)) info.kind = k;
   info.master_index = rtnl_link_get_master(l);
+  if (info.kind == "veth") {
+    info.peer_index = static_cast<int>(rtnl_link_get_link(l));
+    int32_t nsid = -1;
+    if (rtnl_link_get_link_netnsid(l, &nsid) == 0) info.peer_netnsid = nsid;
+  }
   return info;
 }
 
@@ -158,6 +167,35 @@ Result<nl_sock*> ConnectedSocket() {
   }
   return s;
 }
+
+// libnl's callbacks for an RTM_GETNSID exchange: the answer's id, then the kernel's ACK.
+struct NsidExchange {
+  int nsid = -1;
+  bool acked = false;
+};
+
+int CaptureNsid(nl_msg* msg, void* arg) {
+  nlmsghdr* header = nlmsg_hdr(msg);
+  if (header->nlmsg_type != RTM_NEWNSID) return NL_OK;
+  nlattr* attrs[NETNSA_MAX + 1];
+  if (nlmsg_parse(header, sizeof(rtgenmsg), attrs, NETNSA_MAX, nullptr) < 0) return NL_SKIP;
+  if (attrs[NETNSA_NSID] != nullptr) {
+    static_cast<NsidExchange*>(arg)->nsid = static_cast<int32_t>(nla_get_u32(attrs[NETNSA_NSID]));
+  }
+  return NL_OK;
+}
+
+int StopOnAck(nl_msg*, void* arg) {
+  static_cast<NsidExchange*>(arg)->acked = true;
+  return NL_STOP;
+}
+
+struct MsgFree {
+  void operator()(nl_msg* m) const { nlmsg_free(m); }
+};
+struct CbPut {
+  void operator()(nl_cb* c) const { nl_cb_put(c); }
+};
 
 // A raw netlink socket subscribed to link notifications in the namespace it is created in.
 Result<UniqueFd> LinkListener() {
@@ -213,6 +251,32 @@ Netlink::~Netlink() {
 
 Result<LinkInfo> Netlink::GetLink(std::string_view name) {
   return GetLinkOrError(name, "looking up link");
+}
+
+Result<int> Netlink::NetnsIdOf(const Netns& other) {
+  std::unique_ptr<nl_msg, MsgFree> msg(nlmsg_alloc_simple(RTM_GETNSID, NLM_F_REQUEST));
+  if (!msg) return InternalError("out of memory building a netlink message");
+  rtgenmsg header{};
+  header.rtgen_family = AF_UNSPEC;
+  if (int err = nlmsg_append(msg.get(), &header, sizeof(header), NLMSG_ALIGNTO); err < 0) {
+    return NlError("building RTM_GETNSID", err);
+  }
+  if (int err = nla_put_u32(msg.get(), NETNSA_FD, static_cast<uint32_t>(other.fd())); err < 0) {
+    return NlError("building RTM_GETNSID", err);
+  }
+  nl_cb* socket_cb = nl_socket_get_cb(sock_);
+  std::unique_ptr<nl_cb, CbPut> cb(nl_cb_clone(socket_cb));
+  nl_cb_put(socket_cb);
+  if (!cb) return InternalError("out of memory cloning netlink callbacks");
+  NsidExchange exchange;
+  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, CaptureNsid, &exchange);
+  nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, StopOnAck, &exchange);
+  const std::string what = "asking the id of namespace " + other.path();
+  if (int err = nl_send_auto(sock_, msg.get()); err < 0) return NlError(what, err);
+  while (!exchange.acked) {
+    if (int err = nl_recvmsgs(sock_, cb.get()); err < 0) return NlError(what, err);
+  }
+  return exchange.nsid;
 }
 
 Result<LinkInfo> Netlink::GetLinkOrError(std::string_view name, std::string_view action) {

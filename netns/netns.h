@@ -40,6 +40,10 @@ struct LinkInfo {
   bool up = false;       // IFF_UP set
   std::string kind;      // "veth", "bridge", ... empty if none
   int master_index = 0;  // 0 if not enslaved
+  // A veth's peer: its index (IFLA_LINK), in the namespace this link's namespace calls
+  // peer_netnsid (IFLA_LINK_NETNSID; -1 when the peer is in the same namespace). 0 for others.
+  int peer_index = 0;
+  int peer_netnsid = -1;
 };
 
 struct RouteInfo {
@@ -61,6 +65,8 @@ class Netlink {
   ~Netlink();
 
   Result<LinkInfo> GetLink(std::string_view name);  // NOT_FOUND if absent
+  // The id this socket's namespace gives `other` (RTM_GETNSID), -1 when it has given none.
+  Result<int> NetnsIdOf(const Netns& other);
   Result<std::vector<LinkInfo>> ListLinks();
   // Returns as soon as the link appears (netlink notifications, not sleeps); DEADLINE_EXCEEDED
   // naming the link and the timeout otherwise.
@@ -109,9 +115,17 @@ struct InterfaceSetup {
   std::chrono::milliseconds wait_for_link{10000};
 };
 
+struct ConfiguredInterface {
+  LinkInfo link;  // as configured, read back inside the pod's namespace
+  // The name of its veth peer when that peer is in the caller's namespace (where chained
+  // plugins such as bandwidth look for the pod's host-side interface); empty otherwise.
+  std::string host_peer;
+};
+
 // In the namespace at netns_path: wait for ifname, set MAC check/MTU/addresses, bring it and
-// `lo` up, add the routes. Returns the link as configured.
-Result<LinkInfo> ConfigureInterface(const std::string& netns_path, const InterfaceSetup& setup);
+// `lo` up, add the routes.
+Result<ConfiguredInterface> ConfigureInterface(const std::string& netns_path,
+                                               const InterfaceSetup& setup);
 
 // What is actually there, for CHECK.
 struct InterfaceState {

@@ -5,7 +5,7 @@
 #   2. starts mizarmp-mock as the Mizar-MP controller and host agent (bridge mzdemo0 holding the
 #      gateway, in this host's network namespace),
 #   3. writes the CNI network `mizarmp` from conf/mizarmp.conflist (mizarmp, then the reference
-#      portmap plugin), pointed at the mock,
+#      portmap and bandwidth plugins), pointed at the mock,
 #   4. podman (CNI backend, isolated storage) runs containers A and B; both get their NIC and
 #      address through the mizarmp plugin, and they ping each other over the Mizar-MP network,
 #   5. shows the ports at the controller (curl) and the plugin's attachment records,

@@ -137,15 +137,16 @@ log "mock at $URL, agent bridge $BRIDGE in netns $NETNS"
 mz_podman_init "$WORK" "$BIN_DIR" /usr/lib/cni >"$WORK/init.err" 2>&1 ||
   fail "podman setup / busybox image import"
 
-# The network is the project's own conf/mizarmp.conflist (mizarmp chained with portmap), pointed
+# The network is the project's own conf/mizarmp.conflist (mizarmp chained with portmap and
+# bandwidth), pointed
 # at this mock and a temp state dir. podman's CNI config dir is private to this test, so the name
 # `mizarmp` cannot clash with anything else.
 mz_write_conflist "$ROOT/conf/mizarmp.conflist" "$MZ_CNI_CONF_DIR/$NET.conflist" \
   "$URL" "$STATE" e2e-node debug || fail "writing the conflist from conf/mizarmp.conflist"
 [[ "$(mz_json 'd["name"]' <"$MZ_CNI_CONF_DIR/$NET.conflist")" == "$NET" ]] ||
   fail "conf/mizarmp.conflist does not name its network $NET"
-[[ "$(mz_json '[p["type"] for p in d["plugins"]]' <"$MZ_CNI_CONF_DIR/$NET.conflist" | tr '\n' ' ')" == "mizarmp portmap " ]] ||
-  fail "conf/mizarmp.conflist does not chain mizarmp then portmap"
+[[ "$(mz_json '[p["type"] for p in d["plugins"]]' <"$MZ_CNI_CONF_DIR/$NET.conflist" | tr '\n' ' ')" == "mizarmp portmap bandwidth " ]] ||
+  fail "conf/mizarmp.conflist does not chain mizarmp, portmap, bandwidth"
 
 # --- helpers over the controller and the host -------------------------------------------------
 ports_json() { mz_http GET "$URL/project/$PROJECT/ports"; }

@@ -222,11 +222,13 @@ TEST_F(NetlinkTest, ConfigureThenInspectInterface) {
   setup.addresses = {C("10.78.0.2/24")};
   setup.routes = {{C("0.0.0.0/0"), Ip("10.78.0.1")}};
   setup.mtu = 1450;
-  auto link = ConfigureInterface(pod_->path(), setup);
-  ASSERT_TRUE(link.ok()) << link.status().ToString();
-  EXPECT_EQ(link->mac, "0a:58:0a:4e:00:03");
-  EXPECT_EQ(link->mtu, 1450);
-  EXPECT_TRUE(link->up);
+  auto configured = ConfigureInterface(pod_->path(), setup);
+  ASSERT_TRUE(configured.ok()) << configured.status().ToString();
+  EXPECT_EQ(configured->link.mac, "0a:58:0a:4e:00:03");
+  EXPECT_EQ(configured->link.mtu, 1450);
+  EXPECT_TRUE(configured->link.up);
+  // The host end is in another namespace than this process's: no host peer to report.
+  EXPECT_EQ(configured->host_peer, "");
 
   auto state = InspectInterface(pod_->path(), "eth0");
   ASSERT_TRUE(state.ok()) << state.status().ToString();
@@ -250,6 +252,25 @@ TEST_F(NetlinkTest, ConfigureThenInspectInterface) {
   auto timed_out = ConfigureInterface(pod_->path(), missing);
   ASSERT_FALSE(timed_out.ok());
   EXPECT_EQ(timed_out.status().code(), Code::kDeadlineExceeded);
+}
+
+TEST_F(NetlinkTest, ConfigureInterfaceNamesTheVethPeerInTheCallersNamespace) {
+  auto here = Netns::Current();
+  ASSERT_TRUE(here.ok()) << here.status().ToString();
+  auto own = Netlink::OpenIn(*here);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  const std::string host_end = UniqueName("mzhp");
+  ASSERT_TRUE(own->CreateVeth(host_end, "eth0", &*pod_ns_, "0a:58:0a:4f:00:02").ok());
+
+  InterfaceSetup setup;
+  setup.ifname = "eth0";
+  setup.addresses = {C("10.79.0.2/24")};
+  auto configured = ConfigureInterface(pod_->path(), setup);
+  const Status removed = own->DeleteLink(host_end);
+  ASSERT_TRUE(configured.ok()) << configured.status().ToString();
+  EXPECT_EQ(configured->host_peer, host_end);
+  EXPECT_EQ(configured->link.kind, "veth");
+  EXPECT_TRUE(removed.ok()) << removed.ToString();
 }
 
 TEST_F(NetlinkTest, OpeningInAnotherNamespaceLeavesTheThreadWhereItWas) {

@@ -42,12 +42,15 @@ class PluginNetnsTest : public ::testing::Test {
     host_.reset();
   }
 
-  void StartMock(const mock::Faults& faults, mock::Dialect dialect = mock::Dialect::kV01) {
+  // `agent_here`: the agent keeps the bridge and the host ends in this process's namespace (the
+  // plugin's), as a real host agent does, instead of in host_.
+  void StartMock(const mock::Faults& faults, mock::Dialect dialect = mock::Dialect::kV01,
+                 bool agent_here = false) {
     mock_.reset();
     mock::Options o;
     o.agent = true;
     o.bridge = UniqueName("mzbr");
-    o.agent_netns = host_->path();
+    o.agent_netns = agent_here ? std::string() : host_->path();
     o.cidr = kCidr;
     o.dialect = dialect;
     o.faults = faults;
@@ -139,6 +142,30 @@ class PluginNetnsTest : public ::testing::Test {
   std::unique_ptr<mock::MockServer> mock_;
   std::vector<std::unique_ptr<ScopedNetns>> pods_;
 };
+
+// Chained plugins (bandwidth) find the pod's host side among the result's interfaces: listed
+// when the agent keeps it in the plugin's namespace, after the pod's interface.
+TEST_F(PluginNetnsTest, TheResultListsTheHostEndOfThePodsVeth) {
+  StartMock(mock::Faults{}, mock::Dialect::kV01, /*agent_here=*/true);
+  auto& pod = NewPod();
+  auto r = Add("c1", pod);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  json res = ParseResult(r);
+  auto ports = mock_->Ports();
+  ASSERT_EQ(ports.size(), 1u);
+  ASSERT_FALSE(ports[0].host_veth.empty());
+  ASSERT_EQ(res["interfaces"].size(), 2u) << res.dump();
+  EXPECT_EQ(res["interfaces"][0]["sandbox"], pod.path());
+  EXPECT_EQ(res["interfaces"][1]["name"], ports[0].host_veth);
+  EXPECT_FALSE(res["interfaces"][1].contains("sandbox"));
+  EXPECT_EQ(res["ips"][0]["interface"], 0);
+  json check = Config();
+  check["prevResult"] = res;  // CHECK takes such a result back as it is
+  auto checked = Plugin("CHECK", "c1", pod.path(), check);
+  EXPECT_EQ(checked.exit_code, 0) << Describe(checked);
+  auto d = Del("c1", pod.path());
+  EXPECT_EQ(d.exit_code, 0) << Describe(d);
+}
 
 TEST_F(PluginNetnsTest, AddConfiguresWhatTheControllerAssigned) {
   auto& pod = NewPod();
