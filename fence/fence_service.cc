@@ -57,14 +57,6 @@ Result<CidrSet> RequestCidrs(const Repeated& cidrs) {
   return CidrSet(std::move(parsed));  // sorted once: O(n log n)
 }
 
-// Host CIDR of an address.
-Cidr HostCidr(const IpAddress& ip) { return Cidr(ip, ip.bits()); }
-
-// Whether GetFenceClients answers for `host` when asked for `only` (empty: every node).
-bool Wanted(const std::string& only, const std::string& host) {
-  return only.empty() || host == only;
-}
-
 // What a failed pass leaves behind, for its error message.
 std::string WhatLeft(const StoreSnapshot& snap) {
   return std::to_string(snap.fences.size()) + " fence(s) and " +
@@ -356,70 +348,12 @@ Status FenceService::RecordCompletion(FenceStore& store, const AppliedPlan& appl
 
 // ------------------------------------------------------------------------- GetFenceClients
 
-Result<std::vector<FenceClient>> FenceService::FenceClients(
-    const std::map<std::string, std::string>& params) {
-  std::string only;
-  if (auto it = params.find(kHostIdParameter); it != params.end()) {
-    only = it->second;
-    if (only.empty()) {
-      return InvalidArgumentError(std::string("parameters[\"") + kHostIdParameter +
-                                  "\"]: must not be empty");
-    }
-  }
+Result<std::vector<FenceClient>> FenceService::FenceClients(const std::string& only) {
   NodeAddresses by_node;
-  MZ_RETURN_IF_ERROR(AddRecordedAddresses(only, by_node));
-  AddConfiguredAddresses(only, by_node);
+  MZ_RETURN_IF_ERROR(client_sources_.AddRecorded(only, by_node));
+  client_sources_.AddConfigured(only, by_node);
   if (options_.use_port_list) MZ_RETURN_IF_ERROR(AddPortListAddresses(only, by_node));
-
-  std::vector<FenceClient> out;
-  for (auto& [host, cidrs] : by_node) {
-    FenceClient c;
-    c.id = host;
-    c.addresses = MergeCidrs(cidrs);
-    if (c.addresses.empty()) continue;  // ClientDetails.addresses is required
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-// The plugin's attachment records on this node.
-Status FenceService::AddRecordedAddresses(const std::string& only, NodeAddresses& by_node) {
-  auto listed = records_.Snapshot();
-  if (!listed.ok()) {
-    return UnavailableError("reading the plugin's attachment records under \"" +
-                            options_.state_dir + "\": " + listed.status().message());
-  }
-  for (const auto& network : *listed) {
-    for (const records::Record& r : *network) {
-      const std::string host = r.host_id.empty() ? options_.host_id : r.host_id;
-      if (host.empty()) {
-        MZ_LOG(kDebug) << "record " << r.network << "/" << r.container_id
-                       << " has no host id and no hostId is configured; skipped";
-        continue;
-      }
-      if (!Wanted(only, host)) continue;
-      for (const auto& ip : r.ips) {
-        auto c = Cidr::Parse(ip.address, /*allow_bare=*/true);
-        if (!c.ok()) continue;
-        by_node[host].push_back(HostCidr(c->address()));
-      }
-      if (r.ips.empty()) by_node[host];  // the node exists even before its pod has an address
-    }
-  }
-  return Status::Ok();
-}
-
-// The configured node addresses.
-void FenceService::AddConfiguredAddresses(const std::string& only, NodeAddresses& by_node) const {
-  for (const auto& [host, list] : options_.node_addresses) {
-    if (!Wanted(only, host)) continue;
-    for (const auto& text : list) {
-      auto c = Cidr::Parse(text, /*allow_bare=*/true);
-      if (!c.ok()) continue;  // validated with the config
-      by_node[host].push_back(c->has_host_bits() ? HostCidr(c->address()) : *c);
-    }
-    by_node[host];
-  }
+  return MergedClients(by_node);
 }
 
 // The Mizar-MP port list (the whole cluster).
@@ -601,18 +535,14 @@ grpc::Status FenceService::GetFenceClients(grpc::ServerContext*,
   if (Status s = Authenticate("GetFenceClients", request->secrets()); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  std::map<std::string, std::string> params(request->parameters().begin(),
-                                            request->parameters().end());
-  auto clients = FenceClients(params);
+  auto only = AskedNode(request->parameters());
+  if (!only.ok()) return ToGrpcStatus(only.status());
+  auto clients = FenceClients(*only);
   if (!clients.ok()) {
     MZ_LOG(kWarn) << "GetFenceClients: " << clients.status().ToString();
     return ToGrpcStatus(clients.status());
   }
-  for (const auto& c : *clients) {
-    auto* d = response->add_clients();
-    d->set_id(c.id);
-    for (const auto& a : c.addresses) d->add_addresses()->set_cidr(CanonicalCidr(a));
-  }
+  FillResponse(*clients, response);
   return grpc::Status::OK;
 }
 

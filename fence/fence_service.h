@@ -82,13 +82,13 @@
 #include "common/status.h"
 #include "fence.grpc.pb.h"
 #include "fence/cidrset.h"
+#include "fence/clients.h"
 #include "fence/enforcer.h"
 #include "fence/leadership.h"
 #include "fence/options.h"
 #include "fence/plan.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
-#include "records/cache.h"
 
 namespace mizarmp::fence {
 
@@ -102,15 +102,6 @@ inline constexpr size_t kMaxListResponseBytes = 4 * 1024 * 1024;
 // How often every replica of a shared store reads the store's revision (Probe's view of the store
 // is that fresh), and how soon the leader notices a change another replica stored.
 inline constexpr std::chrono::milliseconds kStorePollInterval{200};
-
-// The GetFenceClients parameter that narrows the answer to one node.
-inline constexpr const char* kHostIdParameter = "hostId";
-
-// One node's addresses as GetFenceClients answers them.
-struct FenceClient {
-  std::string id;
-  std::vector<Cidr> addresses;  // merged
-};
 
 class FenceService final : public ::fence::FenceController::Service, public addons::AddonsService {
  public:
@@ -142,9 +133,6 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // How many enforcement passes ran (reconciles, fences and unfences).
   uint64_t reconcile_passes() const { return passes_.load(); }
 
-  // GetFenceClients without gRPC (parameters as the request carries them).
-  Result<std::vector<FenceClient>> FenceClients(const std::map<std::string, std::string>& params);
-
   grpc::Status FenceClusterNetwork(grpc::ServerContext* context,
                                    const ::fence::FenceClusterNetworkRequest* request,
                                    ::fence::FenceClusterNetworkResponse* response) override;
@@ -160,7 +148,6 @@ class FenceService final : public ::fence::FenceController::Service, public addo
 
  private:
   using Secrets = google::protobuf::Map<std::string, std::string>;
-  using NodeAddresses = std::map<std::string, std::vector<Cidr>>;  // host id -> addresses
 
   using Clock = std::chrono::steady_clock;
 
@@ -209,9 +196,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Status ListWithHoles(const EnforcementPlan& plan, const EnforceReport& report,
                        const StoreSnapshot& snap) const;
 
-  // GetFenceClients' sources; `only` (if not empty) is the one node asked for.
-  Status AddRecordedAddresses(const std::string& only, NodeAddresses& by_node);
-  void AddConfiguredAddresses(const std::string& only, NodeAddresses& by_node) const;
+  // GetFenceClients' answer for `only` (empty: every node): the records, the configured
+  // addresses and, with use_port_list, the port list.
+  Result<std::vector<FenceClient>> FenceClients(const std::string& only);
   Status AddPortListAddresses(const std::string& only, NodeAddresses& by_node) const;
 
   // A Mizar-MP client; for a replica that shares its store, updates are tried once (a failed
@@ -221,7 +208,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   std::string MizarMpName() const;
 
   FenceOptions options_;
-  records::RecordCache records_{options_.state_dir};  // the plugin's records, for GetFenceClients
+  FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
 
   mutable std::mutex store_mu_;
   std::unique_ptr<FenceStore> store_;

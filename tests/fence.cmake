@@ -11,6 +11,8 @@ mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
 mizarmp_add_test(NAME fence_service_test SOURCES integration/fence_service_test.cc
                  LIBS mizarmp_fence mizarmp_records mizarmp_mock LABELS "integration;concurrency"
                  TIMEOUT 180)
+mizarmp_add_test(NAME node_fence_clients_test SOURCES integration/node_fence_clients_test.cc
+                 LIBS mizarmp_fence mizarmp_records LABELS integration TIMEOUT 60)
 
 # The FenceController through the independent Python client: every RPC over the unix socket
 # and over (mutual) TLS, the error scheme, kill -9 durability (mizarmp-mock without agent).

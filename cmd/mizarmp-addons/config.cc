@@ -302,7 +302,8 @@ const std::vector<Key>& Keys() {
                 "secrets, in the clear)",
                 [](ServerConfig& c) -> bool& { return c.server.insecure_tcp; }),
       TextKey("mode", "controller|node",
-              "controller serves the FenceController, node the EncryptionKeyRotationController" +
+              "controller serves the FenceController, node the EncryptionKeyRotationController and "
+              "GetFenceClients for its own node" +
                   Default(addons::ModeName(ServerConfig().identity.mode)),
               SetMode),
       StringKey("drivername", "NAME",
@@ -363,7 +364,9 @@ const std::vector<Key>& Keys() {
                 "User-Agent (default: the host name)",
                 [](ServerConfig& c) -> std::string& { return c.fence.replica_id; }),
       NodeAddressesKey(),
-      StringKey("hostId", "ID", "this node's Mizar-MP host id",
+      StringKey("hostId", "ID",
+                "this node's Mizar-MP host id (node mode: the id its GetFenceClients answers "
+                "under; default the host name)",
                 [](ServerConfig& c) -> std::string& { return c.fence.host_id; }),
       StringKey("secretsFile", "FILE",
                 "JSON object of the secrets requests must carry (never logged); tcp:// needs "
@@ -586,6 +589,11 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   c.identity.subnet_id = c.subnet_id;
   c.fence.mizarmp = c.mizarmp;
   if (c.fence.replica_id.empty()) c.fence.replica_id = HostName();
+  // A node answers GetFenceClients under its own name; on a Kubernetes node (hostNetwork) the
+  // host name is the node's name unless the kubelet was told otherwise: set hostId then.
+  if (c.identity.mode == addons::Mode::kNode && c.fence.host_id.empty()) {
+    c.fence.host_id = HostName();
+  }
   c.fence.expected_secrets = secrets;
   c.keyrotation.expected_secrets = secrets;
 }

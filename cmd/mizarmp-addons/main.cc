@@ -17,6 +17,7 @@
 #include "common/signals.h"
 #include "common/version.h"
 #include "fence/fence_service.h"
+#include "fence/node_clients.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/service.h"
 
@@ -38,13 +39,14 @@ Services ControllerServices(const mz::cmd::ServerConfig& config) {
 }
 
 // Node mode: the EncryptionKeyRotationController, with the test hooks this binary was linked
-// with (none in production).
+// with (none in production), and GetFenceClients for this node.
 mz::Result<Services> NodeServices(const mz::cmd::ServerConfig& config) {
   MZ_ASSIGN_OR_RETURN(auto hooks, mz::keyrotation::RotationHooksFromEnvironment());
   MZ_ASSIGN_OR_RETURN(auto rotation, mz::keyrotation::NodeKeyRotation::Create(config.keyrotation,
                                                                               std::move(hooks)));
   Services services;
   services.push_back(std::move(rotation));
+  services.push_back(std::make_unique<mz::fence::NodeFenceClients>(config.fence));
   return services;
 }
 

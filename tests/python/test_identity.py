@@ -93,8 +93,17 @@ class IdentityTest(unittest.TestCase):
         resp = stub.GetIdentity(pb.GetIdentityRequest(), timeout=TIMEOUT)
         self.assertEqual(resp.name, "node.example.io")
         self.assertEqual(resp.manifest["mode"], "node")
-        self.assertIn(("service", "NODE_SERVICE"), self.capabilities(stub))
-        self.assertNotIn(("service", "CONTROLLER_SERVICE"), self.capabilities(stub))
+        caps = self.capabilities(stub)
+        self.assertIn(("service", "NODE_SERVICE"), caps)
+        self.assertNotIn(("service", "CONTROLLER_SERVICE"), caps)
+        # A node reports its own fence clients (the CSI-Addons controller asks every node that
+        # advertises it) and leaves fencing to the controller.
+        self.assertIn(("network_fence", "GET_CLIENTS_TO_FENCE"), caps)
+        self.assertNotIn(("network_fence", "NETWORK_FENCE"), caps)
+        fence = self.stubs.fence_pb2
+        fence_stub = self.stubs.fence_pb2_grpc.FenceControllerStub(srv.channel())
+        answer = fence_stub.GetFenceClients(fence.GetFenceClientsRequest(), timeout=TIMEOUT)
+        self.assertEqual(list(answer.clients), [])  # no pod on this node yet
 
     def test_capabilities_match_served_services(self):
         srv = self.server()
