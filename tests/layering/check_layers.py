@@ -20,6 +20,7 @@ ALLOWED = {
     "mizarmp-client": {"common"},
     "netns": {"common"},
     "cni": {"common", "records", "mizarmp-client", "netns"},
+    "install": {"common", "cni"},
     "mock-server": {"common", "mizarmp-client", "netns"},
     "addons": {"common", "mizarmp-client", "proto"},
     "etcd": {"common", "proto"},
@@ -27,6 +28,7 @@ ALLOWED = {
     "keyrotation": {"common", "addons", "proto"},
     "cmd/mizarmp": {"common", "cni"},
     "cmd/mizarmp-mock": {"common", "mock-server"},
+    "cmd/mizarmp-install": {"common", "install"},
     "cmd/mizarmp-addons": {"common", "addons", "etcd", "fence", "keyrotation", "mizarmp-client", "proto"},
 }
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
