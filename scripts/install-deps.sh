@@ -23,6 +23,8 @@ PACKAGES=(
   # the podman end-to-end test and the demo: runtime, reference CNI plugins (portmap needs
   # iptables), the static busybox the offline test image is made of, curl for the controller
   podman runc conmon containernetworking-plugins iptables busybox-static curl ca-certificates
+  # kubelet's path (tests/integration/cri_test.cc): containerd's CRI service runs the plugin
+  containerd
   # the Debian packages and their test (tests/package): cpack's DEB generator finds binaries with
   # file and computes Depends with dpkg-shlibdeps (dpkg-dev); systemd-analyze verify and
   # systemd-tmpfiles (systemd)
