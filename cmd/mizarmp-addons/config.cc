@@ -12,6 +12,7 @@
 
 #include "addons/driver.h"
 #include "addons/redact.h"
+#include "addons/secrets.h"
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
@@ -636,31 +637,6 @@ Status ValidateConfig(const ServerConfig& c) {
   return Status::Ok();
 }
 
-Result<std::map<std::string, std::string>> LoadSecretsFile(const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) {
-    return InvalidArgumentError("secretsFile " + Quoted(path) + ": " + text.status().message());
-  }
-  if (TooDeepJson(*text)) {
-    return InvalidArgumentError("secretsFile " + Quoted(path) + ": nests deeper than " +
-                                std::to_string(kMaxFileJsonDepth) + " levels");
-  }
-  json doc = json::parse(*text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return InvalidArgumentError("secretsFile " + Quoted(path) + ": want a JSON object of strings");
-  }
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : doc.items()) {
-    if (!v.is_string()) {
-      // Name the key, never the value.
-      return InvalidArgumentError("secretsFile " + Quoted(path) + ": the value of " + Quoted(k) +
-                                  " is not a string");
-    }
-    out[k] = v.get<std::string>();
-  }
-  return out;
-}
-
 Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   CommandLine cl;
   const FlagTable flags = Flags(cl);
@@ -686,7 +662,9 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
 
   std::map<std::string, std::string> secrets;
   if (!cl.config.secrets_file.empty()) {
-    MZ_ASSIGN_OR_RETURN(secrets, LoadSecretsFile(cl.config.secrets_file));
+    auto read = addons::ReadSecretsFile(cl.config.secrets_file);
+    if (!read.ok()) return InvalidArgumentError("secretsFile " + read.status().message());
+    secrets = std::move(read).value();
   }
   ShareCommonSettings(secrets, cl.config);
   MZ_RETURN_IF_ERROR(ValidateConfig(cl.config));

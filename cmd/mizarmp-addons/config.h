@@ -48,9 +48,6 @@ Status ApplyConfigJson(std::string_view json_text, ServerConfig& config);
 // INVALID_ARGUMENT naming the key.
 Status ValidateConfig(const ServerConfig& config);
 
-// Reads a secrets file: a JSON object of string values. Errors name the file, never a value.
-Result<std::map<std::string, std::string>> LoadSecretsFile(const std::string& path);
-
 struct CommandLine {
   ServerConfig config;
   bool help = false;

@@ -26,9 +26,11 @@ ALLOWED = {
     "etcd": {"common", "proto"},
     "fence": {"common", "addons", "etcd", "records", "mizarmp-client", "proto"},
     "keyrotation": {"common", "addons", "proto"},
+    "ctl": {"common", "cni", "records", "netns", "mizarmp-client", "addons", "proto"},
     "cmd/mizarmp": {"common", "cni"},
     "cmd/mizarmp-mock": {"common", "mock-server"},
     "cmd/mizarmp-install": {"common", "install"},
+    "cmd/mizarmpctl": {"common", "ctl", "addons"},
     "cmd/mizarmp-addons": {"common", "addons", "etcd", "fence", "keyrotation", "mizarmp-client", "proto"},
 }
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
@@ -43,7 +45,7 @@ LIBRARY_OWNERS = [
     (re.compile(r"^boost/"), {"mizarmp-client"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
-    (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "cmd/mizarmp-addons"}),
+    (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "ctl", "cmd/mizarmp-addons"}),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

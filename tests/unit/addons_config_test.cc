@@ -12,6 +12,7 @@
 #include "addons/redact.h"
 #include "addons/server.h"
 #include "cmd/mizarmp-addons/config.h"
+#include "addons/secrets.h"
 #include "common/fileutil.h"
 #include "tests/support/support.h"
 
@@ -179,7 +180,7 @@ TEST(AddonsConfig, SecretsFileErrorsNeverShowValues) {
   TempDir dir;
   const std::string path = dir.path() + "/secrets.json";
   ASSERT_TRUE(WriteFileAtomic(path, R"({"user":"admin","key":["topsecret"]})").ok());
-  auto r = LoadSecretsFile(path);
+  auto r = addons::ReadSecretsFile(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("\"key\""), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("topsecret"), std::string::npos);
@@ -196,9 +197,10 @@ TEST(AddonsConfig, DeeplyNestedFilesAreRefusedNotACrash) {
   ExpectInvalid(Valid({"--config", config}), "nests deeper than 64 levels");
   const std::string secrets = dir.path() + "/secrets.json";
   ASSERT_TRUE(WriteFileAtomic(secrets, R"({"key":)" + deep + "}").ok());
-  auto r = LoadSecretsFile(secrets);
+  auto r = addons::ReadSecretsFile(secrets);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "secretsFile \"" + secrets + "\": nests deeper than 64 levels");
+  EXPECT_EQ(r.status().message(), "\"" + secrets + "\": nests deeper than 64 levels");
+  ExpectInvalid(Valid({"--secrets-file", secrets}), "secretsFile \"" + secrets + "\": nests");
 }
 
 // A secrets file with one secret: what authenticates tcp:// clients without client certs.

@@ -1,0 +1,69 @@
+// mizarmpctl's side of the mizarmp-addons socket: a gRPC client of Identity and the
+// FenceController, for what the csi-addons CLI does not offer (GetFenceClients,
+// ListClusterFence) and for a quick look at what a server runs.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
+namespace mizarmp::ctl {
+
+struct ServerTarget {
+  std::string endpoint;   // unix:///path or tcp://HOST:PORT, as the server's "endpoint"
+  std::string ca_file;    // tcp:// with TLS: the server certificate's CA
+  std::string cert_file;  // and a client certificate, when the server asks for one
+  std::string key_file;
+  std::string secrets_file;  // secrets every request carries (the server's secretsFile)
+  std::chrono::seconds timeout{30};
+};
+
+struct ServerInfo {
+  std::string name;  // the driver name
+  std::string vendor_version;
+  std::map<std::string, std::string> manifest;
+  std::vector<std::string> capabilities;  // "service:CONTROLLER_SERVICE", "network_fence:..."
+  bool ready = false;
+  std::string probe_error;  // Probe's failure, when it failed
+};
+
+struct FenceClientInfo {
+  std::string id;
+  std::vector<std::string> cidrs;
+};
+
+class AddonsClient {
+ public:
+  // INVALID_ARGUMENT naming the flag for a bad endpoint, an unreadable file or a TLS file
+  // without tcp://. Does not connect yet.
+  static Result<AddonsClient> Connect(const ServerTarget& target);
+
+  // GetIdentity, GetCapabilities and Probe. A failed Probe is reported in the answer; a failed
+  // GetIdentity is the error (the server is not there).
+  Result<ServerInfo> Info();
+  Result<std::vector<FenceClientInfo>> FenceClients(const std::string& host_id);
+  Result<std::vector<std::string>> Fences();
+  Status Fence(const std::vector<std::string>& cidrs);
+  Status Unfence(const std::vector<std::string>& cidrs);
+
+ private:
+  AddonsClient() = default;
+  // One FenceController call with the deadline and the secrets; errors name it and the server.
+  template <typename Response, typename Request, typename Method>
+  Result<Response> FenceCall(const char* name, Method method, Request request);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::map<std::string, std::string> secrets_;
+  std::chrono::seconds timeout_{30};
+  std::string endpoint_;
+};
+
+}  // namespace mizarmp::ctl
