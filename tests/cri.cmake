@@ -36,4 +36,10 @@ if(TARGET mizarmp AND TARGET mizarmp-mock)
     MIZARMP_CRI_PAUSE_IMAGE_ARCHIVE="${mizarmp_cri_dir}/pause-image.tar"
     MIZARMP_CRI_PAUSE_IMAGE="${mizarmp_cri_pause_image}")
   add_dependencies(cri_test mizarmp mizarmp-mock mizarmp_cri_pause_image)
+  # The installer image carries the static plugin, which the sanitizer builds do not make: the
+  # case that installs through it exists where the image can be built.
+  if(MIZARMP_STATIC_PLUGIN AND TARGET mizarmp-install AND TARGET mizarmp-addons)
+    target_compile_definitions(cri_test PRIVATE MIZARMP_CRI_INSTALLER_IMAGE=1)
+    add_dependencies(cri_test mizarmp-install mizarmp-addons)
+  endif()
 endif()

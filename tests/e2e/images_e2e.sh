@@ -56,11 +56,8 @@ cp /bin/sleep "$HOST/opt/cni/bin/mizarmp"  # the "old plugin", running during th
 "$HOST/opt/cni/bin/mizarmp" 300 &
 OLD_PLUGIN_PID=$!
 
-mz_podman run --rm --network none \
-  -v "$HOST/opt/cni/bin:/host/opt/cni/bin" -v "$HOST/etc/cni/net.d:/host/etc/cni/net.d" \
-  "localhost/mizarmp-cni:$TAG" install --from /opt/mizarmp/cni --bin-dir /host/opt/cni/bin \
-  --conflist /etc/mizarmp/10-mizarmp.conflist --conf-dir /host/etc/cni/net.d --host-id node-e2e \
-  >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "the installer image's install"; }
+mz_install_by_image "localhost/mizarmp-cni:$TAG" "$HOST" "$ROOT/conf/mizarmp.conflist" node-e2e \
+  2>"$WORK/install.log" || { cat "$WORK/install.log"; fail "the installer image's install"; }
 
 kill -0 "$OLD_PLUGIN_PID" 2>/dev/null || fail "the running old plugin was disturbed by the install"
 version=$(env -i CNI_COMMAND=VERSION "$HOST/opt/cni/bin/mizarmp" </dev/null) ||

@@ -148,6 +148,20 @@ mz_podman_cleanup() {
   MZ_PODMAN=""
 }
 
+# mz_install_by_image IMAGE HOST_DIR TEMPLATE HOST_ID: runs the installer image (scripts/images.sh)
+# as the installer DaemonSet's init container does: HOST_DIR/opt/cni/bin and HOST_DIR/etc/cni/net.d
+# mounted where the DaemonSet mounts the host's, TEMPLATE where its ConfigMap goes. Its output
+# goes to stderr.
+mz_install_by_image() {
+  local image=$1 host=$2 template=$3 host_id=$4
+  mkdir -p "$host/opt/cni/bin" "$host/etc/cni/net.d" || return 1
+  mz_podman run --rm --network none \
+    -v "$host/opt/cni/bin:/host/opt/cni/bin" -v "$host/etc/cni/net.d:/host/etc/cni/net.d" \
+    -v "$template:/etc/mizarmp/10-mizarmp.conflist:ro" \
+    "$image" install --from /opt/mizarmp/cni --bin-dir /host/opt/cni/bin \
+    --conflist /etc/mizarmp/10-mizarmp.conflist --conf-dir /host/etc/cni/net.d --host-id "$host_id" >&2
+}
+
 # mz_write_conflist SRC DST MPURL STATE_DIR HOST_ID [LOG_LEVEL]: copies the conflist SRC to DST
 # with the mizarmp plugin's mpurl, stateDir and hostId (and logLevel) replaced.
 mz_write_conflist() {

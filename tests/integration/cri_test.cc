@@ -106,6 +106,9 @@ class CriTest : public ::testing::Test {
     options.cni_plugins = {testing::BinDir() + "/mizarmp", "/usr/lib/cni/portmap",
                            "/usr/lib/cni/bandwidth", "/usr/lib/cni/loopback"};
     ASSERT_NO_FATAL_FAILURE(options.conflist = Conflist());
+    if (install_by_image_) {
+      ASSERT_NO_FATAL_FAILURE(InstallByImage(options));
+    }
     options.sandbox_image_archive = MIZARMP_CRI_PAUSE_IMAGE_ARCHIVE;
     options.sandbox_image = MIZARMP_CRI_PAUSE_IMAGE;
     containerd_ = std::make_unique<Containerd>(options);
@@ -137,6 +140,27 @@ class CriTest : public ::testing::Test {
       started = mock_->Start();
     }));
     ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+
+  // The plugin and the conflist as the installer image puts them on a node (the conflist above
+  // as its template, the node's host id set by the installer), instead of the build's.
+  void InstallByImage(testing::ContainerdOptions& options) {
+    const std::string host = logs_.path() + "/host";
+    const std::string template_path = logs_.path() + "/template.conflist";
+    json template_conf = json::parse(options.conflist);
+    template_conf["plugins"][0].erase("hostId");  // the installer's --host-id sets it
+    ASSERT_TRUE(WriteFileAtomic(template_path, template_conf.dump(2), 0644).ok());
+    std::string out;
+    ASSERT_EQ(testing::Shell("bash " + testing::SourceDir() + "/tests/e2e/install_by_image.sh " +
+                                 testing::BinDir() + " " + host + " " + template_path + " " +
+                                 kHostId + " 2>&1",
+                             &out),
+              0)
+        << out;
+    options.cni_plugins[0] = host + "/opt/cni/bin/mizarmp";
+    auto installed = ReadFile(host + "/etc/cni/net.d/10-mizarmp.conflist");
+    ASSERT_TRUE(installed.ok()) << installed.status().ToString();
+    options.conflist = *installed;
   }
 
   // The project's example network, pointed at this mock, state dir and node.
@@ -292,6 +316,7 @@ class CriTest : public ::testing::Test {
     }
   }
 
+  bool install_by_image_ = false;  // set by a subclass's constructor, read by SetUp
   testing::TempDir state_;
   testing::TempDir logs_;
   std::unique_ptr<ScopedNetns> node_;
@@ -328,6 +353,32 @@ TEST_F(CriTest, PodsGetTheControllersAddressesAndReachEachOther) {
   ASSERT_NO_FATAL_FAILURE(StopAndRemove(b.id));
   ExpectNothingLeft("after removing both pods");
 }
+
+#ifdef MIZARMP_CRI_INSTALLER_IMAGE
+// The node as deploy/ makes it: the installer image (scripts/images.sh) put the plugin and the
+// conflist in place, and pods run through CRI with what it installed.
+class CriInstalledByImageTest : public CriTest {
+ protected:
+  CriInstalledByImageTest() { install_by_image_ = true; }
+};
+
+TEST_F(CriInstalledByImageTest, ThePluginTheInstallerImagePutInPlaceServesPods) {
+  Pod a, b;
+  ASSERT_NO_FATAL_FAILURE(RunPod(PodConfig("pod-a"), &a));
+  ASSERT_NO_FATAL_FAILURE(RunPod(PodConfig("pod-b"), &b));
+  for (const Pod* pod : {&a, &b}) {
+    auto port = PortOf(*pod);
+    ASSERT_TRUE(port.has_value()) << "no port at the controller for " << pod->id;
+    EXPECT_EQ(pod->ip, port->ips[0]);
+    EXPECT_EQ(port->host_id, kHostId) << "the installer did not set the node's host id";
+  }
+  std::string out;
+  EXPECT_EQ(InPod(a, "ping -c 2 -W 3 " + b.ip, &out), 0) << "ping a -> b: " << out;
+  ASSERT_NO_FATAL_FAILURE(StopAndRemove(a.id));
+  ASSERT_NO_FATAL_FAILURE(StopAndRemove(b.id));
+  ExpectNothingLeft("after removing both pods");
+}
+#endif  // MIZARMP_CRI_INSTALLER_IMAGE
 
 TEST_F(CriTest, HostPortReachesTheListenerInThePod) {
   constexpr int kContainerPort = 8080;
