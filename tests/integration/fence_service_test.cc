@@ -22,6 +22,7 @@
 #include "common/fileutil.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
+#include "tests/support/records.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::fence {
@@ -153,17 +154,9 @@ class FenceServiceTest : public ::testing::Test {
 
   void Record(const std::string& container, const std::string& host,
               const std::vector<std::string>& addresses, const std::string& network = "net1") {
-    records::Record r;
-    r.state = records::Record::State::kComplete;
-    r.network = network;
-    r.container_id = container;
-    r.ifname = "eth0";
-    r.netns = "/var/run/netns/" + container;
-    r.port_id = "port-" + container;
-    r.host_id = host;
-    r.mac = "02:00:00:00:00:01";
-    for (const auto& a : addresses) r.ips.push_back({a, ""});
-    ASSERT_TRUE(records::RecordStore(dir_.path() + "/cni").Write(r).ok());
+    ASSERT_TRUE(records::RecordStore(dir_.path() + "/cni")
+                    .Write(testing::CompleteRecord(network, container, host, addresses))
+                    .ok());
   }
 
   TempDir dir_;

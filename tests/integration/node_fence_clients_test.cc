@@ -9,6 +9,7 @@
 
 #include "fence/node_clients.h"
 #include "records/records.h"
+#include "tests/support/records.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::fence {
@@ -28,17 +29,9 @@ class NodeFenceClientsTest : public ::testing::Test {
 
   void Record(const std::string& container, const std::string& host,
               const std::vector<std::string>& addresses) {
-    records::Record r;
-    r.state = records::Record::State::kComplete;
-    r.network = "net1";
-    r.container_id = container;
-    r.ifname = "eth0";
-    r.netns = "/var/run/netns/" + container;
-    r.port_id = "port-" + container;
-    r.host_id = host;
-    r.mac = "02:00:00:00:00:01";
-    for (const auto& a : addresses) r.ips.push_back({a, ""});
-    ASSERT_TRUE(records::RecordStore(dir_.path() + "/cni").Write(r).ok());
+    ASSERT_TRUE(records::RecordStore(dir_.path() + "/cni")
+                    .Write(testing::CompleteRecord("net1", container, host, addresses))
+                    .ok());
   }
 
   static Answer Ask(NodeFenceClients& service, const std::map<std::string, std::string>& params,
