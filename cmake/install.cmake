@@ -2,7 +2,8 @@
 # "Install" has the same table. Two components, one per package:
 #   plugin  -> mizarmp:        the CNI plugin and the example network configs
 #   addons  -> mizarmp-addons: the server, its default configs, the systemd unit, tmpfiles,
-#                              logrotate
+#                              logrotate, and mizarmpctl (the operator CLI links gRPC, which the
+#                              static plugin's package does not depend on)
 # mizarmp-mock, mizarmp-addons-testhooks, the tests, benchmarks and fuzz targets are never
 # installed. The files systemd, logrotate and container runtimes look for are at absolute
 # paths, since those programs look nowhere else (DESTDIR still applies); the unit and the
@@ -29,7 +30,8 @@ install(FILES ${mizarmp_packaging_dir}/logrotate.d/mizarmp
 
 # mizarmp-addons: the server and one default config per mode (0600: an operator adds TLS and
 # secret file names there), a templated unit and node mode's drop-in.
-install(TARGETS mizarmp-addons RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT addons)
+install(TARGETS mizarmp-addons mizarmpctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        COMPONENT addons)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/mizarmp-addons-controller.json
               ${PROJECT_SOURCE_DIR}/conf/mizarmp-addons-node.json
         DESTINATION ${MIZARMP_CONFIG_DIR} PERMISSIONS OWNER_READ OWNER_WRITE COMPONENT addons)

@@ -34,6 +34,7 @@ PLUGIN_FILES=(
 )
 ADDONS_FILES=(
   /usr/bin/mizarmp-addons
+  /usr/bin/mizarmpctl
   /etc/mizarmp/mizarmp-addons-controller.json
   /etc/mizarmp/mizarmp-addons-node.json
   /lib/systemd/system/mizarmp-addons@.service
@@ -199,7 +200,7 @@ expect_eq "files of mizarmp" "$(listed_files mizarmp | tr '\n' ' ')" \
   "$(printf '%s\n' "${PLUGIN_FILES[@]}" | sort | tr '\n' ' ')"
 expect_eq "files of mizarmp-addons" "$(listed_files mizarmp-addons | tr '\n' ' ')" \
   "$(printf '%s\n' "${ADDONS_FILES[@]}" | sort | tr '\n' ' ')"
-for f in /opt/cni/bin/mizarmp /usr/bin/mizarmp-addons; do
+for f in /opt/cni/bin/mizarmp /usr/bin/mizarmp-addons /usr/bin/mizarmpctl; do
   [[ -x "$f" ]] || fail "$f is not executable"
 done
 expect_eq "mode of the server configs" \
