@@ -8,7 +8,8 @@
 #      portmap and bandwidth plugins), pointed at the mock,
 #   4. podman (CNI backend, isolated storage) runs containers A and B; both get their NIC and
 #      address through the mizarmp plugin, and they ping each other over the Mizar-MP network,
-#   5. shows the ports at the controller (curl) and the plugin's attachment records,
+#   5. shows the ports at the controller (curl), the plugin's attachment records and what
+#      `mizarmpctl attachments` makes of them,
 #   6. starts mizarmp-addons (CSI-Addons server) on a unix socket and asks it Identity
 #      GetIdentity / GetCapabilities / Probe and FenceController GetFenceClients from Python
 #      (stubs generated from proto/),
@@ -101,18 +102,18 @@ fi
 if [[ -z "${MIZARMP_DEMO_BIN_DIR:-}" ]]; then
   bash "$ROOT/scripts/install-deps.sh" </dev/null
   mkdir -p "$ROOT/build"
-  echo "building mizarmp, mizarmp-mock, mizarmp-addons into build/ (log: build/demo-build.log)"
-  MIZARMP_BUILD_TARGETS="mizarmp mizarmp-mock mizarmp-addons" \
+  echo "building mizarmp, mizarmp-mock, mizarmp-addons, mizarmpctl into build/ (log: build/demo-build.log)"
+  MIZARMP_BUILD_TARGETS="mizarmp mizarmp-mock mizarmp-addons mizarmpctl" \
     bash "$ROOT/scripts/build.sh" normal </dev/null >"$ROOT/build/demo-build.log" 2>&1 || {
     tail -n 40 "$ROOT/build/demo-build.log"
     echo "demo: build failed (full log: build/demo-build.log)" >&2
     exit 1
   }
 fi
-for b in mizarmp mizarmp-mock mizarmp-addons; do
+for b in mizarmp mizarmp-mock mizarmp-addons mizarmpctl; do
   [[ -x "$BIN/$b" ]] || { echo "demo: $BIN/$b is missing" >&2; exit 1; }
 done
-echo "binaries: $BIN/{mizarmp,mizarmp-mock,mizarmp-addons}"
+echo "binaries: $BIN/{mizarmp,mizarmp-mock,mizarmp-addons,mizarmpctl}"
 if ip link show "$BRIDGE" >/dev/null 2>&1; then
   echo "demo: a link named $BRIDGE already exists (another demo running?)" >&2
   exit 1
@@ -164,6 +165,9 @@ echo "attachment records in $STATE:"
 find "$STATE" -name '*.json' -printf '  %P\n'
 echo
 echo "host ends of the agent's veths on $BRIDGE: $(bridge_ports | tr '\n' ' ')"
+echo
+echo "what an operator sees on the node (the records joined with the ports and the pods):"
+run "$BIN/mizarmpctl" attachments --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
 
 section "CSI-Addons server (mizarmp-addons)"
 ADDONS_SOCK="$WORK/addons/csi-addons.sock"

@@ -110,6 +110,10 @@ void Print(const Options& o, const json& doc, const ctl::Row& header,
 
 // ------------------------------------------------------------------------------- node commands
 
+// Container ids are 64 hex digits under containerd, CRI-O and podman; tables show the first 12,
+// as those runtimes' own tools do (JSON has them whole).
+std::string ShortId(const std::string& id) { return id.size() > 12 ? id.substr(0, 12) : id; }
+
 std::string PortCell(const ctl::AttachmentView& v) {
   if (!v.admin_state_up) return v.port_status;
   return v.port_status + (*v.admin_state_up ? "" : " (admin down)");
@@ -147,7 +151,7 @@ int ShowAttachments(const Options& o, bool only_stale) {
     if (only_stale && !v.stale()) continue;
     const auto& r = v.record;
     doc.push_back(AttachmentJson(v));
-    rows.push_back({r.container_id, r.ifname, r.ips.empty() ? "-" : r.ips[0].address,
+    rows.push_back({ShortId(r.container_id), r.ifname, r.ips.empty() ? "-" : r.ips[0].address,
                     r.pod_namespace.empty() ? "-" : r.pod_namespace + "/" + r.pod_name, r.port_id,
                     PortCell(v), v.netns_present ? v.interface : "gone", v.stale() ? "yes" : "no"});
   }
@@ -182,7 +186,7 @@ int CollectGarbage(const Options& o) {
                    {"ifname", r.ifname},
                    {"portId", r.port_id},
                    {"result", result}});
-    rows.push_back({r.container_id, r.ifname, r.port_id, result});
+    rows.push_back({ShortId(r.container_id), r.ifname, r.port_id, result});
   }
   Print(o, doc, {"CONTAINER", "IFNAME", "PORT", "RESULT"}, rows);
   return failed ? 1 : 0;
