@@ -220,31 +220,45 @@ class CallCounter {
 
 namespace {
 
-class CountingInterceptor : public grpc::experimental::Interceptor {
+// Made when a call arrives, destroyed with it: counts the call in flight for the drain, and
+// records it in the metrics (method, status code, time to the status) as its status goes out.
+class CallInterceptor : public grpc::experimental::Interceptor {
  public:
-  explicit CountingInterceptor(std::shared_ptr<CallCounter> calls) : calls_(std::move(calls)) {
+  CallInterceptor(std::shared_ptr<CallCounter> calls, Metrics* metrics, std::string method)
+      : calls_(std::move(calls)), metrics_(metrics), method_(std::move(method)) {
     calls_->Enter();
   }
-  ~CountingInterceptor() override { calls_->Leave(); }
+  ~CallInterceptor() override { calls_->Leave(); }
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using Hook = grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started_;
+      metrics_->ObserveRpc(method_, std::string(CodeName(static_cast<Code>(status.error_code()))),
+                           took.count());
+    }
     methods->Proceed();
   }
 
  private:
   std::shared_ptr<CallCounter> calls_;
+  Metrics* metrics_;
+  const std::string method_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
-class CountingInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+class CallInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  explicit CountingInterceptorFactory(std::shared_ptr<CallCounter> calls)
-      : calls_(std::move(calls)) {}
+  CallInterceptorFactory(std::shared_ptr<CallCounter> calls, Metrics* metrics)
+      : calls_(std::move(calls)), metrics_(metrics) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(
-      grpc::experimental::ServerRpcInfo*) override {
-    return new CountingInterceptor(calls_);
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new CallInterceptor(calls_, metrics_, info->method() ? info->method() : "unknown");
   }
 
  private:
   std::shared_ptr<CallCounter> calls_;
+  Metrics* metrics_;
 };
 
 }  // namespace
@@ -311,6 +325,9 @@ Result<Endpoint> ParseEndpoint(std::string_view text) {
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
       health_(std::make_unique<HealthService>(HealthOptions{options_.health_watch_poll})),
+      probe_health_(options_.health_address.empty() ? nullptr
+                                                    : std::make_unique<HealthService>(HealthOptions{
+                                                          options_.health_watch_poll})),
       calls_(std::make_shared<CallCounter>()) {}
 
 Server::~Server() { Shutdown(options_.shutdown_grace); }
@@ -319,7 +336,8 @@ void Server::Register(AddonsService& service) {
   std::lock_guard<std::mutex> lock(mu_);
   assert(!started_ && "Server::Register after Start");
   services_.push_back(&service);
-  health_->AddServiceName(service.health_name());
+  for (HealthService* health : Healths()) health->AddServiceName(service.health_name());
+  service.RegisterMetrics(metrics_.registry());
 }
 
 Status Server::Start() {
@@ -327,8 +345,14 @@ Status Server::Start() {
   if (started_) return FailedPreconditionError("server already started");
   MZ_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(options_.endpoint));
   MZ_RETURN_IF_ERROR(Bind(ep));
+  if (Status s = StartSideListeners(); !s.ok()) {
+    server_->Shutdown();
+    server_.reset();
+    RemoveOwnSocket();
+    return s;
+  }
   started_ = true;
-  health_->SetServingStatus(true);
+  for (HealthService* health : Healths()) health->SetServingStatus(true);
   MZ_LOG(kInfo) << "serving gRPC on " << address_;
   for (AddonsService* service : services_) service->Start();
   return Status::Ok();
@@ -352,9 +376,9 @@ Status Server::Bind(const Endpoint& ep) {
   const std::string grpc_address = ep.GrpcAddress();
   builder.AddListeningPort(grpc_address, creds, &selected_port);
   for (AddonsService* service : services_) builder.RegisterService(service->grpc_service());
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
-  counting.push_back(std::make_unique<CountingInterceptorFactory>(calls_));
-  builder.experimental().SetInterceptorCreators(std::move(counting));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> observing;
+  observing.push_back(std::make_unique<CallInterceptorFactory>(calls_, &metrics_));
+  builder.experimental().SetInterceptorCreators(std::move(observing));
 
   // The socket file is created by bind() inside BuildAndStart: with umask 077 it is born 0600
   // (no window in which another user could connect). The umask is process-wide, so keep the
@@ -393,6 +417,38 @@ Status Server::Bind(const Endpoint& ep) {
   return Status::Ok();
 }
 
+std::vector<HealthService*> Server::Healths() const {
+  std::vector<HealthService*> out = {health_.get()};
+  if (probe_health_) out.push_back(probe_health_.get());
+  return out;
+}
+
+Status Server::StartSideListeners() {
+  if (!options_.metrics_address.empty()) {
+    MZ_RETURN_IF_ERROR(metrics_.Serve(options_.metrics_address));
+    MZ_LOG(kInfo) << "serving Prometheus metrics on " << options_.metrics_address << " (port "
+                  << metrics_.port() << ")";
+  }
+  if (!probe_health_) return Status::Ok();
+  // Plaintext and nothing but grpc.health.v1: what Kubernetes' grpc probes dial. It tells only
+  // whether the server serves, which is no secret.
+  grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(probe_health_.get());
+  builder.AddListeningPort(options_.health_address, grpc::InsecureServerCredentials(),
+                           &probe_port_);
+  probe_server_ = builder.BuildAndStart();
+  if (!probe_server_ || probe_port_ == 0) {
+    probe_server_.reset();
+    return UnavailableError("healthAddress \"" + options_.health_address +
+                            "\": gRPC could not listen there (address in use or not bindable)");
+  }
+  MZ_LOG(kInfo) << "serving grpc.health.v1 for probes on " << options_.health_address << " (port "
+                << probe_port_ << ")";
+  return Status::Ok();
+}
+
 std::string Server::address() const {
   std::lock_guard<std::mutex> lock(mu_);
   return address_;
@@ -406,7 +462,7 @@ bool Server::running() const {
 void Server::SetServing(bool serving) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_ || shut_down_) return;
-  health_->SetServingStatus(serving);
+  for (HealthService* health : Healths()) health->SetServingStatus(serving);
 }
 
 void Server::RemoveOwnSocket() {
@@ -437,11 +493,12 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
 void Server::Drain(std::chrono::milliseconds grace) {
   // NOT_SERVING for everything from now on; every open Watch sends that and returns, so none
   // of them holds the drain below until the grace period ends.
-  health_->Shutdown();
+  for (HealthService* health : Healths()) health->Shutdown();
   // gRPC's drain (stop accepting; let calls finish until `grace`, then cancel them) also waits
   // for every client connection to go, which an idle client takes seconds to do after the
   // GOAWAY. So the drain runs on its own thread, and once no call is left, the connections are
   // closed: cancelling all calls when none is running disconnects them and nothing else.
+  if (probe_server_) probe_server_->Shutdown(std::chrono::system_clock::now());
   grpc::Server* server = server_.get();
   std::shared_ptr<CallCounter> calls = calls_;
   std::thread drain([server, calls, grace] {

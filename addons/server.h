@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "addons/metrics.h"
 #include "addons/service.h"
 #include "common/status.h"
 
@@ -71,6 +72,11 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{10000};
   // How often an idle health Watch looks whether its client went away (HealthOptions).
   std::chrono::milliseconds health_watch_poll{1000};
+  // "HOST:PORT" of a second, plaintext listener serving only grpc.health.v1 with the same
+  // statuses (Kubernetes' grpc probes dial a TCP port); empty: none.
+  std::string health_address;
+  // "HOST:PORT" where Prometheus text is served at /metrics; empty: none.
+  std::string metrics_address;
 };
 
 class HealthService;
@@ -97,7 +103,9 @@ class Server {
   // The address clients dial in gRPC notation ("unix:/run/x.sock", "127.0.0.1:40123"); for a
   // tcp:// endpoint with port 0 this carries the port picked. Valid after Start().
   std::string address() const;
-  int port() const { return bound_port_; }  // tcp: the bound port; unix: 0
+  int port() const { return bound_port_; }              // tcp: the bound port; unix: 0
+  int health_port() const { return probe_port_; }       // health_address's bound port
+  int metrics_port() const { return metrics_.port(); }  // metrics_address's bound port
 
   // Health status reported by grpc.health.v1.Health for "" and every registered service
   // (SERVING from Start() on).
@@ -117,6 +125,10 @@ class Server {
  private:
   // Builds and starts the grpc::Server on `endpoint`; records the address and the socket.
   Status Bind(const Endpoint& endpoint);
+  // The metrics HTTP listener and the probes' health listener, when configured.
+  Status StartSideListeners();
+  // The health services whose statuses move together: the main one and the probes' one.
+  std::vector<HealthService*> Healths() const;
   // The drain Shutdown() describes, up to removing the socket.
   void Drain(std::chrono::milliseconds grace);
   void RemoveOwnSocket();
@@ -125,8 +137,12 @@ class Server {
   std::vector<AddonsService*> services_;
   // Declared before server_: the grpc::Server refers to it until it is destroyed.
   std::unique_ptr<HealthService> health_;
-  std::shared_ptr<CallCounter> calls_;  // shared with the interceptor factory gRPC owns
+  std::unique_ptr<HealthService> probe_health_;  // with health_address only
+  std::shared_ptr<CallCounter> calls_;           // shared with the interceptor factory gRPC owns
+  Metrics metrics_;                              // the interceptors record into it
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> probe_server_;
+  int probe_port_ = 0;
   mutable std::mutex mu_;
   bool started_ = false;
   bool shut_down_ = false;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@
 namespace grpc {
 class Service;
 }  // namespace grpc
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
 
 namespace mizarmp::addons {
 
@@ -52,6 +56,10 @@ class AddonsService {
 
   // The dependencies Probe checks for this service (none by default).
   virtual std::vector<ReadinessCheck> readiness_checks() { return {}; }
+  // Adds the service's own metric families to the server's registry (addons/metrics.h), once,
+  // when it is registered; keeping the pointer keeps the registry alive as long as the service
+  // records into it. None by default.
+  virtual void RegisterMetrics(const std::shared_ptr<prometheus::Registry>&) {}
 
   // Called once the server accepts calls (background work such as a reconcile loop starts
   // here), and once after the server stopped serving. Both default to nothing.

@@ -85,6 +85,10 @@ std::vector<identity::Capability> FenceService::capabilities() const {
   return out;
 }
 
+void FenceService::RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) {
+  metrics_.Register(registry);
+}
+
 std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
   return {{"fence store", [this] { return StoreReadiness(); }}};
 }
@@ -176,7 +180,9 @@ void FenceService::Tick() {
     if (!read.ok()) return;
     revision = *read;
   }
-  if (!opened->leadership->LeadsFor(UpdateBudget())) return;
+  const bool leads = opened->leadership->LeadsFor(UpdateBudget());
+  metrics_.ObserveLeader(leads);
+  if (!leads) return;
   const uint64_t terms = opened->leadership->terms();
   const bool new_term = terms != seen_terms_;
   if (!new_term && revision == seen_revision_ && Clock::now() < next_reconcile_) return;
@@ -228,6 +234,7 @@ Result<FenceService::Opened> FenceService::Store() const {
 
 Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
   client::ClientConfig config = options_.mizarmp;
+  config.observer = metrics_.MizarMpObserver();
   if (!options_.replica_id.empty()) {
     config.user_agent =
         "mizarmp-addons/" + std::string(Version()) + " (" + options_.replica_id + ")";
@@ -261,11 +268,24 @@ FenceService::Clock::duration FenceService::UpdateBudget() const {
 }
 
 Result<EnforceReport> FenceService::EnforceLocked() {
+  auto report = EnforcePass();
+  metrics_.ObservePass(report.ok());
+  if (metrics_.registered()) {
+    auto opened = Store();
+    auto snap = opened.ok() ? opened->store->Snapshot() : Result<StoreSnapshot>(opened.status());
+    if (snap.ok()) metrics_.ObserveStore(*snap);
+  }
+  return report;
+}
+
+Result<EnforceReport> FenceService::EnforcePass() {
   ++passes_;
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   FenceStore* store = opened.store;
   Leadership& leadership = *opened.leadership;
-  if (!leadership.LeadsFor(UpdateBudget())) {
+  const bool leads = leadership.LeadsFor(UpdateBudget());
+  metrics_.ObserveLeader(leads);
+  if (!leads) {
     const std::string leader = leadership.leader();
     return UnavailableError(
         "this replica (" + options_.replica_id + ") does not lead; " +

@@ -85,6 +85,7 @@
 #include "fence/clients.h"
 #include "fence/enforcer.h"
 #include "fence/leadership.h"
+#include "fence/metrics.h"
 #include "fence/options.h"
 #include "fence/plan.h"
 #include "fence/store.h"
@@ -124,6 +125,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // Opens the store and reconciles once, synchronously, then starts the loop (tests). Returns
   // the open error.
   Status StartAndWait();
+
+  // The fence families (fence/metrics.h) on the server's registry.
+  void RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) override;
 
   // ready=false while the store is opening; an error naming the store when it is unusable.
   addons::Readiness StoreReadiness() const;
@@ -187,8 +191,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // The secrets check; logs a refusal under `rpc`'s name.
   Status Authenticate(const char* rpc, const Secrets& secrets) const;
 
-  // One enforcement pass; call with enforce_mu_ held.
+  // One enforcement pass, counted in the metrics with the store it leaves; call with enforce_mu_
+  // held.
   Result<EnforceReport> EnforceLocked();
+  Result<EnforceReport> EnforcePass();
   Result<StoreSnapshot> ReadStore(FenceStore& store);
   Status RecordCompletion(FenceStore& store, const AppliedPlan& applied);
   // RESOURCE_EXHAUSTED when adding `cidrs` would take the store past kMaxStoredFences.
@@ -208,6 +214,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   std::string MizarMpName() const;
 
   FenceOptions options_;
+  FenceMetrics metrics_;
   FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
 
   mutable std::mutex store_mu_;

@@ -315,6 +315,47 @@ struct Client::Impl {
   Result<Response> Call(Method method, const std::string& path, const std::string* body,
                         bool expect_json, std::optional<Clock::time_point> deadline = {},
                         bool empty_ok = false) {
+    if (!cfg().observer)
+      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok);
+    const auto started = Clock::now();
+    auto result = CallWithRetries(method, path, body, expect_json, deadline, empty_ok);
+    CallObservation seen;
+    seen.call = std::string(MethodName(method)) + " " + PathShape(path);
+    if (!result.ok()) {
+      seen.outcome = AsciiLower(CodeName(result.status().code()));
+    } else if (result->http >= 200 && result->http < 300) {
+      seen.outcome = "ok";
+    } else {
+      seen.outcome = "http_" + std::to_string(result->http);
+    }
+    seen.elapsed = Clock::now() - started;
+    seen.attempts = result.ok() ? result->attempts : std::max(1, cfg().max_attempts);
+    cfg().observer(seen);
+    return result;
+  }
+
+  // The path without the project prefix and the query, the id after each collection replaced
+  // by "{id}": a label with a bounded number of values ("/ports/{id}"). An all-letter segment
+  // there is an action, not an id ("/ports/bulk"); ids are UUIDs.
+  std::string PathShape(const std::string& path) const {
+    std::string rest = path.substr(0, path.find('?'));
+    if (rest.starts_with(ProjectPath())) rest = rest.substr(ProjectPath().size());
+    const auto is_word = [](const std::string& part) {
+      return !part.empty() &&
+             std::all_of(part.begin(), part.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+    };
+    std::string shape;
+    const std::vector<std::string> parts = Split(rest, '/');
+    for (size_t i = 1; i < parts.size(); ++i) {  // parts[0] is before the leading '/'
+      const bool id = i % 2 == 0 && !is_word(parts[i]);
+      shape += "/" + (id ? std::string("{id}") : parts[i]);
+    }
+    return shape.empty() ? "/" : shape;
+  }
+
+  Result<Response> CallWithRetries(Method method, const std::string& path, const std::string* body,
+                                   bool expect_json, std::optional<Clock::time_point> deadline,
+                                   bool empty_ok) {
     RefreshToken();
     Response resp;
     resp.call = std::string(MethodName(method)) + " " + path;

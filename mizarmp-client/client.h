@@ -32,6 +32,17 @@ struct TlsConfig {
   bool insecure_skip_verify = false;
 };
 
+// One REST call as an observer sees it (after its retries), for metrics.
+struct CallObservation {
+  // The method and the path's shape, ids replaced: "PUT /ports/{id}", "GET /ports".
+  std::string call;
+  // "ok" for a 2xx answer, "http_<code>" for another answer, else the lower-case status code
+  // of the failure ("unavailable", "deadline_exceeded").
+  std::string outcome;
+  std::chrono::nanoseconds elapsed{0};
+  int attempts = 0;
+};
+
 struct ClientConfig {
   std::string base_url;  // "http://127.0.0.1:9090"; "/project/<id>/..." is appended
   std::string project_id = kDefaultProjectId;
@@ -52,6 +63,9 @@ struct ClientConfig {
   // The largest response body read: a controller sending more gets the call failed (INTERNAL,
   // naming the bound, not retried) rather than the process's memory.
   size_t max_response_bytes = size_t{64} << 20;
+  // Called once per REST call after its retries (empty: nothing is observed, nothing costs).
+  // Runs on the calling thread; must not block.
+  std::function<void(const CallObservation&)> observer;
 };
 
 // JSON responses nesting arrays and objects deeper than this are refused (INTERNAL) before a

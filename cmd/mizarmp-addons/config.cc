@@ -298,6 +298,13 @@ const std::vector<Key>& Keys() {
                 "clients must present a certificate signed by this CA; tcp:// needs this or "
                 "secretsFile",
                 [](ServerConfig& c) -> std::string& { return c.server.tls_client_ca_file; }),
+      StringKey("healthAddress", "HOST:PORT",
+                "also serve grpc.health.v1 (only) there, plaintext, for Kubernetes' grpc "
+                "probes (default: not)",
+                [](ServerConfig& c) -> std::string& { return c.server.health_address; }),
+      StringKey("metricsAddress", "HOST:PORT",
+                "serve Prometheus metrics at http://HOST:PORT/metrics (default: not)",
+                [](ServerConfig& c) -> std::string& { return c.server.metrics_address; }),
       SwitchKey("insecureTcp",
                 "serve tcp:// without TLS (tests only; clients must still send secretsFile's "
                 "secrets, in the clear)",
@@ -452,7 +459,21 @@ Status CheckReadableFile(const std::string& what, const std::string& path) {
   return Status::Ok();
 }
 
+// "HOST:PORT" ("[V6]:PORT" too) of a side listener; empty is "none".
+Status ValidateListenAddress(const char* key, const std::string& address) {
+  if (address.empty()) return Status::Ok();
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  if (host.empty() || !ParseInt(std::string_view(address).substr(colon + 1), 0, 65535).ok()) {
+    return InvalidArgumentError(std::string(key) + " " + Quoted(address) +
+                                ": want HOST:PORT (port 0..65535), e.g. 0.0.0.0:9808");
+  }
+  return Status::Ok();
+}
+
 Status ValidateServer(const addons::ServerOptions& s) {
+  MZ_RETURN_IF_ERROR(ValidateListenAddress("healthAddress", s.health_address));
+  MZ_RETURN_IF_ERROR(ValidateListenAddress("metricsAddress", s.metrics_address));
   MZ_ASSIGN_OR_RETURN(addons::Endpoint ep, addons::ParseEndpoint(s.endpoint));
   if (s.tls_cert_file.empty() != s.tls_key_file.empty()) {
     return InvalidArgumentError(

@@ -45,6 +45,7 @@ LIBRARY_OWNERS = [
     (re.compile(r"^boost/"), {"mizarmp-client"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
+    (re.compile(r"^prometheus/"), {"addons", "fence"}),
     (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "ctl", "cmd/mizarmp-addons"}),
 ]
 

@@ -10,9 +10,9 @@
 
 #include "addons/driver.h"
 #include "addons/redact.h"
+#include "addons/secrets.h"
 #include "addons/server.h"
 #include "cmd/mizarmp-addons/config.h"
-#include "addons/secrets.h"
 #include "common/fileutil.h"
 #include "tests/support/support.h"
 
@@ -428,6 +428,8 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "tlsCertFile",
                                               "tlsKeyFile",
                                               "tlsClientCaFile",
+                                              "healthAddress",
+                                              "metricsAddress",
                                               "insecureTcp",
                                               "mode",
                                               "drivername",

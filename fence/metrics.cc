@@ -1,0 +1,71 @@
+#include "fence/metrics.h"
+
+#include "addons/metrics.h"
+
+namespace mizarmp::fence {
+
+void FenceMetrics::Register(std::shared_ptr<prometheus::Registry> registry) {
+  registry_ = std::move(registry);
+  auto& fences = prometheus::BuildGauge()
+                     .Name("mizarmp_addons_fences")
+                     .Help(
+                         "Fences in the fence store by state (pending: not yet enforced on "
+                         "every port), as of the end of the last enforcement pass")
+                     .Register(*registry_);
+  fences_pending_ = &fences.Add({{"state", "pending"}});
+  fences_enforced_ = &fences.Add({{"state", "enforced"}});
+  unfences_pending_ = &prometheus::BuildGauge()
+                           .Name("mizarmp_addons_unfences_pending")
+                           .Help("Lifted fences whose ports are not all re-enabled yet")
+                           .Register(*registry_)
+                           .Add({});
+  auto& passes = prometheus::BuildCounter()
+                     .Name("mizarmp_addons_enforcement_passes_total")
+                     .Help("Enforcement passes (reconciles, fences, unfences) by result")
+                     .Register(*registry_);
+  passes_ok_ = &passes.Add({{"result", "ok"}});
+  passes_failed_ = &passes.Add({{"result", "failed"}});
+  leader_ = &prometheus::BuildGauge()
+                 .Name("mizarmp_addons_leader")
+                 .Help("1 while this replica leads (changes ports at Mizar-MP), else 0")
+                 .Register(*registry_)
+                 .Add({});
+  mizarmp_requests_ = &prometheus::BuildCounter()
+                           .Name("mizarmp_addons_mizarmp_requests_total")
+                           .Help("Mizar-MP REST calls (after retries) by call and outcome")
+                           .Register(*registry_);
+  mizarmp_seconds_ = &prometheus::BuildHistogram()
+                          .Name("mizarmp_addons_mizarmp_request_duration_seconds")
+                          .Help("Mizar-MP REST call time, retries included, by call")
+                          .Register(*registry_);
+}
+
+void FenceMetrics::ObserveStore(const StoreSnapshot& snapshot) {
+  if (!registered()) return;
+  double pending = 0;
+  for (const FenceEntry& e : snapshot.fences) pending += e.state == FenceState::kPending ? 1 : 0;
+  fences_pending_->Set(pending);
+  fences_enforced_->Set(static_cast<double>(snapshot.fences.size()) - pending);
+  unfences_pending_->Set(static_cast<double>(snapshot.unfences.size()));
+}
+
+void FenceMetrics::ObservePass(bool ok) {
+  if (!registered()) return;
+  (ok ? passes_ok_ : passes_failed_)->Increment();
+}
+
+void FenceMetrics::ObserveLeader(bool leads) {
+  if (registered()) leader_->Set(leads ? 1 : 0);
+}
+
+std::function<void(const client::CallObservation&)> FenceMetrics::MizarMpObserver() const {
+  if (!registered()) return {};
+  return [requests = mizarmp_requests_, seconds = mizarmp_seconds_,
+          keep = registry_](const client::CallObservation& seen) {
+    requests->Add({{"call", seen.call}, {"outcome", seen.outcome}}).Increment();
+    seconds->Add({{"call", seen.call}}, addons::LatencyBuckets())
+        .Observe(std::chrono::duration<double>(seen.elapsed).count());
+  };
+}
+
+}  // namespace mizarmp::fence

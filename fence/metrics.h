@@ -1,0 +1,46 @@
+// The FenceController's metrics (on the server's registry, addons/metrics.h): the fences stored
+// by state and the pending unfences (as of the end of the last pass), enforcement passes by
+// result, whether this replica leads, and its Mizar-MP requests by call and outcome with their
+// latency. Before Register() every method does nothing, so a FenceService without a server
+// (tests) records nothing.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <memory>
+
+#include "fence/store.h"
+#include "mizarmp-client/client.h"
+
+namespace mizarmp::fence {
+
+class FenceMetrics {
+ public:
+  // Adds the families; once, before the service starts (the pointers are then read-only).
+  void Register(std::shared_ptr<prometheus::Registry> registry);
+  bool registered() const { return registry_ != nullptr; }
+
+  void ObserveStore(const StoreSnapshot& snapshot);
+  void ObservePass(bool ok);
+  void ObserveLeader(bool leads);
+  // The Mizar-MP client's observer (ClientConfig::observer); empty before Register().
+  std::function<void(const client::CallObservation&)> MizarMpObserver() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* fences_pending_ = nullptr;
+  prometheus::Gauge* fences_enforced_ = nullptr;
+  prometheus::Gauge* unfences_pending_ = nullptr;
+  prometheus::Gauge* leader_ = nullptr;
+  prometheus::Counter* passes_ok_ = nullptr;
+  prometheus::Counter* passes_failed_ = nullptr;
+  prometheus::Family<prometheus::Counter>* mizarmp_requests_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* mizarmp_seconds_ = nullptr;
+};
+
+}  // namespace mizarmp::fence
