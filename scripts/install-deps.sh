@@ -13,7 +13,7 @@ PACKAGES=(
   # libraries the C++ code links
   nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev libboost-dev
   libssl-dev openssl libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcryptsetup-dev libsqlite3-dev
+  libcryptsetup-dev libsqlite3-dev prometheus-cpp-dev
   # tests: googletest, LUKS tooling, an independent gRPC client
   libgtest-dev libgmock-dev cryptsetup-bin python3 python3-grpcio python3-grpc-tools
   # network namespaces, links and pings in tests and the demo
@@ -25,6 +25,9 @@ PACKAGES=(
   podman runc conmon containernetworking-plugins iptables busybox-static curl ca-certificates
   # kubelet's path (tests/integration/cri_test.cc): containerd's CRI service runs the plugin
   containerd
+  # deploy/'s offline validation (tests/deploy): node runs the validator, npm ci installs its
+  # pinned packages from tests/deploy/package-lock.json (npm itself: see ensure_npm below)
+  nodejs
   # the Debian packages and their test (tests/package): cpack's DEB generator finds binaries with
   # file and computes Depends with dpkg-shlibdeps (dpkg-dev); systemd-analyze verify and
   # systemd-tmpfiles (systemd)
@@ -34,6 +37,14 @@ PACKAGES=(
   # recommends it, and recommends are not installed)
   clang-14 libclang-rt-14-dev
 )
+
+# npm comes inside NodeSource's nodejs package and as a package of its own with Debian's nodejs
+# (the two conflict, so it cannot simply be listed above): installed only when nodejs lacks it.
+ensure_npm() {
+  command -v npm >/dev/null && return 0
+  echo "install-deps: nodejs came without npm; installing Debian's npm"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends npm
+}
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -45,6 +56,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  ensure_npm
   exit 0
 fi
 
@@ -69,3 +81,4 @@ if [[ ${#still[@]} -ne 0 ]]; then
   exit 1
 fi
 echo "install-deps: installed ${missing[*]}"
+ensure_npm

@@ -1,0 +1,15 @@
+# deploy/ validated offline: Kubernetes' kinds against the API schema of the release the pinned
+# kubernetes-models carries, the CSI-Addons kinds against tests/deploy/schemas, plus what an API
+# server or kubelet would reject that a schema cannot see (tests/deploy/validate.cjs). The npm
+# packages come from the committed lock file (npm ci), once per build directory.
+set(mizarmp_deploy_modules ${CMAKE_CURRENT_BINARY_DIR}/deploy-validate)
+add_test(NAME DeployManifests.NpmCi
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy/run.sh npm-ci ${mizarmp_deploy_modules})
+add_test(NAME DeployManifests.Validate
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy/run.sh valid ${mizarmp_deploy_modules})
+add_test(NAME DeployManifests.RefusesBrokenManifests
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/deploy/run.sh broken ${mizarmp_deploy_modules})
+set_tests_properties(DeployManifests.NpmCi PROPERTIES LABELS integration TIMEOUT 300
+                     FIXTURES_SETUP deploy_npm)
+set_tests_properties(DeployManifests.Validate DeployManifests.RefusesBrokenManifests PROPERTIES
+                     LABELS integration TIMEOUT 60 FIXTURES_REQUIRED deploy_npm)

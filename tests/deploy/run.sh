@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The deploy/ validation tests (tests/deploy.cmake):
+#
+#   run.sh npm-ci MODULES_DIR   installs the validator's packages from the committed lock file
+#                               into MODULES_DIR (once per lock file; needs the npm registry)
+#   run.sh valid MODULES_DIR    deploy/ and deploy/examples/ validate
+#   run.sh broken MODULES_DIR   tests/deploy/broken/ is refused, each planted mistake named
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+MODE=${1:?usage: $0 npm-ci|valid|broken MODULES_DIR}
+MODULES=${2:?}
+
+validate() { NODE_PATH="$MODULES/node_modules" node "$HERE/validate.cjs" "$@"; }
+
+case $MODE in
+  npm-ci)
+    mkdir -p "$MODULES"
+    if cmp -s "$HERE/package-lock.json" "$MODULES/package-lock.json" && [[ -d "$MODULES/node_modules" ]]; then
+      echo "npm ci: $MODULES is up to date with the lock file"
+      exit 0
+    fi
+    cp "$HERE/package.json" "$HERE/package-lock.json" "$MODULES/"
+    (cd "$MODULES" && npm ci --ignore-scripts --no-audit --no-fund)
+    ;;
+  valid)
+    cd "$ROOT" && validate deploy deploy/examples
+    ;;
+  broken)
+    out=$(cd "$ROOT" && validate tests/deploy/broken)
+    rc=$?
+    echo "$out"
+    [[ $rc -eq 1 ]] || { echo "FAIL: the validator exited $rc on broken manifests, not 1"; exit 1; }
+    for expected in "missing.yaml does not exist" "containerPort: must be integer" \
+      "matchLabels app=broken is not a pod label" "mounts undeclared volume undeclared" \
+      '$(NODE_NAEM)' "no ServiceAccount nobody" "no ConfigMap absent" "conflist: not JSON" \
+      "/spec/fenceState: must be equal to one of the allowed values" \
+      "unknown kind example.com/v1 Unknown" "localhost/not-used names no container image"; do
+      grep -qF -- "$expected" <<<"$out" || { echo "FAIL: no problem reported for: $expected"; exit 1; }
+    done
+    echo "ok: every planted mistake was named"
+    ;;
+  *)
+    echo "unknown mode $MODE" >&2
+    exit 2
+    ;;
+esac
