@@ -13,11 +13,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <random>
 #include <thread>
 
 #include "addons/health.h"
@@ -220,6 +223,23 @@ class CallCounter {
 
 namespace {
 
+// The caller's "x-request-id" when it is 1..64 printable ASCII characters without spaces (so it
+// can neither split nor forge a log line), else a fresh random one (16 hex digits).
+std::string RequestId(std::multimap<grpc::string_ref, grpc::string_ref>* metadata) {
+  if (metadata != nullptr) {
+    auto it = metadata->find("x-request-id");
+    if (it != metadata->end() && !it->second.empty() && it->second.size() <= 64 &&
+        std::all_of(it->second.begin(), it->second.end(),
+                    [](char c) { return c > 0x20 && c < 0x7f; })) {
+      return std::string(it->second.data(), it->second.size());
+    }
+  }
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char id[17];
+  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(rng()));
+  return id;
+}
+
 // Made when a call arrives, destroyed with it: counts the call in flight for the drain, and
 // records it in the metrics (method, status code, time to the status) as its status goes out.
 class CallInterceptor : public grpc::experimental::Interceptor {
@@ -231,7 +251,16 @@ class CallInterceptor : public grpc::experimental::Interceptor {
   ~CallInterceptor() override { calls_->Leave(); }
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using Hook = grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_INITIAL_METADATA)) {
+      request_id_ = RequestId(methods->GetRecvInitialMetadata());
+    }
+    // The sync server runs the handler on the thread that received the message, and sends the
+    // status from it: every line the handler logs carries the id.
+    if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE)) {
+      log::SetThreadContext("req=" + request_id_);
+    }
     if (methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
+      log::SetThreadContext("");
       const grpc::Status status = methods->GetSendStatus();
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started_;
       metrics_->ObserveRpc(method_, std::string(CodeName(static_cast<Code>(status.error_code()))),
@@ -244,6 +273,7 @@ class CallInterceptor : public grpc::experimental::Interceptor {
   std::shared_ptr<CallCounter> calls_;
   Metrics* metrics_;
   const std::string method_;
+  std::string request_id_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 

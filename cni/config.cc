@@ -197,6 +197,10 @@ Result<NetConf> ParseNetConf(const json& doc) {
     return InvalidArgumentError("config key \"logLevel\": " + lvl.status().message());
   }
   int64_t n = 0;
+  MZ_RETURN_IF_ERROR(
+      ReadInt(doc, "logMaxBytes", "logMaxBytes", kMinLogMaxBytes, kMaxLogMaxBytes, &n));
+  c.log_max_bytes = static_cast<uint64_t>(n);
+  n = 0;
   MZ_RETURN_IF_ERROR(ReadInt(doc, "mtu", "mtu", 68, 65535, &n));
   c.mtu = static_cast<int>(n);
 

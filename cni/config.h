@@ -23,6 +23,9 @@ inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 // runtimeConfig and args included). Real configurations nest fewer than ten levels; the bound
 // keeps every recursive walk of the tree (copy, dump, destruction) far from the stack's end.
 inline constexpr size_t kMaxConfigDepth = 64;
+// logMaxBytes' range: below a few lines a file would rotate on every invocation.
+inline constexpr int64_t kMinLogMaxBytes = 4096;
+inline constexpr int64_t kMaxLogMaxBytes = int64_t{1} << 30;
 
 struct DnsConfig {
   std::vector<std::string> nameservers;
@@ -47,7 +50,8 @@ struct NetConf {
   std::string state_dir = kDefaultStateDir;
   std::string log_file;
   std::string log_level = "warn";
-  int mtu = 0;  // 0: not configured
+  uint64_t log_max_bytes = 0;  // 0: the log file grows without a cap
+  int mtu = 0;                 // 0: not configured
   DnsConfig dns;
   client::TlsConfig tls;
   std::string token_file;

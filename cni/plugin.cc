@@ -105,10 +105,12 @@ StepError ReadConfig(Command command, std::string_view stdin_text,
   return std::nullopt;
 }
 
-// The configuration's logLevel and logFile (stderr stays the log when the file cannot be opened).
+// The configuration's logLevel, logFile and logMaxBytes (stderr stays the log when the file
+// cannot be opened).
 void SetUpLogging(const NetConf& conf) {
   if (auto level = log::ParseLevel(conf.log_level); level.ok()) log::SetLevel(*level);
   if (conf.log_file.empty()) return;
+  log::SetMaxBytes(conf.log_max_bytes);
   if (Status s = log::SetFile(conf.log_file); !s.ok()) {
     MZ_LOG(kWarn) << "logging to stderr: " << s.message();
   }

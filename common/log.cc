@@ -1,6 +1,8 @@
 #include "common/log.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -17,6 +19,10 @@ std::atomic<int> g_level{static_cast<int>(Level::kWarn)};
 std::atomic<int> g_fd{STDERR_FILENO};
 std::mutex g_tag_mu;
 std::string g_tag;
+std::mutex g_file_mu;  // g_path and reopening
+std::string g_path;    // empty: stderr
+std::atomic<uint64_t> g_max_bytes{0};
+thread_local std::string t_context;
 
 const char* LevelName(Level l) {
   switch (l) {
@@ -58,10 +64,63 @@ Status SetFile(const std::string& path) {
     fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return ErrnoError("open log file " + path, errno);
   }
+  std::lock_guard<std::mutex> lock(g_file_mu);
+  g_path = path;
   int old = g_fd.exchange(fd);
   if (old != STDERR_FILENO && old != fd) ::close(old);
   return Status::Ok();
 }
+
+namespace {
+
+// Opens g_path again onto the descriptor in use (dup2 swaps the file behind the number at
+// once). Call with g_file_mu held.
+Status ReopenLocked() {
+  if (g_path.empty()) return Status::Ok();
+  const int fd = ::open(g_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("reopen log file " + g_path, errno);
+  const int in_use = g_fd.load();
+  const int rc = ::dup3(fd, in_use, O_CLOEXEC);
+  const int err = errno;
+  ::close(fd);
+  return rc < 0 ? ErrnoError("reopen log file " + g_path, err) : Status::Ok();
+}
+
+// Moves the log file to "<path>.1" when the file at the path is the one written and the next
+// `incoming` bytes would take it past the cap, then writes to a new file. Best effort: a failure
+// leaves the line going to the file as it is.
+void RotateIfFull(size_t incoming) {
+  const uint64_t cap = g_max_bytes.load();
+  if (cap == 0) return;
+  struct stat written {};
+  if (::fstat(g_fd.load(), &written) != 0 ||
+      static_cast<uint64_t>(written.st_size) + incoming <= cap) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_file_mu);
+  if (g_path.empty()) return;
+  const int lock_fd = ::open((g_path + ".lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0) return;
+  if (::flock(lock_fd, LOCK_EX) == 0) {
+    struct stat at_path {};
+    const bool ours = ::stat(g_path.c_str(), &at_path) == 0 && at_path.st_ino == written.st_ino &&
+                      at_path.st_dev == written.st_dev;
+    // Another process may have rotated already: then only follow it to the new file.
+    if (!ours || ::rename(g_path.c_str(), (g_path + ".1").c_str()) == 0) (void)ReopenLocked();
+  }
+  ::close(lock_fd);  // releases the flock
+}
+
+}  // namespace
+
+Status Reopen() {
+  std::lock_guard<std::mutex> lock(g_file_mu);
+  return ReopenLocked();
+}
+
+void SetMaxBytes(uint64_t max_bytes) { g_max_bytes.store(max_bytes); }
+
+void SetThreadContext(std::string context) { t_context = std::move(context); }
 
 void SetTag(std::string tag) {
   std::lock_guard<std::mutex> lock(g_tag_mu);
@@ -87,9 +146,14 @@ Line::~Line() {
       line += g_tag;
     }
   }
+  if (!t_context.empty()) {
+    line += ' ';
+    line += t_context;
+  }
   line += ' ';
   line += os_.str();
   line += '\n';
+  RotateIfFull(line.size());
   const int fd = g_fd.load();
   size_t off = 0;
   while (off < line.size()) {

@@ -7,6 +7,7 @@
 // Never stream secrets (tokens, keys, `secrets` maps) into a log line.
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -22,6 +23,18 @@ void SetLevel(Level level);
 Level GetLevel();
 // Sends log lines to `path` (created 0600, appended). An empty path means stderr.
 Status SetFile(const std::string& path);
+// Opens the log file's path again (after logrotate moved it away; mizarmp-addons on SIGHUP),
+// in place: threads writing at that moment write to the old file or the new one, never to a
+// closed descriptor. Nothing to do for stderr.
+Status Reopen();
+// Caps the log file: a line that would take it past `max_bytes` first moves it to
+// "<path>.1" (replacing that) and starts a new file. Processes sharing the file (many plugin
+// invocations) rotate it once between them: under an flock of "<path>.lock", and only when the
+// file at the path is still the one they write. 0: no cap (the default).
+void SetMaxBytes(uint64_t max_bytes);
+// Put on every line this thread writes, after the tag (e.g. "req=1f2e3d4c"); empty: nothing.
+// mizarmp-addons sets it for the RPC a server thread is handling.
+void SetThreadContext(std::string context);
 // A tag put in front of every line, e.g. "mizarmp[ADD 1234abcd]".
 void SetTag(std::string tag);
 bool Enabled(Level level);

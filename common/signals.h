@@ -1,13 +1,14 @@
 // Termination signals handled synchronously, for the long-running programs (mizarmp-addons,
 // mizarmp-mock): SIGTERM and SIGINT are blocked and waited for with sigwait(), so no work ever
-// runs in a signal handler.
+// runs in a signal handler. SIGHUP reopens the log file (logrotate's postrotate) and waiting
+// goes on.
 #pragma once
 
 #include <signal.h>
 
 namespace mizarmp {
 
-// Blocks SIGTERM and SIGINT (and ignores SIGPIPE) in the calling thread. Construct it in main()
+// Blocks SIGTERM, SIGINT and SIGHUP (and ignores SIGPIPE) in the calling thread. Construct it in main()
 // before any thread is started (threads inherit the mask), then call Wait().
 class TerminationSignals {
  public:
@@ -16,7 +17,8 @@ class TerminationSignals {
   TerminationSignals(const TerminationSignals&) = delete;
   TerminationSignals& operator=(const TerminationSignals&) = delete;
 
-  // Blocks until SIGTERM or SIGINT arrives; returns which.
+  // Blocks until SIGTERM or SIGINT arrives; returns which. Each SIGHUP meanwhile reopens the
+  // log file (log::Reopen).
   int Wait();
 
  private:

@@ -1,2 +1,3 @@
 mizarmp_add_test(NAME common_test SOURCES unit/common_test.cc LIBS mizarmp_common
                  LABELS "unit;concurrency")
+mizarmp_add_test(NAME log_test SOURCES unit/log_test.cc LIBS mizarmp_common LABELS unit)

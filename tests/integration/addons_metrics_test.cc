@@ -3,13 +3,17 @@
 // grpc.health.v1 and nothing else.
 #include <grpcpp/create_channel.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/fileutil.h"
 #include "fence.grpc.pb.h"
@@ -69,7 +73,8 @@ class AddonsMetricsTest : public ::testing::Test {
                          {"hostId", "node-a"},
                          {"healthAddress", "127.0.0.1:0"},
                          {"metricsAddress", "127.0.0.1:0"},
-                         {"logFile", log_path()}};
+                         {"logFile", log_path()},
+                         {"logLevel", "info"}};
     ASSERT_TRUE(WriteFileAtomic(dir_.path() + "/addons.json", config.dump()).ok());
     ASSERT_TRUE(addons_.Start(
         {testing::BinDir() + "/mizarmp-addons", "--config", dir_.path() + "/addons.json"},
@@ -111,8 +116,9 @@ class AddonsMetricsTest : public ::testing::Test {
     return Parse(out);
   }
 
-  grpc::Status Fence(bool fence, const std::string& cidr) {
+  grpc::Status Fence(bool fence, const std::string& cidr, const std::string& request_id = "") {
     grpc::ClientContext ctx;
+    if (!request_id.empty()) ctx.AddMetadata("x-request-id", request_id);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     if (fence) {
       ::fence::FenceClusterNetworkRequest req;
@@ -205,6 +211,55 @@ TEST_F(AddonsMetricsTest, TheHealthListenerServesOnlyHealth) {
   ::fence::ListClusterFenceResponse listed;
   EXPECT_EQ(fence->ListClusterFence(&fctx, {}, &listed).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// The lines of `log` holding `needle`.
+std::vector<std::string> LinesWith(const std::string& log, const std::string& needle) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; (end = log.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string line = log.substr(start, end - start);
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+TEST_F(AddonsMetricsTest, EveryLineOfAnRpcCarriesItsRequestId) {
+  ASSERT_TRUE(Fence(true, "10.248.0.0/24", "ci-req-42").ok());
+  const auto tagged = LinesWith(Log(), "req=ci-req-42");
+  ASSERT_FALSE(tagged.empty()) << Log();
+  for (const auto& line : tagged) EXPECT_NE(line.find("10.248.0.0/24"), std::string::npos) << line;
+
+  // Without an id, or with one that could forge a line, each call gets a fresh one.
+  ASSERT_TRUE(Fence(false, "10.248.0.0/24").ok());
+  ASSERT_TRUE(Fence(false, "10.248.1.0/24", "two words").ok());
+  const std::regex generated("req=([0-9a-f]{16}) unfence of (10.248.[01].0/24)");
+  std::set<std::string> ids;
+  const std::string log = Log();
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), generated);
+       it != std::sregex_iterator(); ++it) {
+    ids.insert((*it)[1]);
+  }
+  EXPECT_EQ(ids.size(), 2u) << log;
+  EXPECT_EQ(log.find("req=two"), std::string::npos) << log;
+}
+
+TEST_F(AddonsMetricsTest, SighupReopensTheLogFile) {
+  ASSERT_EQ(::rename(log_path().c_str(), (log_path() + ".1").c_str()), 0);
+  ASSERT_EQ(::kill(addons_.pid(), SIGHUP), 0);
+  // The reopen is logged into the new file; the RPC after it lands there too.
+  ASSERT_NE(testing::WaitForFile(log_path(), std::chrono::seconds(10)), "");
+  ASSERT_TRUE(Fence(false, "10.248.2.0/24").ok());
+  const std::string fresh = Log();
+  EXPECT_NE(fresh.find("SIGHUP: log file reopened"), std::string::npos) << fresh;
+  EXPECT_NE(fresh.find("unfence of 10.248.2.0/24"), std::string::npos) << fresh;
+  auto rotated = ReadFile(log_path() + ".1");
+  ASSERT_TRUE(rotated.ok());
+  EXPECT_EQ(rotated->find("10.248.2.0/24"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::stat(log_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(::kill(addons_.pid(), 0), 0) << "SIGHUP ended the server";
 }
 
 TEST(AddonsMetricsConfig, ABadListenAddressIsRefusedNamingTheKey) {
