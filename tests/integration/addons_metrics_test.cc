@@ -1,15 +1,17 @@
 // What an operator's Prometheus and Kubernetes' probes see of the real mizarmp-addons binary:
-// the metrics endpoint's families move with the RPCs made, and the health listener answers
-// grpc.health.v1 and nothing else.
+// the metrics endpoint's families move with the RPCs made (controller and node mode), the
+// health listener answers grpc.health.v1 and nothing else until the server stops, every log
+// line of an RPC carries its request id, and SIGHUP reopens the log file.
 #include <grpcpp/create_channel.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -19,6 +21,7 @@
 #include "fence.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "identity.grpc.pb.h"
+#include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/support.h"
 
@@ -31,23 +34,76 @@ using testing::TempDir;
 constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
 
+// The lines of `log` holding `needle`.
+std::vector<std::string> LinesWith(const std::string& log, const std::string& needle) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; (end = log.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string line = log.substr(start, end - start);
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
 // One scrape: "name{label="v",...}" (labels sorted by name, as prometheus-cpp writes them) ->
-// value.
+// value. Comment lines are skipped.
 using Scrape = std::map<std::string, double>;
 
 Scrape Parse(const std::string& text) {
   Scrape out;
-  static const std::regex line(R"(^([a-z_]+(\{[^}]*\})?) ([-+0-9.eE]+|NaN|\+Inf)$)");
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string l = text.substr(start, end - start);
-    std::smatch m;
-    if (std::regex_match(l, m, line)) out[m[1]] = std::stod(m[3]);
-    start = end + 1;
+  for (const std::string& line : LinesWith(text, "")) {
+    const size_t space = line.rfind(' ');
+    if (line.empty() || line[0] == '#' || space == std::string::npos) continue;
+    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
   }
   return out;
+}
+
+// The number after "(port " on the first line holding `what`, 0 when there is none.
+int PortAfter(const std::string& log, const std::string& what) {
+  for (const std::string& line : LinesWith(log, what)) {
+    const size_t at = line.find("(port ");
+    if (at != std::string::npos) return std::atoi(line.c_str() + at + 6);
+  }
+  return 0;
+}
+
+// The log at `path`, or a note that there is none yet.
+std::string LogAt(const std::string& path) {
+  auto text = ReadFile(path);
+  return text.ok() ? *text : "(no log)";
+}
+
+// The port a server logged (at `log_path`) for a listener, once it has; 0 after 10 s.
+int PortFromLog(const std::string& log_path, const std::string& what) {
+  for (int i = 0; i < 200; ++i) {
+    if (const int port = PortAfter(LogAt(log_path), what); port > 0) return port;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+Scrape ScrapeMetrics(int port) {
+  std::string out;
+  const int rc = testing::Shell(
+      "curl -sS --fail --max-time 10 http://127.0.0.1:" + std::to_string(port) + "/metrics", &out);
+  EXPECT_EQ(rc, 0) << out;
+  return Parse(out);
+}
+
+// The key of an RPC counter's series.
+std::string RpcSeries(const std::string& method, const std::string& code) {
+  return "mizarmp_addons_rpcs_total{code=\"" + code + "\",method=\"" + method + "\"}";
+}
+
+// The key of the RPC latency histogram's count (calls observed) for a method.
+std::string RpcTimedSeries(const std::string& method) {
+  return "mizarmp_addons_rpc_duration_seconds_count{method=\"" + method + "\"}";
+}
+
+// The key of a Mizar-MP request counter's series.
+std::string MizarMpSeries(const std::string& call, const std::string& outcome) {
+  return "mizarmp_addons_mizarmp_requests_total{call=\"" + call + "\",outcome=\"" + outcome + "\"}";
 }
 
 double Value(const Scrape& s, const std::string& key) {
@@ -79,8 +135,8 @@ class AddonsMetricsTest : public ::testing::Test {
     ASSERT_TRUE(addons_.Start(
         {testing::BinDir() + "/mizarmp-addons", "--config", dir_.path() + "/addons.json"},
         dir_.path() + "/addons.out"));
-    metrics_port_ = PortFromLog("serving Prometheus metrics on .* \\(port ([0-9]+)\\)");
-    health_port_ = PortFromLog("serving grpc.health.v1 for probes on .* \\(port ([0-9]+)\\)");
+    metrics_port_ = PortFromLog(log_path(), "serving Prometheus metrics on ");
+    health_port_ = PortFromLog(log_path(), "serving grpc.health.v1 for probes on ");
     ASSERT_GT(metrics_port_, 0) << Log();
     ASSERT_GT(health_port_, 0) << Log();
     auto channel = grpc::CreateChannel("unix:" + dir_.path() + "/run/csi-addons.sock",
@@ -91,29 +147,27 @@ class AddonsMetricsTest : public ::testing::Test {
   }
 
   std::string log_path() const { return dir_.path() + "/addons.log"; }
-  std::string Log() const {
-    auto text = ReadFile(log_path());
-    return text.ok() ? *text : "(no log)";
-  }
+  std::string Log() const { return LogAt(log_path()); }
+  Scrape ScrapeMetrics() const { return mizarmp::ScrapeMetrics(metrics_port_); }
 
-  int PortFromLog(const std::string& pattern) const {
-    const std::regex re(pattern);
-    for (int i = 0; i < 200; ++i) {
-      std::smatch m;
-      const std::string log = Log();
-      if (std::regex_search(log, m, re)) return std::stoi(m[1]);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return 0;
-  }
-
-  Scrape ScrapeMetrics() const {
-    std::string out;
-    const int rc = testing::Shell("curl -sS --fail --max-time 10 http://127.0.0.1:" +
-                                      std::to_string(metrics_port_) + "/metrics",
-                                  &out);
-    EXPECT_EQ(rc, 0) << out;
-    return Parse(out);
+  // A port at the mock with this address on this node: what a fence of its CIDR disables.
+  void AddPort(const std::string& id, const std::string& ip) {
+    client::ClientConfig cc;
+    cc.base_url = mock_->base_url();
+    cc.project_id = kProject;
+    auto mp = client::Client::Create(cc);
+    ASSERT_TRUE(mp.ok()) << mp.status().ToString();
+    client::PortSpec spec;
+    spec.project_id = kProject;
+    spec.id = id;
+    spec.name = "k8s_" + id;
+    spec.network_id = kSubnet;
+    spec.veth_name = "eth0";
+    spec.network_ns = "/var/run/netns/none-" + id;
+    spec.host_id = "node-a";
+    spec.fixed_ips.push_back({kSubnet, ip});
+    auto port = (*mp)->CreatePort(spec);
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
   }
 
   grpc::Status Fence(bool fence, const std::string& cidr, const std::string& request_id = "") {
@@ -144,24 +198,27 @@ TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
   const std::string fence_rpc = "/fence.FenceController/FenceClusterNetwork";
   const std::string unfence_rpc = "/fence.FenceController/UnfenceClusterNetwork";
   const std::string list_rpc = "/fence.FenceController/ListClusterFence";
-  const auto rpcs = [](const std::string& method, const std::string& code) {
-    return "mizarmp_addons_rpcs_total{code=\"" + code + "\",method=\"" + method + "\"}";
-  };
+  const std::string clients_rpc = "/fence.FenceController/GetFenceClients";
+  const std::string passes_ok = "mizarmp_addons_enforcement_passes_total{result=\"ok\"}";
+  ASSERT_NO_FATAL_FAILURE(AddPort("0b6a1c3e-5f7d-4e1a-9c2b-8d4f6a0e1b2c", "10.248.0.10"));
   const Scrape before = ScrapeMetrics();
-  EXPECT_EQ(Value(before, rpcs(fence_rpc, "OK")), 0);
+  EXPECT_EQ(Value(before, RpcSeries(fence_rpc, "OK")), 0);
 
   ASSERT_TRUE(Fence(true, "10.248.0.0/24").ok());
   const Scrape fenced = ScrapeMetrics();
-  EXPECT_EQ(Value(fenced, rpcs(fence_rpc, "OK")), 1);
-  EXPECT_EQ(
-      Value(fenced, "mizarmp_addons_rpc_duration_seconds_count{method=\"" + fence_rpc + "\"}"), 1);
+  EXPECT_EQ(Value(fenced, RpcSeries(fence_rpc, "OK")), 1);
+  EXPECT_EQ(Value(fenced, RpcTimedSeries(fence_rpc)), 1);
   EXPECT_EQ(Value(fenced, "mizarmp_addons_fences{state=\"enforced\"}"), 1);
   EXPECT_EQ(Value(fenced, "mizarmp_addons_fences{state=\"pending\"}"), 0);
-  EXPECT_GT(Value(fenced, "mizarmp_addons_enforcement_passes_total{result=\"ok\"}"),
-            Value(before, "mizarmp_addons_enforcement_passes_total{result=\"ok\"}"));
-  EXPECT_GT(
-      Value(fenced, "mizarmp_addons_mizarmp_requests_total{call=\"GET /ports\",outcome=\"ok\"}"),
-      Value(before, "mizarmp_addons_mizarmp_requests_total{call=\"GET /ports\",outcome=\"ok\"}"));
+  EXPECT_GT(Value(fenced, passes_ok), Value(before, passes_ok));
+  EXPECT_GT(Value(fenced, MizarMpSeries("GET /ports", "ok")),
+            Value(before, MizarMpSeries("GET /ports", "ok")));
+  // The fence disabled the port: one update, labelled by the path's shape, never by the id.
+  EXPECT_EQ(Value(fenced, MizarMpSeries("PUT /ports/{id}", "ok")), 1);
+  EXPECT_GE(
+      Value(fenced,
+            "mizarmp_addons_mizarmp_request_duration_seconds_count{call=\"PUT /ports/{id}\"}"),
+      1);
   EXPECT_EQ(Value(fenced, "mizarmp_addons_leader"), 1);
 
   // An RPC refused: counted under its code.
@@ -176,16 +233,27 @@ TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
     ::fence::ListClusterFenceResponse listed;
     ASSERT_TRUE(fence_->ListClusterFence(&lctx, {}, &listed).ok());
   }
+  {
+    grpc::ClientContext cctx;
+    ::fence::GetFenceClientsResponse clients;
+    ASSERT_TRUE(fence_->GetFenceClients(&cctx, {}, &clients).ok());
+  }
   ASSERT_TRUE(Fence(false, "10.248.0.0/24").ok());
   const Scrape after = ScrapeMetrics();
-  EXPECT_EQ(Value(after, rpcs(fence_rpc, "INVALID_ARGUMENT")), 1);
-  EXPECT_EQ(Value(after, rpcs(list_rpc, "OK")), 1);
-  EXPECT_EQ(Value(after, rpcs(unfence_rpc, "OK")), 1);
+  EXPECT_EQ(Value(after, RpcSeries(fence_rpc, "INVALID_ARGUMENT")), 1);
+  EXPECT_EQ(Value(after, RpcSeries(list_rpc, "OK")), 1);
+  EXPECT_EQ(Value(after, RpcSeries(clients_rpc, "OK")), 1);
+  EXPECT_EQ(Value(after, RpcSeries(unfence_rpc, "OK")), 1);
+  EXPECT_EQ(Value(after, RpcTimedSeries(fence_rpc)), 2);
+  EXPECT_EQ(Value(after, MizarMpSeries("PUT /ports/{id}", "ok")), 2);  // re-enabled
   EXPECT_EQ(Value(after, "mizarmp_addons_fences{state=\"enforced\"}"), 0);
   EXPECT_EQ(Value(after, "mizarmp_addons_unfences_pending"), 0);
+  for (const auto& [series, value] : after) {
+    EXPECT_EQ(series.find("0b6a1c3e"), std::string::npos) << "a port id in a label: " << series;
+  }
 }
 
-TEST_F(AddonsMetricsTest, TheHealthListenerServesOnlyHealth) {
+TEST_F(AddonsMetricsTest, TheHealthListenerServesOnlyHealthUntilTheServerStops) {
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(health_port_),
                                      grpc::InsecureChannelCredentials());
   auto health = grpc::health::v1::Health::NewStub(channel);
@@ -211,17 +279,17 @@ TEST_F(AddonsMetricsTest, TheHealthListenerServesOnlyHealth) {
   ::fence::ListClusterFenceResponse listed;
   EXPECT_EQ(fence->ListClusterFence(&fctx, {}, &listed).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
-}
 
-// The lines of `log` holding `needle`.
-std::vector<std::string> LinesWith(const std::string& log, const std::string& needle) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t end; (end = log.find('\n', start)) != std::string::npos; start = end + 1) {
-    const std::string line = log.substr(start, end - start);
-    if (line.find(needle) != std::string::npos) out.push_back(line);
-  }
-  return out;
+  // Once the server has stopped, nothing answers there (nor at the metrics address).
+  ASSERT_EQ(::kill(addons_.pid(), SIGTERM), 0);
+  const int status = addons_.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << Log();
+  grpc::ClientContext after;
+  after.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(health->Check(&after, {}, &answer).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(testing::Shell("curl -sS --max-time 5 http://127.0.0.1:" +
+                           std::to_string(metrics_port_) + "/metrics"),
+            0);
 }
 
 TEST_F(AddonsMetricsTest, EveryLineOfAnRpcCarriesItsRequestId) {
@@ -233,12 +301,16 @@ TEST_F(AddonsMetricsTest, EveryLineOfAnRpcCarriesItsRequestId) {
   // Without an id, or with one that could forge a line, each call gets a fresh one.
   ASSERT_TRUE(Fence(false, "10.248.0.0/24").ok());
   ASSERT_TRUE(Fence(false, "10.248.1.0/24", "two words").ok());
-  const std::regex generated("req=([0-9a-f]{16}) unfence of (10.248.[01].0/24)");
   std::set<std::string> ids;
   const std::string log = Log();
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), generated);
-       it != std::sregex_iterator(); ++it) {
-    ids.insert((*it)[1]);
+  for (const std::string& line : LinesWith(log, " unfence of 10.248.")) {
+    const size_t at = line.find("req=");
+    ASSERT_NE(at, std::string::npos) << "a line of an RPC without its id: " << line;
+    const std::string id = line.substr(at + 4, line.find(' ', at) - at - 4);
+    if (id == "ci-req-42") continue;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << line;
+    EXPECT_EQ(id.size(), 16u) << line;
+    ids.insert(id);
   }
   EXPECT_EQ(ids.size(), 2u) << log;
   EXPECT_EQ(log.find("req=two"), std::string::npos) << log;
@@ -262,12 +334,53 @@ TEST_F(AddonsMetricsTest, SighupReopensTheLogFile) {
   EXPECT_EQ(::kill(addons_.pid(), 0), 0) << "SIGHUP ended the server";
 }
 
+// Node mode serves no FenceController, but the framework still counts every RPC.
+TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
+  TempDir dir;
+  const std::string log = dir.path() + "/addons.log";
+  const std::string socket = dir.path() + "/run/csi-addons.sock";
+  const json config = {{"mode", "node"},
+                       {"endpoint", "unix://" + socket},
+                       {"hostId", "node-a"},
+                       {"stateDir", dir.path() + "/state"},
+                       {"keyStoreDir", dir.path() + "/keys"},
+                       {"metricsAddress", "127.0.0.1:0"},
+                       {"logFile", log},
+                       {"logLevel", "info"}};
+  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/addons.json", config.dump()).ok());
+  testing::Daemon addons;
+  ASSERT_TRUE(
+      addons.Start({testing::BinDir() + "/mizarmp-addons", "--config", dir.path() + "/addons.json"},
+                   dir.path() + "/addons.out"));
+  const int port = PortFromLog(log, "serving Prometheus metrics on ");
+  ASSERT_GT(port, 0) << LogAt(log);
+  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(
+      channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
+  auto identity = identity::Identity::NewStub(channel);
+  for (int i = 0; i < 2; ++i) {
+    grpc::ClientContext ctx;
+    identity::GetCapabilitiesResponse caps;
+    ASSERT_TRUE(identity->GetCapabilities(&ctx, {}, &caps).ok());
+  }
+  const Scrape scraped = ScrapeMetrics(port);
+  const std::string method = "/identity.Identity/GetCapabilities";
+  EXPECT_EQ(Value(scraped, RpcSeries(method, "OK")), 2);
+  EXPECT_EQ(Value(scraped, RpcTimedSeries(method)), 2);
+  EXPECT_EQ(scraped.count("mizarmp_addons_leader"), 0u) << "fence families in node mode";
+}
+
 TEST(AddonsMetricsConfig, ABadListenAddressIsRefusedNamingTheKey) {
-  const auto r = testing::RunProcess(
-      {testing::BinDir() + "/mizarmp-addons", "--mode", "node", "--metrics-address", "9090"}, {},
-      "");
-  EXPECT_EQ(r.exit_code, 2) << r.Describe();
-  EXPECT_NE(r.err.find("metricsAddress \"9090\""), std::string::npos) << r.err;
+  const std::pair<const char*, const char*> keys[] = {{"--metrics-address", "metricsAddress"},
+                                                      {"--health-address", "healthAddress"}};
+  for (const auto& [flag, key] : keys) {
+    for (const char* bad : {"9090", ":9090", "127.0.0.1:http", "127.0.0.1:65536"}) {
+      const auto r = testing::RunProcess(
+          {testing::BinDir() + "/mizarmp-addons", "--mode", "node", flag, bad}, {}, "");
+      EXPECT_EQ(r.exit_code, 2) << r.Describe();
+      EXPECT_NE(r.err.find(std::string(key) + " \"" + bad + "\""), std::string::npos) << r.err;
+    }
+  }
 }
 
 }  // namespace
