@@ -1,12 +1,16 @@
 #include "addons/metrics.h"
 
+#include <prometheus/counter.h>
 #include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 
 #include <exception>
 
 namespace mizarmp::addons {
 
-prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+std::vector<double> LatencyBuckets() {
   return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
           0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30};
 }

@@ -4,25 +4,28 @@
 // service adds its own families through AddonsService::RegisterMetrics.
 #pragma once
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
+// Declared only: prometheus-cpp's headers stay in the .cc files of addons/ and fence/, so what
+// includes the server's header (main, tests) does not depend on them.
 namespace prometheus {
+class Counter;
 class Exposer;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
 }  // namespace prometheus
 
 namespace mizarmp::addons {
 
 // Latency buckets (seconds) for RPCs and the calls they make: a Probe takes tens of microseconds,
 // a fence of thousands of ports seconds.
-prometheus::Histogram::BucketBoundaries LatencyBuckets();
+std::vector<double> LatencyBuckets();
 
 class Metrics {
  public:

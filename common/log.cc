@@ -21,6 +21,7 @@ std::mutex g_tag_mu;
 std::string g_tag;
 std::mutex g_file_mu;  // g_path and reopening
 std::string g_path;    // empty: stderr
+int g_lock_fd = -1;    // "<g_path>.lock" once a capped line opened it; under g_file_mu
 std::atomic<uint64_t> g_max_bytes{0};
 thread_local std::string t_context;
 
@@ -65,6 +66,10 @@ Status SetFile(const std::string& path) {
     if (fd < 0) return ErrnoError("open log file " + path, errno);
   }
   std::lock_guard<std::mutex> lock(g_file_mu);
+  if (g_lock_fd >= 0 && path != g_path) {
+    ::close(g_lock_fd);
+    g_lock_fd = -1;
+  }
   g_path = path;
   int old = g_fd.exchange(fd);
   if (old != STDERR_FILENO && old != fd) ::close(old);
@@ -86,29 +91,52 @@ Status ReopenLocked() {
   return rc < 0 ? ErrnoError("reopen log file " + g_path, err) : Status::Ok();
 }
 
-// Moves the log file to "<path>.1" when the file at the path is the one written and the next
-// `incoming` bytes would take it past the cap, then writes to a new file. Best effort: a failure
-// leaves the line going to the file as it is.
-void RotateIfFull(size_t incoming) {
-  const uint64_t cap = g_max_bytes.load();
-  if (cap == 0) return;
+// The descriptor of "<g_path>.lock", opened once per path; -1 when it cannot be. Call with
+// g_file_mu held.
+int LockFdLocked() {
+  if (g_lock_fd < 0) {
+    g_lock_fd = ::open((g_path + ".lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  }
+  return g_lock_fd;
+}
+
+// Follows the path to a new file when another process moved the one written, then moves a file
+// the next `incoming` bytes would take past `cap` to "<path>.1" and starts a new one. Call with
+// g_file_mu held and the flock taken: the check and the write after it are then one step for
+// every process sharing the file, so none pushes it past the cap and it is moved once. Best
+// effort: on a failure the line goes to the file as it is.
+void RotateIfFullLocked(uint64_t cap, size_t incoming) {
+  struct stat at_path {};
   struct stat written {};
-  if (::fstat(g_fd.load(), &written) != 0 ||
-      static_cast<uint64_t>(written.st_size) + incoming <= cap) {
-    return;
+  if (::stat(g_path.c_str(), &at_path) != 0 || ::fstat(g_fd.load(), &written) != 0 ||
+      at_path.st_ino != written.st_ino || at_path.st_dev != written.st_dev) {
+    if (!ReopenLocked().ok() || ::fstat(g_fd.load(), &written) != 0) return;
   }
-  std::lock_guard<std::mutex> lock(g_file_mu);
-  if (g_path.empty()) return;
-  const int lock_fd = ::open((g_path + ".lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0) return;
-  if (::flock(lock_fd, LOCK_EX) == 0) {
-    struct stat at_path {};
-    const bool ours = ::stat(g_path.c_str(), &at_path) == 0 && at_path.st_ino == written.st_ino &&
-                      at_path.st_dev == written.st_dev;
-    // Another process may have rotated already: then only follow it to the new file.
-    if (!ours || ::rename(g_path.c_str(), (g_path + ".1").c_str()) == 0) (void)ReopenLocked();
+  // An empty file stays: a line longer than the cap must not push the last full file out.
+  if (written.st_size == 0 || static_cast<uint64_t>(written.st_size) + incoming <= cap) return;
+  if (::rename(g_path.c_str(), (g_path + ".1").c_str()) == 0) (void)ReopenLocked();
+}
+
+void WriteAll(int fd, const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // nowhere left to complain to
+    off += static_cast<size_t>(n);
   }
-  ::close(lock_fd);  // releases the flock
+}
+
+// Writes one line to the log file: plainly, or with a cap under the file's flock.
+void WriteLine(const std::string& line) {
+  const uint64_t cap = g_max_bytes.load();
+  if (cap == 0) return WriteAll(g_fd.load(), line);
+  std::lock_guard<std::mutex> lock(g_file_mu);  // flock does not order this process's threads
+  const int lock_fd = g_path.empty() ? -1 : LockFdLocked();
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) return WriteAll(g_fd.load(), line);
+  RotateIfFullLocked(cap, line.size());
+  WriteAll(g_fd.load(), line);
+  ::flock(lock_fd, LOCK_UN);
 }
 
 }  // namespace
@@ -153,15 +181,7 @@ Line::~Line() {
   line += ' ';
   line += os_.str();
   line += '\n';
-  RotateIfFull(line.size());
-  const int fd = g_fd.load();
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = ::write(fd, line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // nowhere left to complain to
-    off += static_cast<size_t>(n);
-  }
+  WriteLine(line);
 }
 
 }  // namespace mizarmp::log

@@ -28,9 +28,11 @@ Status SetFile(const std::string& path);
 // closed descriptor. Nothing to do for stderr.
 Status Reopen();
 // Caps the log file: a line that would take it past `max_bytes` first moves it to
-// "<path>.1" (replacing that) and starts a new file. Processes sharing the file (many plugin
-// invocations) rotate it once between them: under an flock of "<path>.lock", and only when the
-// file at the path is still the one they write. 0: no cap (the default).
+// "<path>.1" (replacing that) and starts a new file, so neither passes the cap (but for a
+// single line longer than it). Processes sharing the file (many plugin invocations) write each
+// capped line under an flock of "<path>.lock" after looking at the file at the path: they
+// never pass the cap together, move the file once, and follow one another to the new file.
+// 0: no cap (the default).
 void SetMaxBytes(uint64_t max_bytes);
 // Put on every line this thread writes, after the tag (e.g. "req=1f2e3d4c"); empty: nothing.
 // mizarmp-addons sets it for the RPC a server thread is handling.

@@ -1,5 +1,13 @@
 #include "fence/metrics.h"
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+
 #include "addons/metrics.h"
 
 namespace mizarmp::fence {

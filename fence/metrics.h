@@ -5,17 +5,21 @@
 // (tests) records nothing.
 #pragma once
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
 #include <functional>
 #include <memory>
 
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
+
+// Declared only, as in addons/metrics.h: fence_service.h's includers need no prometheus-cpp.
+namespace prometheus {
+class Counter;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
 
 namespace mizarmp::fence {
 

@@ -315,23 +315,36 @@ struct Client::Impl {
   Result<Response> Call(Method method, const std::string& path, const std::string* body,
                         bool expect_json, std::optional<Clock::time_point> deadline = {},
                         bool empty_ok = false) {
-    if (!cfg().observer)
-      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok);
+    AttemptsMade made;
+    if (!cfg().observer) {
+      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, made);
+    }
     const auto started = Clock::now();
-    auto result = CallWithRetries(method, path, body, expect_json, deadline, empty_ok);
+    auto result = CallWithRetries(method, path, body, expect_json, deadline, empty_ok, made);
     CallObservation seen;
     seen.call = std::string(MethodName(method)) + " " + PathShape(path);
-    if (!result.ok()) {
-      seen.outcome = AsciiLower(CodeName(result.status().code()));
-    } else if (result->http >= 200 && result->http < 300) {
-      seen.outcome = "ok";
-    } else {
-      seen.outcome = "http_" + std::to_string(result->http);
-    }
+    seen.outcome = Outcome(result, made);
     seen.elapsed = Clock::now() - started;
-    seen.attempts = result.ok() ? result->attempts : std::max(1, cfg().max_attempts);
+    seen.attempts = made.count;
     cfg().observer(seen);
     return result;
+  }
+
+  // What the attempts of one call came to: how many were made, and the last one's HTTP status
+  // (0 when it got no complete answer).
+  struct AttemptsMade {
+    int count = 0;
+    long last_http = 0;
+  };
+
+  // CallObservation::outcome. A call that failed on an answer (a 5xx after the last retry) is
+  // named by that answer's status, one that got none by its status code.
+  static std::string Outcome(const Result<Response>& result, const AttemptsMade& made) {
+    const long http = result.ok() ? result->http : made.last_http;
+    const bool success = http >= 200 && http < 300;
+    if (result.ok() && success) return "ok";
+    if (http != 0 && !success) return "http_" + std::to_string(http);
+    return AsciiLower(CodeName(result.status().code()));
   }
 
   // The path without the project prefix and the query, the id after each collection replaced
@@ -353,9 +366,10 @@ struct Client::Impl {
     return shape.empty() ? "/" : shape;
   }
 
+  // Call()'s attempts; `made` tells how they went.
   Result<Response> CallWithRetries(Method method, const std::string& path, const std::string* body,
                                    bool expect_json, std::optional<Clock::time_point> deadline,
-                                   bool empty_ok) {
+                                   bool empty_ok, AttemptsMade& made) {
     RefreshToken();
     Response resp;
     resp.call = std::string(MethodName(method)) + " " + path;
@@ -371,6 +385,7 @@ struct Client::Impl {
       resp.doc = nullptr;
       const auto started = Clock::now();
       auto failure = Perform(method, path, body, time.timeout, &resp.http, &resp.body);
+      made = {attempt, resp.http};
       if (failure) {
         MZ_LOG(kDebug) << resp.call << " -> " << failure->text << " after " << ElapsedMs(started)
                        << " ms";

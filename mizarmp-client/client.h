@@ -36,11 +36,12 @@ struct TlsConfig {
 struct CallObservation {
   // The method and the path's shape, ids replaced: "PUT /ports/{id}", "GET /ports".
   std::string call;
-  // "ok" for a 2xx answer, "http_<code>" for another answer, else the lower-case status code
-  // of the failure ("unavailable", "deadline_exceeded").
+  // "ok" for a 2xx answer, "http_<code>" for another answer (a 5xx the last retry still got
+  // included), else the lower-case status code of the failure ("unavailable",
+  // "deadline_exceeded", "internal" for a garbled 2xx).
   std::string outcome;
-  std::chrono::nanoseconds elapsed{0};
-  int attempts = 0;
+  std::chrono::nanoseconds elapsed{0};  // all attempts and the backoff between them
+  int attempts = 0;                     // requests sent (0: the deadline allowed none)
 };
 
 struct ClientConfig {

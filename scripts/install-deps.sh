@@ -38,12 +38,25 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
 )
 
-# npm comes inside NodeSource's nodejs package and as a package of its own with Debian's nodejs
-# (the two conflict, so it cannot simply be listed above): installed only when nodejs lacks it.
-ensure_npm() {
-  command -v npm >/dev/null && return 0
-  echo "install-deps: nodejs came without npm; installing Debian's npm"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends npm
+# Commands that may come from elsewhere on a machine, where the Debian package would conflict
+# with what provides them, so they cannot simply be listed above; each installed only when the
+# command is missing:
+#   npm      comes inside NodeSource's nodejs package, and as a package of its own with Debian's
+#   kubectl  deploy/'s validation renders the kustomization with it (tests/deploy); a machine
+#            may have one of another origin (its package owns /usr/bin/kubectl), which serves
+#            as well as Debian's kubernetes-client
+apt_updated=false
+ensure_command() {  # COMMAND DEBIAN_PACKAGE
+  command -v "$1" >/dev/null && return 0
+  echo "install-deps: no $1; installing Debian's $2"
+  export DEBIAN_FRONTEND=noninteractive
+  $apt_updated || apt-get update
+  apt_updated=true
+  apt-get install -y --no-install-recommends "$2"
+}
+ensure_commands() {
+  ensure_command npm npm
+  ensure_command kubectl kubernetes-client
 }
 
 missing=()
@@ -56,7 +69,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#PACKAGES[@]} packages already installed"
-  ensure_npm
+  ensure_commands
   exit 0
 fi
 
@@ -68,6 +81,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
+apt_updated=true
 apt-get install -y --no-install-recommends "${missing[@]}"
 
 # Verify: apt-get can exit 0 yet leave a package half-configured.
@@ -81,4 +95,4 @@ if [[ ${#still[@]} -ne 0 ]]; then
   exit 1
 fi
 echo "install-deps: installed ${missing[*]}"
-ensure_npm
+ensure_commands

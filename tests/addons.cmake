@@ -22,7 +22,7 @@ mizarmp_add_python_test(NAME python_health MODULE test_health TIMEOUT 180)
 
 # The real mizarmp-addons binary's metrics endpoint and its probes' health listener.
 mizarmp_add_test(NAME addons_metrics_test SOURCES integration/addons_metrics_test.cc
-                 LIBS mizarmp_mock mizarmp_proto mizarmp_common PkgConfig::GRPCPP
+                 LIBS mizarmp_mock mizarmp_client mizarmp_proto mizarmp_common PkgConfig::GRPCPP
                    nlohmann_json::nlohmann_json
                  LABELS "integration;concurrency" TIMEOUT 120)
 add_dependencies(addons_metrics_test mizarmp-addons)

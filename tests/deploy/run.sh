@@ -4,7 +4,8 @@
 #   run.sh npm-ci MODULES_DIR   installs the validator's packages from the committed lock file
 #                               into MODULES_DIR (once per lock file; needs the npm registry)
 #   run.sh valid MODULES_DIR    deploy/ and deploy/examples/ validate
-#   run.sh broken MODULES_DIR   tests/deploy/broken/ is refused, each planted mistake named
+#   run.sh broken MODULES_DIR   tests/deploy/broken/ and broken-kustomization/ are refused, each
+#                               planted mistake named
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,15 +29,19 @@ case $MODE in
     cd "$ROOT" && validate deploy deploy/examples
     ;;
   broken)
-    out=$(cd "$ROOT" && validate tests/deploy/broken)
+    out=$(cd "$ROOT" && validate tests/deploy/broken tests/deploy/broken-kustomization)
     rc=$?
     echo "$out"
     [[ $rc -eq 1 ]] || { echo "FAIL: the validator exited $rc on broken manifests, not 1"; exit 1; }
-    for expected in "missing.yaml does not exist" "containerPort: must be integer" \
+    for expected in "missing.yaml: no such file or directory" "container imageless: no image" \
+      "containerPort: must be integer" \
       "matchLabels app=broken is not a pod label" "mounts undeclared volume undeclared" \
       '$(NODE_NAEM)' "no ServiceAccount nobody" "no ConfigMap absent" "conflist: not JSON" \
       "/spec/fenceState: must be equal to one of the allowed values" \
-      "unknown kind example.com/v1 Unknown" "localhost/not-used names no container image"; do
+      "unknown kind example.com/v1 Unknown" "localhost/not-used names no container image" \
+      "dials /csi/other.sock, but the server's endpoint is unix:///csi/mizarmp/csi-addons.sock" \
+      "socket /csi/other.sock is on no volume both containers mount at one path" \
+      "/spec/provisioner: other.example.com is no driver name of the server configs"; do
       grep -qF -- "$expected" <<<"$out" || { echo "FAIL: no problem reported for: $expected"; exit 1; }
     done
     echo "ok: every planted mistake was named"

@@ -3,27 +3,33 @@
 //
 //   node validate.cjs DIR...
 //
-// DIR holds a kustomization.yaml (its resources are read, in order) or plain *.yaml files. Every
-// object must be of a kind this validator knows: Kubernetes' own kinds are checked against the
-// OpenAPI schema of the release kubernetes-models carries (pinned by package-lock.json), the
-// CSI-Addons kinds against tests/deploy/schemas/. On top of the schemas, what the API server or
+// DIR holds a kustomization.yaml (rendered by `kubectl kustomize DIR`, as `kubectl apply -k` does)
+// or plain *.yaml files. Every object must be of a kind this validator knows (an unknown kind is a
+// problem, not a pass): Kubernetes' own kinds are checked against the OpenAPI schema of the
+// release kubernetes-models carries (Kubernetes 1.27.1 in 4.5.1, pinned by package-lock.json),
+// the CSI-Addons kinds against tests/deploy/schemas/. On top of the schemas, what the API server or
 // the kubelet would reject and a schema cannot see: a workload whose selector does not match its
 // pod labels, a mount of a volume the pod does not declare, a $(VAR) in args that no env var
-// defines (the kubelet would pass it on literally), a ConfigMap or ServiceAccount that is not in
-// the set, a conflist that is not JSON, and a kustomization whose images name no container.
+// defines (the kubelet would pass it on literally), a container without an image, a ConfigMap or
+// ServiceAccount that is not in the set, a conflist that is not JSON, a csi-addons sidecar that
+// dials another socket than its server's endpoint or one on no volume they share, a fence class
+// or fence naming a driver no server config of the run carries, and a kustomization whose images
+// name no container.
 //
 // Prints one line per object checked and a count; exits 1 after listing every problem
 // ("FILE: Kind/name: where: what").
 "use strict";
 
+const { execFileSync } = require("child_process");
 const fs = require("fs");
 const path = require("path");
 const YAML = require("yaml");
 const Ajv = require("ajv");
 
+const identity = (obj) => `${obj.kind}/${obj.metadata?.name}`;
 const problems = [];
 const problem = (file, obj, where, what) =>
-  problems.push(`${file}: ${obj ? `${obj.kind}/${obj.metadata?.name}` : "-"}: ${where}: ${what}`);
+  problems.push(`${file}: ${obj ? identity(obj) : "-"}: ${where}: ${what}`);
 
 // ------------------------------------------------------------------------------------- schemas
 
@@ -90,6 +96,9 @@ function checkContainers(file, obj, pod) {
   const containers = [...(pod.initContainers ?? []), ...(pod.containers ?? [])];
   containers.forEach((c) => {
     const where = `container ${c.name}`;
+    // Optional in the schema (a pod template may leave it to a controller); the API server
+    // refuses a pod without it.
+    if (!c.image) problem(file, obj, where, "no image");
     for (const m of c.volumeMounts ?? []) {
       if (!volumes.has(m.name)) problem(file, obj, where, `mounts undeclared volume ${m.name}`);
     }
@@ -115,14 +124,18 @@ function checkReferences(file, obj, pod, names) {
   }
 }
 
+// A config file's document: mizarmp-addons reads its *.json with // comments allowed; a conflist
+// has none. Throws what JSON.parse throws.
+function parseConfig(key, text) {
+  return JSON.parse(key.endsWith(".json") ? text.replace(/^\s*\/\/.*$/gm, "") : text);
+}
+
 // A ConfigMap key named *.conflist or *.json holds a document the programs parse.
 function checkConfigMap(file, obj) {
   for (const [key, text] of Object.entries(obj.data ?? {})) {
     if (!key.endsWith(".conflist") && !key.endsWith(".json")) continue;
-    // mizarmp-addons reads its JSON with // comments allowed; a conflist has none.
-    const json = key.endsWith(".json") ? text.replace(/^\s*\/\/.*$/gm, "") : text;
     try {
-      const doc = JSON.parse(json);
+      const doc = parseConfig(key, text);
       if (key.endsWith(".conflist") && !doc.plugins?.some((p) => p.type === "mizarmp")) {
         problem(file, obj, `data.${key}`, "a conflist without a mizarmp plugin");
       }
@@ -132,12 +145,103 @@ function checkConfigMap(file, obj) {
   }
 }
 
+// The value of a container's --FLAG=VALUE argument, its $(VAR)s replaced by the container's
+// literal env values; undefined without one.
+function argValue(container, flag) {
+  const arg = (container.args ?? []).find((a) => String(a).startsWith(`${flag}=`));
+  if (arg === undefined) return undefined;
+  const env = new Map((container.env ?? []).map((e) => [e.name, e.value]));
+  const expand = (reference, name) => env.get(name) ?? reference;
+  return arg.slice(flag.length + 1).replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, expand);
+}
+
+// The container's mount that holds the path TARGET (the deepest), or undefined.
+const mountDir = (mount) => mount.mountPath.replace(/\/$/, "");
+function mountHolding(container, target) {
+  return (container.volumeMounts ?? [])
+    .filter((m) => target.startsWith(`${mountDir(m)}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+}
+
+// The document of the file a container reads at FILE from a ConfigMap volume of the set, or null.
+function configFileOf(pod, container, file, configMaps) {
+  const mount = mountHolding(container, file);
+  if (!mount) return null;
+  const volume = (pod.volumes ?? []).find((v) => v.name === mount.name);
+  const key = file.slice(mountDir(mount).length + 1);
+  const text = configMaps.get(volume?.configMap?.name)?.data?.[key];
+  if (text === undefined) return null;
+  try {
+    return parseConfig(file, text);
+  } catch {
+    return null; // checkConfigMap reports it
+  }
+}
+
+// mizarmp-addons and its csi-addons sidecar meet at one socket: the server's "endpoint" (from
+// its --config file) must be what the sidecar dials (--csi-addons-address), on a volume both
+// containers mount at the same path. Otherwise the sidecar's first Probe fails and it exits.
+function checkSidecarSocket(file, obj, pod, configMaps) {
+  const containers = pod.containers ?? [];
+  const sidecar = containers.find((c) => argValue(c, "--csi-addons-address") !== undefined);
+  const server = containers.find((c) => argValue(c, "--config") !== undefined);
+  if (!sidecar || !server) return;
+  const config = configFileOf(pod, server, argValue(server, "--config"), configMaps);
+  if (!config) {
+    const what = `--config ${argValue(server, "--config")} is no JSON file of a ConfigMap`;
+    problem(file, obj, `container ${server.name}`, `${what} in the set`);
+    return;
+  }
+  const socket = (uri) => String(uri).replace(/^unix:\/\//, "");
+  const dialed = socket(argValue(sidecar, "--csi-addons-address"));
+  const where = `container ${sidecar.name}`;
+  if (dialed !== socket(config.endpoint)) {
+    problem(file, obj, where, `dials ${dialed}, but the server's endpoint is ${config.endpoint}`);
+  }
+  const [a, b] = [mountHolding(server, dialed), mountHolding(sidecar, dialed)];
+  if (!a || !b || a.name !== b.name || a.mountPath !== b.mountPath) {
+    problem(file, obj, where, `socket ${dialed} is on no volume both containers mount at one path`);
+  }
+}
+
+// The driver names the mizarmp-addons configs (ConfigMap *.json with a "mode") of the run carry.
+function driverNamesOf(objects) {
+  const names = new Set();
+  for (const { obj } of objects.filter(({ obj }) => obj.kind === "ConfigMap")) {
+    for (const [key, text] of Object.entries(obj.data ?? {})) {
+      if (!key.endsWith(".json")) continue;
+      try {
+        const doc = parseConfig(key, text);
+        if (doc.mode && doc.drivername) names.add(doc.drivername);
+      } catch {
+        // checkConfigMap reports it
+      }
+    }
+  }
+  return names;
+}
+
+// The CSI-Addons controller sends a fence to the CSIAddonsNodes of the class's provisioner (or
+// the fence's driver): it must be the driver name the servers announce, or nothing serves it.
+function checkFenceDrivers(fences, drivers) {
+  if (drivers.size === 0) return; // no server config in this run to compare with
+  for (const { file, obj } of fences) {
+    const [where, name] =
+      obj.kind === "NetworkFenceClass"
+        ? ["/spec/provisioner", obj.spec?.provisioner]
+        : ["/spec/driver", obj.spec?.driver];
+    if (name !== undefined && !drivers.has(name)) {
+      const known = [...drivers].join(", ");
+      problem(file, obj, where, `${name} is no driver name of the server configs (${known})`);
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------- loading
 
-function readObjects(file) {
-  const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8"));
+function parseObjects(file, text) {
   const out = [];
-  for (const doc of docs) {
+  for (const doc of YAML.parseAllDocuments(text)) {
     if (doc.errors.length) {
       doc.errors.forEach((e) => problem(file, null, "YAML", e.message));
       continue;
@@ -148,41 +252,79 @@ function readObjects(file) {
   return out;
 }
 
-// The files of DIR: its kustomization's resources (each must exist), or its *.yaml files.
-function filesOf(dir) {
-  const kustomization = path.join(dir, "kustomization.yaml");
-  if (!fs.existsSync(kustomization)) {
-    return { files: fs.readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort().map((f) => path.join(dir, f)) };
-  }
-  const k = YAML.parse(fs.readFileSync(kustomization, "utf8"));
-  const files = [];
-  for (const r of k.resources ?? []) {
-    const file = path.join(dir, r);
-    if (fs.existsSync(file)) files.push(file);
-    else problem(kustomization, null, "resources", `${r} does not exist`);
-  }
-  return { files, kustomization, images: k.images ?? [] };
+// DIR's *.yaml files but its kustomization, each object with the file it is in.
+function rawObjectsOf(dir) {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
+    .sort()
+    .map((f) => path.join(dir, f))
+    .flatMap((file) =>
+      parseObjects(file, fs.readFileSync(file, "utf8")).map((obj) => ({ file, obj })),
+    );
 }
 
+// What `kubectl apply -k DIR` sends: kubectl's own kustomize renders it (so the namespace and
+// the image tags are applied, and a kustomization kustomize refuses is refused here too).
+function render(kustomization, dir) {
+  try {
+    const options = { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] };
+    return execFileSync("kubectl", ["kustomize", dir], options);
+  } catch (e) {
+    const why =
+      e.code === "ENOENT"
+        ? "kubectl not found (scripts/install-deps.sh installs it)"
+        : String(e.stderr || e.message).trim();
+    problem(kustomization, null, "kubectl kustomize", why);
+    return null;
+  }
+}
+
+// The objects of DIR: rendered from its kustomization.yaml, named by the file each came from;
+// or, without one, its *.yaml files as they are.
+function objectsOf(dir) {
+  const raw = rawObjectsOf(dir);
+  const kustomization = path.join(dir, "kustomization.yaml");
+  if (!fs.existsSync(kustomization)) return raw;
+  const images = YAML.parse(fs.readFileSync(kustomization, "utf8"))?.images ?? [];
+  checkImages(kustomization, images, raw);
+  const text = render(kustomization, dir);
+  if (text === null) return [];
+  const origin = new Map(raw.map(({ file, obj }) => [identity(obj), file]));
+  return parseObjects(kustomization, text).map((obj) => ({
+    file: origin.get(identity(obj)) ?? kustomization,
+    obj,
+  }));
+}
+
+// An `images:` entry that names no container's image would retarget nothing, silently.
 function checkImages(kustomization, images, objects) {
   const used = new Set();
   for (const { obj } of objects) {
     const pod = podSpecOf(obj);
     for (const c of [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])]) {
-      used.add(c.image.replace(/[:@].*$/, ""));
+      if (c.image) used.add(c.image.replace(/[:@].*$/, ""));
     }
   }
   for (const image of images) {
-    if (!used.has(image.name)) problem(kustomization, null, "images", `${image.name} names no container image`);
+    if (!used.has(image.name)) {
+      problem(kustomization, null, "images", `${image.name} names no container image`);
+    }
   }
 }
 
 function main(dirs) {
   let count = 0;
+  const all = [];
   for (const dir of dirs) {
-    const { files, kustomization, images } = filesOf(dir);
-    const objects = files.flatMap((file) => readObjects(file).map((obj) => ({ file, obj })));
-    const names = new Set(objects.map(({ obj }) => `${obj.kind}/${obj.metadata?.name}`));
+    const objects = objectsOf(dir);
+    all.push(...objects);
+    const names = new Set(objects.map(({ obj }) => identity(obj)));
+    const configMaps = new Map(
+      objects
+        .filter(({ obj }) => obj.kind === "ConfigMap")
+        .map(({ obj }) => [obj.metadata?.name, obj]),
+    );
     for (const { file, obj } of objects) {
       validateSchema(file, obj);
       const pod = podSpecOf(obj);
@@ -190,13 +332,16 @@ function main(dirs) {
         checkSelector(file, obj);
         checkContainers(file, obj, pod);
         checkReferences(file, obj, pod, names);
+        checkSidecarSocket(file, obj, pod, configMaps);
       }
       if (obj.kind === "ConfigMap") checkConfigMap(file, obj);
-      console.log(`checked ${obj.apiVersion} ${obj.kind}/${obj.metadata?.name} (${path.relative(process.cwd(), file)})`);
+      const where = path.relative(process.cwd(), file);
+      console.log(`checked ${obj.apiVersion} ${identity(obj)} (${where})`);
       count++;
     }
-    if (kustomization) checkImages(kustomization, images, objects);
   }
+  const fences = all.filter(({ obj }) => ["NetworkFenceClass", "NetworkFence"].includes(obj.kind));
+  checkFenceDrivers(fences, driverNamesOf(all));
   if (problems.length) {
     problems.forEach((p) => console.log(`PROBLEM ${p}`));
     console.log(`${problems.length} problem(s) in ${count} object(s)`);

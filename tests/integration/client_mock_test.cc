@@ -7,12 +7,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
@@ -227,6 +229,46 @@ TEST_P(ClientMockTest, GetSubnet) {
   auto missing = client_->GetSubnet("no-such-subnet");
   ASSERT_FALSE(missing.ok());
   EXPECT_CODE(missing.status(), Code::kNotFound);
+}
+
+// The observer (metrics) sees each call once, after its retries, named by its method and the
+// path's shape (never an id) with its outcome.
+TEST_P(ClientMockTest, TheObserverSeesEachCallOnceByShapeAndOutcome) {
+  ASSERT_NO_FATAL_FAILURE(StartMock(MockOptions()));
+  std::vector<CallObservation> seen;  // the observer runs on the calling thread
+  ClientConfig c = Config();
+  c.observer = [&seen](const CallObservation& o) { seen.push_back(o); };
+  client_ = MakeClient(c);
+  ASSERT_NE(client_, nullptr);
+  const auto count = [&seen](const std::string& call, const std::string& outcome, int attempts) {
+    return std::count_if(seen.begin(), seen.end(), [&](const CallObservation& o) {
+      return o.call == call && o.outcome == outcome && o.attempts == attempts;
+    });
+  };
+  const std::string id = "5d1b0c2a-7e3f-4a9b-8c6d-1e2f3a4b5c6d";
+  ASSERT_TRUE(client_->CreatePort(Spec(id)).ok());
+  ASSERT_TRUE(client_->UpdatePort(id, {{"admin_state_up", false}}).ok());
+  ASSERT_TRUE(client_->ListPorts().ok());
+  ASSERT_TRUE(client_->GetSubnet(kDefaultSubnetId).ok());
+  EXPECT_FALSE(client_->GetSubnet("9f0e8d7c-6b5a-4938-8271-605f4e3d2c1b").ok());
+  EXPECT_EQ(count("PUT /ports/{id}", "ok", 1), 1);
+  EXPECT_EQ(count("GET /ports", "ok", 1), 1);
+  EXPECT_EQ(count("GET /subnets/{id}", "ok", 1), 1);
+  EXPECT_EQ(count("GET /subnets/{id}", "http_404", 1), 1);  // an answer, not retried
+
+  mock::Faults f;
+  f.fail_gets = 10;
+  server_->SetFaults(f);
+  EXPECT_FALSE(client_->GetPort(id).ok());
+  EXPECT_EQ(count("GET /ports/{id}", "http_503", 3), 1);  // once, after its three attempts
+  server_->Stop();
+  EXPECT_FALSE(client_->GetPort(id).ok());
+  EXPECT_EQ(count("GET /ports/{id}", "unavailable", 3), 1);
+  for (const CallObservation& o : seen) {
+    EXPECT_EQ(o.call.find(id), std::string::npos) << o.call;
+    EXPECT_EQ(o.call.find(kDefaultSubnetId), std::string::npos) << o.call;
+    EXPECT_EQ(o.call.find("/project"), std::string::npos) << o.call;
+  }
 }
 
 TEST_P(ClientMockTest, ReadyPortCarriesAddressAndMac) {

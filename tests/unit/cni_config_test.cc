@@ -40,6 +40,7 @@ TEST(CniConfig, MinimalGetsDefaults) {
   EXPECT_EQ(c->dialect, client::Dialect::kAuto);
   EXPECT_EQ(c->state_dir, "/var/lib/cni/mizarmp");
   EXPECT_EQ(c->log_level, "warn");
+  EXPECT_EQ(c->log_max_bytes, 0u);
   EXPECT_EQ(c->mtu, 0);
   EXPECT_TRUE(c->dns.empty());
   EXPECT_EQ(c->ready_timeout.count(), 60000);
@@ -60,6 +61,7 @@ TEST(CniConfig, EveryKey) {
   doc["stateDir"] = "/tmp/state";
   doc["logFile"] = "/tmp/mizarmp.log";
   doc["logLevel"] = "debug";
+  doc["logMaxBytes"] = 65536;
   doc["mtu"] = 1400;
   doc["dns"] = {{"nameservers", {"10.0.0.10"}},
                 {"domain", "cluster.local"},
@@ -82,6 +84,7 @@ TEST(CniConfig, EveryKey) {
   EXPECT_EQ(c->dialect, client::Dialect::kAlcor);
   EXPECT_EQ(c->state_dir, "/tmp/state");
   EXPECT_EQ(c->log_file, "/tmp/mizarmp.log");
+  EXPECT_EQ(c->log_max_bytes, 65536u);
   EXPECT_EQ(c->mtu, 1400);
   EXPECT_EQ(c->dns.nameservers, std::vector<std::string>{"10.0.0.10"});
   EXPECT_EQ(c->dns.domain, "cluster.local");
@@ -162,6 +165,14 @@ TEST(CniConfig, ValuesOutOfRange) {
     doc["mtu"] = mtu;
     std::string msg = ParseError(doc);
     EXPECT_NE(msg.find("\"mtu\" is " + std::to_string(mtu)), std::string::npos) << msg;
+  }
+  for (int64_t cap : {int64_t{0}, int64_t{4095}, (int64_t{1} << 30) + 1}) {
+    doc = Minimal();
+    doc["logMaxBytes"] = cap;
+    std::string msg = ParseError(doc);
+    EXPECT_NE(msg.find("\"logMaxBytes\" is " + std::to_string(cap) + ", want 4096..1073741824"),
+              std::string::npos)
+        << msg;
   }
   for (int mtu : {68, 65535}) {
     doc = Minimal();
