@@ -9,17 +9,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <cstdlib>
 
 #include "common/strings.h"
 #include "common/version.h"
+#include "mizarmp-client/trust_store.h"
 
 namespace mizarmp::client {
 
@@ -33,18 +32,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
-
-// The CA bundles of the common distributions, the first that exists wins. OpenSSL's own
-// default (its build-time OPENSSLDIR, /usr/lib/ssl on Debian) is not used: the static plugin
-// carries the build machine's default, which other distributions do not have.
-constexpr std::array<const char*, 6> kSystemCaBundles = {
-    "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Arch, Gentoo
-    "/etc/pki/tls/certs/ca-bundle.crt",                   // Fedora, RHEL
-    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // CentOS, RHEL 7+
-    "/etc/ssl/ca-bundle.pem",                             // openSUSE, SLES
-    "/etc/ssl/cert.pem",                                  // Alpine
-    "/etc/pki/tls/cacert.pem",                            // OpenELEC
-};
 
 int64_t ElapsedMs(Clock::time_point since) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
@@ -66,39 +53,6 @@ std::string TlsDetail(const error_code& ec) {
   if (ec.category() != asio::error::get_ssl_category()) return "";
   const char* reason = ERR_reason_error_string(static_cast<unsigned long>(ec.value()));
   return reason != nullptr ? reason : "OpenSSL error " + std::to_string(ec.value());
-}
-
-Status LoadCaFile(ssl::context& ctx, const std::string& path) {
-  error_code ec;
-  ctx.load_verify_file(path, ec);
-  if (ec) return UnavailableError("TLS: cannot load CA certificates from " + path);
-  return Status::Ok();
-}
-
-// The host's trust store: SSL_CERT_FILE / SSL_CERT_DIR when set (OpenSSL's own convention, which
-// a statically linked OpenSSL honours nowhere else), else the first bundle of kSystemCaBundles.
-Status LoadSystemTrust(ssl::context& ctx) {
-  const char* file = std::getenv("SSL_CERT_FILE");
-  const char* dir = std::getenv("SSL_CERT_DIR");
-  const bool has_file = file != nullptr && *file != '\0';
-  const bool has_dir = dir != nullptr && *dir != '\0';
-  if (has_file || has_dir) {
-    if (SSL_CTX_load_verify_locations(ctx.native_handle(), has_file ? file : nullptr,
-                                      has_dir ? dir : nullptr) != 1) {
-      ERR_clear_error();
-      return UnavailableError(std::string("TLS: cannot load CA certificates from ") +
-                              (has_file ? "SSL_CERT_FILE=" + std::string(file) : "") +
-                              (has_file && has_dir ? " " : "") +
-                              (has_dir ? "SSL_CERT_DIR=" + std::string(dir) : ""));
-    }
-    return Status::Ok();
-  }
-  for (const char* bundle : kSystemCaBundles) {
-    if (::access(bundle, R_OK) == 0) return LoadCaFile(ctx, bundle);
-  }
-  return UnavailableError(
-      "TLS: no system CA store found (SSL_CERT_FILE and SSL_CERT_DIR are unset, and none of " +
-      Joined(kSystemCaBundles, ", ") + " exists); configure a CA file");
 }
 
 // A client certificate (and its key: without a key file, the certificate file's own).
@@ -151,7 +105,8 @@ Result<std::unique_ptr<ssl::context>> MakeTlsContext(const Endpoint& endpoint,
     ctx->set_verify_mode(ssl::verify_none);
     return ctx;
   }
-  MZ_RETURN_IF_ERROR(tls.ca_file.empty() ? LoadSystemTrust(*ctx) : LoadCaFile(*ctx, tls.ca_file));
+  MZ_RETURN_IF_ERROR(tls.ca_file.empty() ? LoadSystemTrust(ctx->native_handle())
+                                         : LoadCaFile(ctx->native_handle(), tls.ca_file));
   MZ_RETURN_IF_ERROR(ExpectHost(*ctx, endpoint.host));
   ctx->set_verify_mode(ssl::verify_peer);
   return ctx;

@@ -4,7 +4,10 @@
 // the host, as a runtime passes it: the mock's host agent opens it from outside). A dynamically
 // linked program cannot even start there (there is no loader and no library). ADD, CHECK and
 // DEL run against the mock and its host agent, over http and over https, with a host name in
-// mpurl that only that /etc/hosts resolves. Root and netns; registered only for the static build.
+// mpurl that only that /etc/hosts resolves. Over https the CA comes from the config's caFile or
+// from the root's own system trust store, Debian's layout: /etc/ssl/certs as a hash directory
+// (the CA found by its subject's hash; the bundle beside it holds another CA, so only the lookup
+// can pass) or as a bundle alone. Root and netns; registered only for the static build.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +15,7 @@
 #include <string>
 
 #include "common/fileutil.h"
+#include "common/strings.h"
 #include "mock-server/mock.h"
 #include "tests/support/support.h"
 
@@ -28,7 +32,24 @@ constexpr const char* kCidr = "10.246.0.0/24";
 // Resolved only by the /etc/hosts inside the root: the host's resolver knows nothing of it.
 constexpr const char* kControllerName = "mizar-controller.test";
 
-class PluginSelfContainedTest : public ::testing::TestWithParam<bool> {
+// How the plugin reaches the controller, and where it finds the CA over https.
+enum class Transport { kHttp, kHttpsCaFile, kHttpsHashDir, kHttpsBundle };
+
+std::string TransportName(Transport t) {
+  switch (t) {
+    case Transport::kHttp:
+      return "Http";
+    case Transport::kHttpsCaFile:
+      return "HttpsCaFile";
+    case Transport::kHttpsHashDir:
+      return "HttpsSystemHashDirectory";
+    case Transport::kHttpsBundle:
+      return "HttpsSystemBundle";
+  }
+  return "?";
+}
+
+class PluginSelfContainedTest : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override {
     MZ_REQUIRE_NETNS();
@@ -39,7 +60,7 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<bool> {
     ASSERT_NO_FATAL_FAILURE(MakeRoot());
   }
 
-  bool https() const { return GetParam(); }
+  bool https() const { return GetParam() != Transport::kHttp; }
 
   void StartMock() {
     mock::Options o;
@@ -57,8 +78,8 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(mock_->Start().ok());
   }
 
-  // The root: /mizarmp, /etc/hosts, /ca.crt, and the mount points /proc and the pod's netns
-  // path; nothing else.
+  // The root: /mizarmp, /etc/hosts, the CA where the transport under test looks for it, and the
+  // mount points /proc and the pod's netns path; nothing else.
   void MakeRoot() {
     const std::string r = root_.path();
     fs::copy_file(testing::BinDir() + "/mizarmp", r + "/mizarmp");
@@ -69,7 +90,32 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<bool> {
         WriteFileAtomic(r + "/etc/hosts", "127.0.0.1 " + std::string(kControllerName) + "\n", 0644)
             .ok());
     ASSERT_TRUE(WriteFileAtomic(r + pod_->path(), "", 0644).ok());
-    fs::copy_file(pki_.ca, r + "/ca.crt");
+    ASSERT_NO_FATAL_FAILURE(PlaceCa(r));
+  }
+
+  void PlaceCa(const std::string& r) {
+    const std::string certs = r + "/etc/ssl/certs";
+    switch (GetParam()) {
+      case Transport::kHttp:
+        return;
+      case Transport::kHttpsCaFile:
+        fs::copy_file(pki_.ca, r + "/ca.crt");
+        return;
+      case Transport::kHttpsHashDir: {
+        fs::create_directories(certs);
+        ASSERT_TRUE(other_pki_.error.empty()) << other_pki_.error;
+        fs::copy_file(other_pki_.ca, certs + "/ca-certificates.crt");
+        fs::copy_file(pki_.ca, certs + "/test-ca.pem");
+        std::string hash;
+        ASSERT_EQ(testing::Shell("openssl x509 -hash -noout -in '" + pki_.ca + "'", &hash), 0);
+        fs::create_symlink("test-ca.pem", certs + "/" + std::string(Trim(hash)) + ".0");
+        return;
+      }
+      case Transport::kHttpsBundle:
+        fs::create_directories(certs);
+        fs::copy_file(pki_.ca, certs + "/ca-certificates.crt");
+        return;
+    }
   }
 
   json Config() const {
@@ -84,7 +130,7 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<bool> {
               {"stateDir", "/state"},
               {"logLevel", "debug"},
               {"timeouts", {{"readyMs", 5000}, {"nicMs", 5000}}}};
-    if (https()) c["tls"] = {{"caFile", "/ca.crt"}};
+    if (GetParam() == Transport::kHttpsCaFile) c["tls"] = {{"caFile", "/ca.crt"}};
     return c;
   }
 
@@ -108,6 +154,7 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<bool> {
   }
 
   testing::Pki pki_{std::string("DNS:") + kControllerName};
+  testing::Pki other_pki_{std::string("DNS:") + kControllerName};
   testing::TempDir root_;
   std::unique_ptr<ScopedNetns> host_;
   std::unique_ptr<ScopedNetns> pod_;
@@ -141,9 +188,33 @@ TEST_P(PluginSelfContainedTest, AddCheckDelInAnEmptyRootWithAHostNameInMpurl) {
   EXPECT_FALSE(fs::exists(root_.path() + "/state/mzt-static/c1:eth0.json"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Transport, PluginSelfContainedTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& p) {
-                           return p.param ? std::string("Https") : std::string("Http");
+// No trust store in the root at all: the handshake is never tried, and the error says where the
+// plugin looked and what to configure.
+using PluginWithoutTrustStoreTest = PluginSelfContainedTest;
+
+TEST_P(PluginWithoutTrustStoreTest, TheErrorNamesWhereItLooked) {
+  fs::remove_all(root_.path() + "/etc/ssl");
+  ProcessResult add = Plugin("ADD", Config());
+  EXPECT_NE(add.exit_code, 0) << add.Describe();
+  json error = json::parse(add.out, nullptr, false);
+  ASSERT_FALSE(error.is_discarded()) << add.out;
+  const std::string msg = error.value("msg", "");
+  EXPECT_NE(msg.find("no system CA store found"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("/etc/ssl/certs/ca-certificates.crt"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("configure a CA file"), std::string::npos) << msg;
+  EXPECT_TRUE(mock_->Ports().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, PluginSelfContainedTest,
+                         ::testing::Values(Transport::kHttp, Transport::kHttpsCaFile,
+                                           Transport::kHttpsHashDir, Transport::kHttpsBundle),
+                         [](const ::testing::TestParamInfo<Transport>& p) {
+                           return TransportName(p.param);
+                         });
+INSTANTIATE_TEST_SUITE_P(Transports, PluginWithoutTrustStoreTest,
+                         ::testing::Values(Transport::kHttpsBundle),
+                         [](const ::testing::TestParamInfo<Transport>& p) {
+                           return TransportName(p.param);
                          });
 
 }  // namespace
