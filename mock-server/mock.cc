@@ -77,4 +77,6 @@ std::vector<PortSummary> MockServer::Ports() const { return impl_->model->Summar
 
 uint64_t MockServer::requests() const { return impl_->routes->requests(); }
 
+size_t MockServer::agent_backlog() const { return impl_->model->usage().agent_backlog; }
+
 }  // namespace mizarmp::mock

@@ -78,6 +78,13 @@ struct Options {
   std::string bridge = "mzbr0";
   std::string agent_netns;  // where the bridge and host ends live; empty: the mock's own netns
   int mtu = 1500;
+  // When set, a deleted port's veth is removed by the agent after the DELETE is answered, as a
+  // controller that hands the work to its host agents answers: the kernel's veth teardown (some
+  // 17 ms of RCU grace periods) is then not in the answer. The agent keeps its order: a port
+  // going ready is plugged only after every removal asked for before it, so a pod that gets
+  // eth0 again never finds the old one in the way. /mock/state's "agent_backlog" counts the
+  // removals still to do.
+  bool agent_unplugs_later = false;
   // TLS: serve HTTPS when cert and key are set; require client certs signed by client_ca if set.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -111,6 +118,7 @@ class MockServer {
   void SetFaults(const Faults& faults);
   std::vector<PortSummary> Ports() const;
   uint64_t requests() const;  // REST requests served (control endpoints excluded)
+  size_t agent_backlog() const;  // veths of deleted ports the agent has yet to remove
 
  private:
   MockServer() = default;

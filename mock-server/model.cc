@@ -104,6 +104,7 @@ void Model::Stop() {
   cv_.notify_all();
   if (timer_.joinable()) timer_.join();
   if (!agent_) return;
+  DrainUnplugs();
   std::vector<std::string> hosts;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -295,7 +296,7 @@ Status Model::DeletePort(const std::string& id) {
     ports_.erase(it);
   }
   MZ_LOG(kDebug) << "port " << id << " deleted";
-  if (!host.empty()) Unplug(host, "port " + id + ": ");
+  if (!host.empty()) UnplugDeleted(host, "port " + id + ": ");
   return Status::Ok();
 }
 
@@ -310,6 +311,7 @@ size_t Model::DeleteAllPorts() {
     }
     ports_.clear();
   }
+  if (agent_) DrainUnplugs();
   for (const auto& h : hosts) Unplug(h, "");
   return n;
 }
@@ -330,6 +332,7 @@ Model::Usage Model::usage() const {
   std::lock_guard<std::mutex> lk(mu_);
   Usage u;
   u.ports = ports_.size();
+  u.agent_backlog = unplugs_.size() + unplugging_;
   for (const IpAddress& ip : pool4_.allocated()) u.allocated.push_back(ip.ToString());
   if (pool6_) {
     for (const IpAddress& ip : pool6_->allocated()) u.allocated.push_back(ip.ToString());
@@ -415,8 +418,9 @@ void Model::TimerLoop() {
         next = std::min(next, at);
       }
     }
-    if (!due.empty()) {
+    if (!due.empty() || !unplugs_.empty()) {
       lk.unlock();
+      DrainUnplugs();
       for (const auto& id : due) Activate(id);
       lk.lock();
       continue;
@@ -432,6 +436,7 @@ void Model::Activate(const std::string& id) {
   uint64_t seq = 0;
   const std::optional<PlugRequest> request = BeginActivation(id, &seq);
   if (!request) return;
+  DrainUnplugs();  // the agent's order: what was deleted before goes first
   const Status plugged = agent_->Plug(*request);
   FinishActivation(id, seq, *request, plugged);
 }
@@ -515,6 +520,30 @@ Status Model::SyncAdmin(const std::string& id) {
     MZ_LOG(kWarn) << "port " << id << ": " << st.ToString();
   }
   return st;
+}
+
+void Model::UnplugDeleted(const std::string& host_name, const std::string& context) {
+  if (!options_.agent_unplugs_later) return Unplug(host_name, context);
+  std::lock_guard<std::mutex> lk(mu_);
+  unplugs_.push_back(host_name);
+  WakeTimer();
+}
+
+void Model::DrainUnplugs() {
+  std::lock_guard<std::mutex> serial(drain_mu_);
+  for (;;) {
+    std::string host;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (unplugs_.empty()) return;
+      host = std::move(unplugs_.front());
+      unplugs_.pop_front();
+      ++unplugging_;
+    }
+    Unplug(host, "deleted port's " + host + ": ");
+    std::lock_guard<std::mutex> lk(mu_);
+    --unplugging_;
+  }
 }
 
 void Model::Unplug(const std::string& host_name, const std::string& context) {

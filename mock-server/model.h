@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,7 +59,8 @@ class Model {
   // to the agent's host end. NOT_FOUND, INVALID_ARGUMENT (see ApplyUpdate), INTERNAL with the
   // agent's message when the host end cannot be set.
   Result<nlohmann::json> UpdatePort(const std::string& id, const nlohmann::json& patch);
-  // Deletes the port, its addresses and its veth. NOT_FOUND "port ID not found".
+  // Deletes the port, its addresses and its veth (or queues the veth for the agent, with
+  // options.agent_unplugs_later). NOT_FOUND "port ID not found".
   Status DeletePort(const std::string& id);
   // Deletes every port and veth; returns how many ports there were.
   size_t DeleteAllPorts();
@@ -71,6 +73,7 @@ class Model {
   struct Usage {
     size_t ports = 0;
     std::vector<std::string> allocated;  // every address handed out, IPv4 first
+    size_t agent_backlog = 0;            // veths of deleted ports not removed yet
   };
   Usage usage() const;
   std::vector<PortSummary> Summaries() const;  // in creation order
@@ -103,6 +106,11 @@ class Model {
   Status SyncAdmin(const std::string& id);
   // Removes a host end (logging a failure, prefixed by `context`) and frees its name.
   void Unplug(const std::string& host_name, const std::string& context);
+  // A deleted port's host end: removed now, or queued for the timer thread when the agent
+  // unplugs later.
+  void UnplugDeleted(const std::string& host_name, const std::string& context);
+  // Removes every queued host end, in the order they were queued.
+  void DrainUnplugs();
 
   const Options options_;
   Cidr cidr4_;
@@ -126,6 +134,10 @@ class Model {
   std::set<std::string> host_names_;  // reserved host-end names
   std::map<std::string, PortRecord> ports_;
   uint64_t next_seq_ = 1;
+  std::deque<std::string> unplugs_;  // host ends of deleted ports, oldest first
+  size_t unplugging_ = 0;            // taken off unplugs_ and being removed
+
+  std::mutex drain_mu_;  // one drainer at a time, so removals keep their order
 
   std::mutex admin_mu_;  // serialises applying admin_state_up to links
 };

@@ -317,6 +317,7 @@ Reply Routes::State() const {
   Model::Usage usage = model_.usage();
   return Reply{200, json{{"ports", usage.ports},
                          {"allocated", std::move(usage.allocated)},
+                         {"agent_backlog", usage.agent_backlog},
                          {"requests", requests_.load()},
                          {"faults", FaultsToJson(faults_.Get())},
                          {"dialect", alcor() ? "alcor" : "v0.1"}}};

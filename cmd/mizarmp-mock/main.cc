@@ -105,6 +105,9 @@ FlagTable Flags(Config* c) {
   t.String("agent-netns", "PATH", "where the bridge and host ends live (default: this netns)",
            &o.agent_netns);
   t.Int("mtu", "N", "MTU of the veths (default " + std::to_string(o.mtu) + ")", 68, 65535, &o.mtu);
+  t.Switch("agent-unplugs-later",
+           "remove a deleted port's veth after answering the DELETE (in order with the plugs)",
+           &o.agent_unplugs_later);
   t.String("tls-cert", "FILE", "serve HTTPS with this certificate (and --tls-key)",
            &o.tls_cert_file);
   t.String("tls-key", "FILE", "the certificate's private key", &o.tls_key_file);

@@ -57,10 +57,11 @@ class MockAgentTest : public ::testing::Test {
     host_.reset();
   }
 
-  void Start(Dialect dialect = Dialect::kV01) {
+  void Start(Dialect dialect = Dialect::kV01, bool unplugs_later = false) {
     Options o;
     o.dialect = dialect;
     o.agent = true;
+    o.agent_unplugs_later = unplugs_later;
     o.bridge = bridge_;
     o.agent_netns = host_->path();
     o.cidr = "10.66.0.0/24";
@@ -176,6 +177,43 @@ TEST_F(MockAgentTest, ReadyPortHasItsVethInThePodNamespace) {
   EXPECT_EQ(status, 200) << r.dump();
   EXPECT_NE(host_->Exec("ip link show dev " + host + " 2>&1", &out), 0) << out;
   EXPECT_NE(pod_->Exec("ip link show dev eth7 2>&1", &out), 0) << out;
+}
+
+// An agent that removes NICs after the controller answered: the DELETE is answered with the
+// pair still there (or already gone), the agent then removes it, and a port for the same pod and
+// interface name created right after the DELETE is plugged only after that removal: it goes UP,
+// never failed on a name still taken.
+TEST_F(MockAgentTest, AnAgentThatUnplugsLaterKeepsItsOrder) {
+  ASSERT_NO_FATAL_FAILURE(Start(Dialect::kV01, /*unplugs_later=*/true));
+  CreatePort("old", pod_->path(), "eth0");
+  ASSERT_EQ(WaitSettled("old")["status"], "UP");
+  const std::string old_host = HostVeth("old");
+  ASSERT_FALSE(old_host.empty());
+  int status = 0;
+  json r = Call("DELETE", PortPath("old"), json(), &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json created = CreatePort("new", pod_->path(), "eth0");
+  const json port = WaitSettled("new");
+  ASSERT_EQ(port["status"], "UP") << port.dump();
+  std::string out;
+  ASSERT_EQ(pod_->Exec("ip -o link show dev eth0", &out), 0) << out;
+  EXPECT_TRUE(Contains(out, "link/ether " + created["mac_address"].get<std::string>())) << out;
+  EXPECT_EQ(server_->agent_backlog(), 0u);
+  EXPECT_NE(host_->Exec("ip link show dev " + old_host + " 2>&1", &out), 0) << out;
+  r = Call("GET", "/mock/state", json(), &status);
+  EXPECT_EQ(r["agent_backlog"], 0) << r.dump();
+
+  // Deleted with nothing to follow: the timer thread removes the pair on its own.
+  const std::string new_host = HostVeth("new");
+  r = Call("DELETE", PortPath("new"), json(), &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (server_->agent_backlog() != 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(server_->agent_backlog(), 0u);
+  EXPECT_NE(host_->Exec("ip link show dev " + new_host + " 2>&1", &out), 0) << out;
+  EXPECT_NE(pod_->Exec("ip link show dev eth0 2>&1", &out), 0) << out;
 }
 
 TEST_F(MockAgentTest, MissingNamespaceFailsThePort) {
