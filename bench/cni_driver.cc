@@ -27,6 +27,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "bench/support.h"
+#include "tests/support/pki.h"
 
 namespace mb = mizarmp::bench;
 namespace fs = std::filesystem;
@@ -47,6 +49,8 @@ namespace {
 
 constexpr const char* kMizarCidr = "10.242.0.0/16";
 constexpr const char* kPtpCidr = "10.243.0.0/16";
+constexpr const char* kLaterCidr = "10.244.0.0/16";
+constexpr const char* kTlsCidr = "10.245.0.0/16";
 constexpr const char* kPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 struct Options {
@@ -129,9 +133,31 @@ class Bench {
   // ----------------------------------------------------------------------------- plugin runs
   json MizarConfig(const std::string& url) const { return mb::MizarmpConfig(url, state_dir_); }
 
-  // mizarmp-mock with its host agent in the "host" netns, new ports ready after `ready_delay_ms`.
-  mb::MockOptions MockAt(int ready_delay_ms) const {
-    return {o_.bin_dir, o_.work_dir, kMizarCidr, host_->path(), ready_delay_ms};
+  // mizarmp-mock with its host agent in the "host" netns, new ports ready after `ready_delay_ms`,
+  // their addresses from `cidr` (mocks running at once need their own: each agent's bridge holds
+  // its gateway).
+  mb::MockOptions MockAt(int ready_delay_ms, const char* cidr = kMizarCidr) const {
+    mb::MockOptions m;
+    m.bin_dir = o_.bin_dir;
+    m.work_dir = o_.work_dir;
+    m.cidr = cidr;
+    m.agent_netns = host_->path();
+    m.ready_delay_ms = ready_delay_ms;
+    return m;
+  }
+
+  // The same over https, its server certificate from `pki`.
+  mb::MockOptions TlsMockAt(const mizarmp::testing::Pki& pki) const {
+    mb::MockOptions m = MockAt(0, kTlsCidr);
+    m.tls_cert = pki.server_cert;
+    m.tls_key = pki.server_key;
+    m.tls_ca = pki.ca;
+    return m;
+  }
+
+  static json WithCaFile(json config, const mizarmp::testing::Pki& pki) {
+    config["tls"] = {{"caFile", pki.ca}};
+    return config;
   }
 
   json PtpConfig() const {
@@ -162,44 +188,81 @@ class Bench {
   mb::ExecResult RunCni(const std::string& plugin, const std::string& command,
                         const std::string& container, const std::string& netns,
                         const json& config) {
-    auto r = mb::Run(CniExec(plugin, command, container, netns, config));
+    return RunSide({plugin, plugin, config, {}, ""}, command, container, netns);
+  }
+
+  // -------------------------------------------------------------------------------- latency
+  // One side of the latency comparison: a plugin file and how a runtime execs it.
+  struct Side {
+    std::string name;    // its key in the results
+    std::string plugin;  // a file in bin_dir ("ptp": ref_dir)
+    json config;
+    std::map<std::string, std::string> env;  // added to the runtime's environment
+    std::string mountns;                     // run in this mount namespace when set
+  };
+
+  mb::ExecResult RunSide(const Side& side, const std::string& command,
+                         const std::string& container, const std::string& netns) {
+    mb::Exec e = CniExec(side.plugin, command, container, netns, side.config);
+    e.env.insert(side.env.begin(), side.env.end());
+    e.mountns_path = side.mountns;
+    auto r = mb::Run(e);
     if (!r.ok()) {
       ++failures_;
-      std::cerr << "   " << plugin << " " << command << " " << container
+      std::cerr << "   " << side.name << " " << command << " " << container
                 << " failed: " << r.Describe() << "\n";
     }
     return r;
   }
 
-  // -------------------------------------------------------------------------------- latency
-  // Three sides, in turn, the order rotating per iteration: 0 mizarmp (the product: static)
-  // against mizarmp-mock, 1 ptp + host-local, 2 the same plugin linked dynamically (bench
-  // variant) against the same mock.
+  // The sides, in turn, the order rotating per iteration: mizarmp (the product: static) over
+  // http against mizarmp-mock; ptp + host-local; the same plugin linked dynamically (bench
+  // variant); mizarmp against a mock whose agent removes a deleted port's NIC after answering;
+  // mizarmp over https with the CA from tls.caFile, from the system trust store (a hash
+  // directory, in a mount namespace where the test CA is one of the system's), and from the
+  // whole system bundle (SSL_CERT_FILE: every CA parsed, as the plugin did before).
   bool Latency() {
+    mizarmp::testing::Pki pki;
+    if (!pki.error.empty()) return Fail("making the TLS certificates failed: " + pki.error);
     mb::Mock mock(MockAt(0));
-    if (!mock.ok()) return Fail("mock did not start (log " + mock.log() + ")");
-    const json cfg[3] = {MizarConfig(mock.url()), PtpConfig(), MizarConfig(mock.url())};
-    constexpr int kSides = 3;
-    std::vector<double> add[kSides], del[kSides], rss[kSides], cpu[kSides];
+    mb::MockOptions later_opts = MockAt(0, kLaterCidr);
+    later_opts.agent_unplugs_later = true;
+    mb::Mock later(later_opts);
+    mb::Mock tls(TlsMockAt(pki));
+    for (const mb::Mock* m : {&mock, &later, &tls}) {
+      if (!m->ok()) return Fail("mock did not start (log " + m->log() + ")");
+    }
+    mb::TrustStoreWith trust(pki.ca, o_.work_dir);
+    if (!trust.ok()) return Fail("system trust store with the bench CA: " + trust.error());
+    const json with_ca_file = WithCaFile(MizarConfig(tls.url()), pki);
+    const std::vector<Side> sides = {
+        {"mizarmp", "mizarmp", MizarConfig(mock.url()), {}, ""},
+        {"ptp", "ptp", PtpConfig(), {}, ""},
+        {"mizarmp_dynamic", "mizarmp-bench-variant-dynamic", MizarConfig(mock.url()), {}, ""},
+        {"agent_unplugs_later", "mizarmp", MizarConfig(later.url()), {}, ""},
+        {"https_ca_file", "mizarmp", with_ca_file, {}, ""},
+        {"https_system_store", "mizarmp", MizarConfig(tls.url()), {}, trust.mountns_path()},
+        {"https_system_bundle", "mizarmp", MizarConfig(tls.url()),
+         {{"SSL_CERT_FILE", trust.bundle()}}, ""},
+    };
+    const size_t n = sides.size();
+    std::vector<std::vector<double>> add(n), del(n), rss(n), cpu(n);
     int fails = 0;
     for (int i = -o_.warmup; i < o_.iterations; ++i) {
-      std::unique_ptr<mb::Netns> pods[kSides];
-      for (auto& p : pods) p = std::make_unique<mb::Netns>(mb::UniqueName("mzbp"));
-      const std::string cid = "lat" + std::to_string(i + o_.warmup);
-      const int rot = (i + o_.warmup) % kSides;
-      mb::ExecResult a[kSides], d[kSides];
-      auto plugin = [](int k) {
-        return k == 1 ? "ptp" : k == 2 ? "mizarmp-bench-variant-dynamic" : "mizarmp";
-      };
-      for (int step = 0; step < kSides; ++step) {
-        const int k = (rot + step) % kSides;
-        a[k] = RunCni(plugin(k), "ADD", cid + std::to_string(k), pods[k]->path(), cfg[k]);
+      std::vector<std::unique_ptr<mb::Netns>> pods;
+      for (size_t k = 0; k < n; ++k) pods.push_back(std::make_unique<mb::Netns>(mb::UniqueName("mzbp")));
+      const std::string cid = "lat" + std::to_string(i + o_.warmup) + "s";
+      const size_t rot = static_cast<size_t>(i + o_.warmup) % n;
+      std::vector<mb::ExecResult> a(n), d(n);
+      for (size_t step = 0; step < n; ++step) {
+        const size_t k = (rot + step) % n;
+        a[k] = RunSide(sides[k], "ADD", cid + std::to_string(k), pods[k]->path());
       }
-      for (int step = 0; step < kSides; ++step) {
-        const int k = (rot + step) % kSides;
-        d[k] = RunCni(plugin(k), "DEL", cid + std::to_string(k), pods[k]->path(), cfg[k]);
+      for (size_t step = 0; step < n; ++step) {
+        const size_t k = (rot + step) % n;
+        d[k] = RunSide(sides[k], "DEL", cid + std::to_string(k), pods[k]->path());
       }
-      for (int k = 0; k < kSides; ++k) {
+      for (size_t k = 0; k < n; ++k) {
         if (!a[k].ok() || !d[k].ok()) ++fails;
         if (i < 0) continue;  // warm-up
         if (a[k].ok()) {
@@ -210,43 +273,54 @@ class Bench {
         if (d[k].ok()) del[k].push_back(d[k].wall_ms);
       }
     }
-    auto side = [&](int k) {
+    json j = {{"failures", fails}, {"sides", json::array()}};
+    for (size_t k = 0; k < n; ++k) {
       mb::Stats rs = mb::Summarize(rss[k]);
-      return json{{"add", mb::StatsJson(mb::Summarize(add[k]))},
-                  {"del", mb::StatsJson(mb::Summarize(del[k]))},
-                  {"add_cpu", mb::StatsJson(mb::Summarize(cpu[k]))},
-                  {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
+      j[sides[k].name] = {{"add", mb::StatsJson(mb::Summarize(add[k]))},
+                          {"del", mb::StatsJson(mb::Summarize(del[k]))},
+                          {"add_cpu", mb::StatsJson(mb::Summarize(cpu[k]))},
+                          {"add_maxrss_kib", {{"median", rs.median}, {"max", rs.max}}}};
+      j["sides"].push_back(sides[k].name);
+    }
+    // A over B, of the medians (or p99s) of one operation.
+    auto ratio = [&j](const char* a, const char* b, const char* op, const char* stat) {
+      return j[a][op][stat].get<double>() / j[b][op][stat].get<double>();
     };
-    json j = {
-        {"mizarmp", side(0)}, {"ptp", side(1)}, {"mizarmp_dynamic", side(2)}, {"failures", fails}};
-    auto ratio = [&j](const char* op, const char* stat) {
-      return j["mizarmp"][op][stat].get<double>() / j["ptp"][op][stat].get<double>();
-    };
-    j["add_ratio_median"] = ratio("add", "median_ms");
-    j["del_ratio_median"] = ratio("del", "median_ms");
-    j["add_ratio_p99"] = ratio("add", "p99_ms");
-    j["del_ratio_p99"] = ratio("del", "p99_ms");
+    j["add_ratio_median"] = ratio("mizarmp", "ptp", "add", "median_ms");
+    j["del_ratio_median"] = ratio("mizarmp", "ptp", "del", "median_ms");
+    j["add_ratio_p99"] = ratio("mizarmp", "ptp", "add", "p99_ms");
+    j["del_ratio_p99"] = ratio("mizarmp", "ptp", "del", "p99_ms");
+    j["unplug_later_del_ratio_median"] = ratio("agent_unplugs_later", "ptp", "del", "median_ms");
+    for (const char* https : {"https_ca_file", "https_system_store", "https_system_bundle"}) {
+      j[std::string(https) + "_add_ratio_median"] = ratio(https, "mizarmp", "add", "median_ms");
+    }
     auto st = mock.State();
+    auto later_st = later.State();
     j["mock_ports_left"] = st ? (*st)["ports"] : json(nullptr);
     j["mock_requests"] = st ? (*st)["requests"] : json(nullptr);
+    j["unplug_later_backlog_at_end"] = later_st ? (*later_st)["agent_backlog"] : json(nullptr);
     results_["latency"] = j;
     std::cerr << "   ADD median: mizarmp " << j["mizarmp"]["add"]["median_ms"] << " ms, ptp "
               << j["ptp"]["add"]["median_ms"] << " ms; DEL " << j["mizarmp"]["del"]["median_ms"]
-              << " / " << j["ptp"]["del"]["median_ms"] << " ms\n";
+              << " / " << j["ptp"]["del"]["median_ms"] << " ms (agent unplugging later "
+              << j["agent_unplugs_later"]["del"]["median_ms"] << " ms); https ADD: CA file "
+              << j["https_ca_file"]["add"]["median_ms"] << ", system store "
+              << j["https_system_store"]["add"]["median_ms"] << ", system bundle "
+              << j["https_system_bundle"]["add"]["median_ms"] << " ms\n";
     return fails == 0;
   }
 
   // ---------------------------------------------------------------------------------- ready
-  // Poll variants, interleaved: the default (no "poll" key: 1 ms doubling to a 5 ms cap, past
-  // that 1% of the time already waited), the previous default (1 ms doubling to a 50 ms cap), and
-  // a fixed 1 s poll (the upstream plugin's).
+  // Poll variants, interleaved: the default (no "poll" key: every 5 ms, past that 1% of the time
+  // already waited, and at once when the NIC arrives in the pod), the previous default's interval
+  // (1 ms doubling to a 5 ms cap), and a fixed 1 s poll (the upstream plugin's).
   bool Ready() {
     struct Variant {
       const char* name;
       std::optional<std::pair<int, int>> poll;  // initialMs, maxMs
     };
     const std::vector<Variant> variants = {{"default", std::nullopt},
-                                           {"previous_cap_50ms", std::make_pair(1, 50)},
+                                           {"previous_1ms_doubling", std::make_pair(1, 5)},
                                            {"fixed_1s", std::make_pair(1000, 1000)}};
     json out = json::array();
     int fails = 0;
@@ -560,21 +634,34 @@ class Bench {
   }
 
   // -------------------------------------------------------------------------------- profile
+  // One ADD and one DEL over http://, and one ADD over https:// (tls.caFile), each run under
+  // --profile-wrap ("%c" in it becomes the case's name: ADD, DEL, ADD-https).
   bool Profile() {
     if (o_.profile_wrap.empty()) return Fail("--profile-wrap not given");
+    mizarmp::testing::Pki pki;
+    if (!pki.error.empty()) return Fail("making the TLS certificates failed: " + pki.error);
     mb::Mock mock(MockAt(0));
-    if (!mock.ok()) return Fail("mock did not start");
-    const json mz = MizarConfig(mock.url());
+    mb::Mock tls(TlsMockAt(pki));
+    if (!mock.ok() || !tls.ok()) return Fail("mock did not start");
+    struct Case {
+      std::string name, command;
+      json config;
+    };
+    const json http = MizarConfig(mock.url());
+    const std::vector<Case> cases = {{"ADD", "ADD", http},
+                                     {"DEL", "DEL", http},
+                                     {"ADD-https", "ADD", WithCaFile(MizarConfig(tls.url()), pki)}};
     bool ok = true;
-    for (const std::string profiled : {"ADD", "DEL"}) {
+    for (const Case& profiled : cases) {
       mb::Netns pod(mb::UniqueName("mzbf"));
-      const std::string cid = "prof" + profiled;
+      const std::string cid = "prof" + profiled.name;
       for (const std::string command : {"ADD", "DEL"}) {
-        mb::Exec e = CniExec("mizarmp", command, cid, pod.path(), mz);
-        if (command == profiled) {
+        mb::Exec e = CniExec("mizarmp", command, cid, pod.path(), profiled.config);
+        const bool wrapped = command == profiled.command;
+        if (wrapped) {
           std::vector<std::string> argv;
           for (auto a : o_.profile_wrap) {
-            if (const size_t at = a.find("%c"); at != std::string::npos) a.replace(at, 2, command);
+            if (const size_t at = a.find("%c"); at != std::string::npos) a.replace(at, 2, profiled.name);
             argv.push_back(a);
           }
           argv.insert(argv.end(), e.argv.begin(), e.argv.end());
@@ -584,10 +671,11 @@ class Bench {
         auto r = mb::Run(e);
         if (!r.ok()) {
           ok = false;
-          std::cerr << "   profile " << command << " failed: " << r.Describe() << "\n";
+          std::cerr << "   profile " << profiled.name << " (" << command << ") failed: " << r.Describe()
+                    << "\n";
         }
-        if (command == profiled) {
-          results_["profile"][command] = {
+        if (wrapped) {
+          results_["profile"][profiled.name] = {
               {"exit", r.exit_code},
               {"wall_ms", r.wall_ms},
               {"stderr_tail", r.err.size() > 4000 ? r.err.substr(r.err.size() - 4000) : r.err}};

@@ -12,14 +12,31 @@ import os
 import re
 import sys
 
-# The previous run (commit ef0110d, 2026-11-23), for "what changed and what it moved".
+# The previous run (commit c5b2986, 2026-11-24), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "ef0110d",
-    "add": 8.1, "ptp_add": 15.9, "del": 23.6, "ptp_del": 31.8, "ready0": 9.0,
-    "rss_kib": 3672, "version_ms": 1.33, "libs": 0, "probe_ratio": 1.05,
-    "list_ratio": 0.87, "list_cpu_us": 25.0, "list_bare_cpu_us": 22.5,
-    "gc_ms": 5.5, "gc_node_ms": 1.4, "fence_ms": 829.3,
+    "commit": "c5b2986",
+    "add": 4.3, "ptp_add": 7.6, "del": 30.9, "ptp_del": 35.0, "ready0": 4.2,
+    "ready50_over": 4.0, "ready500_over": 3.1, "ready50_requests": 15.0, "ready500_requests": 100.0,
+    "rss_kib": 3468, "version_ms": 1.18, "version_ptp_ms": 2.33, "libs": 0, "probe_ratio": 0.96,
+    "list_ratio": 0.78, "list_cpu_us": 26.6, "list_bare_cpu_us": 18.8,
+    "gc_ms": 4.1, "gc_node_ms": 0.9, "fence_ms": 356.1, "unfence_ms": 334.7,
 }
+
+
+def readiness_gets(row, variant):
+    """GETs of the port per ADD (median): the ADD's REST requests less its POST and subnet GET."""
+    n = g(row, variant, "rest_requests_per_add_median")
+    return None if n is None else n - 2
+
+
+def readiness_get_budget(d):
+    """GETs a wait of d ms may make: the first, then one per 5 ms or per 1% of the time waited."""
+    gets, t = 1, 0.0
+    while True:
+        t += max(5.0, 0.01 * t)
+        if t > d:
+            return gets
+        gets += 1
 
 
 def load(path):
@@ -259,7 +276,7 @@ def soak_lines(soak, quick):
     p(f"of the run is at most {SOAK_RSS_SLACK:.0%} (or {SOAK_RSS_FLOOR_KIB} KiB, whichever is larger) above the median of the")
     p("first half after warm-up, and the largest open fd count of the second half is not above the first half's")
     p("(medians, because RSS under load moves with the requests in flight, and a leak lifts the whole second half;")
-    p(f"the largest fd count, because in-flight connections bound it); otherwise **grows**, with the figure. Warm-up is")
+    p("the largest fd count, because in-flight connections bound it); otherwise **grows**, with the figure. Warm-up is")
     p(f"the first {SOAK_WARMUP:.0%} of the run; \"after warm-up\" is the first sample past it. RSS is VmRSS (VmHWM = peak")
     p("so far) from `/proc/PID/status`, fds the entries of `/proc/PID/fd`, read between cycles (CNI) or every")
     p("few seconds under load (server).")
@@ -363,15 +380,12 @@ def main():
     fence = addons.get("fence", {})
 
     ldd = M.get("mizarmp_ldd", "").split()
-    all_ldd = M.get("startup_all_ldd", "").split()
     curl_linked = any(x.startswith("libcurl") for x in ldd)
     httplib_linked = any("httplib" in x for x in ldd)
     static_plugin = not M.get("mizarmp_needed", "").split()
     http_stack = ("libcurl" if curl_linked else "cpp-httplib" if httplib_linked
                   else "Boost.Beast over OpenSSL, linked statically" if static_plugin
                   else "Boost.Beast over OpenSSL")
-    ssl_loaded = any(x.startswith("libssl") for x in ldd)
-    nlibs = len(ldd) or g(fp, "mizarmp_binary", "shared_libraries")
 
     o = []
     p = o.append
@@ -419,23 +433,67 @@ def main():
 
     add_ratio = lat.get("add_ratio_median")
     del_ratio = lat.get("del_ratio_median")
-    for op, ratio in (("ADD", add_ratio), ("DEL", del_ratio)):
-        k = op.lower()
-        rows.append((f"1. {op} median, mizarmp / ptp+host-local", "<= 0.5",
-                     f"{fmt(g(lat, 'mizarmp', k, 'median_ms'))} / {fmt(g(lat, 'ptp', k, 'median_ms'))} = "
-                     f"**{fmt(ratio, '', 2)}** (p99 {fmt(g(lat, 'mizarmp', k, 'p99_ms'))} / "
-                     f"{fmt(g(lat, 'ptp', k, 'p99_ms'))} = {fmt(lat.get(k + '_ratio_p99'), '', 2)}); "
-                     f"previous run {PREVIOUS[k]} / {PREVIOUS['ptp_' + k]} ms",
-                     verdict(None if ratio is None else ratio <= 0.5)))
+    later_ratio = lat.get("unplug_later_del_ratio_median")
+
+    def vs_ptp(side, op, ratio):
+        return (f"{fmt(g(lat, side, op, 'median_ms'))} / {fmt(g(lat, 'ptp', op, 'median_ms'))} = "
+                f"**{fmt(ratio, '', 2)}**")
+
+    rows.append(("1. ADD median over http://, mizarmp / ptp+host-local", "<= 0.6",
+                 vs_ptp("mizarmp", "add", add_ratio) + f" (p99 {fmt(lat.get('add_ratio_p99'), '', 2)}); "
+                 f"previous run {PREVIOUS['add']} / {PREVIOUS['ptp_add']} ms",
+                 verdict(None if add_ratio is None else add_ratio <= 0.6)))
+    rows.append(("1. DEL median, mizarmp / ptp+host-local: the mock's agent removes the NIC before the "
+                 "controller answers", "<= 0.6",
+                 vs_ptp("mizarmp", "del", del_ratio) + f" (p99 {fmt(lat.get('del_ratio_p99'), '', 2)}); "
+                 f"previous run {PREVIOUS['del']} / {PREVIOUS['ptp_del']} ms",
+                 verdict(None if del_ratio is None else del_ratio <= 0.6)))
+    rows.append(("1. DEL median, mizarmp / ptp+host-local: the agent removes the NIC after the controller "
+                 "answered (`--agent-unplugs-later`)", "<= 0.6",
+                 vs_ptp("agent_unplugs_later", "del", later_ratio),
+                 verdict(None if later_ratio is None else later_ratio <= 0.6)))
+    for side, label in (("https_ca_file", "the CA from `tls.caFile`"),
+                        ("https_system_store", "the system trust store (its hash directory)")):
+        ratio = lat.get(side + "_add_ratio_median")
+        rows.append((f"2. ADD median over https:// / over http://, {label}", "<= 1.3",
+                     f"{fmt(g(lat, side, 'add', 'median_ms'))} / {fmt(g(lat, 'mizarmp', 'add', 'median_ms'))} = "
+                     f"**{fmt(ratio, '', 2)}** (p99 {fmt(g(lat, side, 'add', 'p99_ms'))})",
+                     verdict(None if ratio is None else ratio <= 1.3)))
+    rows.append(("2. ADD median over https:// / over http://, the whole system bundle parsed "
+                 "(`SSL_CERT_FILE`; what the plugin did before)", "report",
+                 f"{fmt(g(lat, 'https_system_bundle', 'add', 'median_ms'))} / "
+                 f"{fmt(g(lat, 'mizarmp', 'add', 'median_ms'))} = "
+                 f"**{fmt(lat.get('https_system_bundle_add_ratio_median'), '', 2)}**", "reported"))
+    ver_ratio = (g(st, "version_mizarmp", "median_ms") / g(st, "version_ptp", "median_ms")
+                 if g(st, "version_mizarmp", "median_ms") and g(st, "version_ptp", "median_ms") else None)
+    rows.append(("3. VERSION (process start-up) median, mizarmp / ptp", "<= 1.3",
+                 f"{fmt(g(st, 'version_mizarmp', 'median_ms'), 'ms', 2)} / {fmt(g(st, 'version_ptp', 'median_ms'), 'ms', 2)} "
+                 f"= **{fmt(ver_ratio, '', 2)}** (fork+exec of /bin/true {fmt(g(st, 'exec_bin_true', 'median_ms'), 'ms', 2)}); "
+                 f"previous run mizarmp {PREVIOUS['version_ms']} ms",
+                 verdict(None if ver_ratio is None else ver_ratio <= 1.3)))
+    rss_sides = [s_ for s_ in ("mizarmp", "agent_unplugs_later", "https_ca_file", "https_system_store",
+                               "https_system_bundle") if g(lat, s_, "add_maxrss_kib", "max")]
+    rss = max((g(lat, s_, "add_maxrss_kib", "max") for s_ in rss_sides), default=None)
+    rows.append(("3. peak RSS of one mizarmp ADD (largest over every http and https side)", "<= 6 MiB (6144 KiB)",
+                 f"**{fmt(rss, 'KiB', 0)}**: " + ", ".join(
+                     f"{s_} {fmt(g(lat, s_, 'add_maxrss_kib', 'max'), 'KiB', 0)}" for s_ in rss_sides)
+                 + f"; ptp {fmt(g(lat, 'ptp', 'add_maxrss_kib', 'max'), 'KiB', 0)}; previous run {PREVIOUS['rss_kib']} KiB",
+                 verdict(None if rss is None else rss <= 6144)))
+    r0 = next((r for r in ready if r["ready_delay_ms"] == 0), None)
+    base0 = g(r0, "default", "median_ms") if r0 else None
     for r in ready:
         d = r["ready_delay_ms"]
-        med = g(r, "default", "median_ms")
-        rows.append((f"2. readiness d = {d} ms: ADD median (default poll)", f"<= d + 5 = {d + 5} ms",
-                     f"**{fmt(med)}** (p99 {fmt(g(r, 'default', 'p99_ms'))}, "
-                     f"{g(r, 'default', 'rest_requests_per_add_median')} REST requests); previous default "
-                     f"(50 ms cap) {fmt(g(r, 'previous_cap_50ms', 'median_ms'))}; fixed 1 s poll "
-                     f"{fmt(g(r, 'fixed_1s', 'median_ms'))}",
-                     verdict(None if med is None else med <= d + 5)))
+        if d == 0 or base0 is None:
+            continue
+        over = g(r, "default", "median_ms") - base0 - d
+        gets = readiness_gets(r, "default")
+        budget = readiness_get_budget(d)
+        rows.append((f"4. readiness d = {d} ms: ADD(d) - ADD(0) - d, default poll", "<= 2 ms, GETs <= 1 + d/5",
+                     f"**{fmt(over, 'ms', 2)}** (ADD(d) {fmt(g(r, 'default', 'median_ms'))}, ADD(0) {fmt(base0)}); "
+                     f"**{fmt(gets, '', 0)} GETs** of the port per ADD (median; budget {budget}); the previous "
+                     f"interval (1 ms doubling to 5 ms) {fmt(g(r, 'previous_1ms_doubling', 'median_ms') - g(r0, 'previous_1ms_doubling', 'median_ms') - d, 'ms', 2)} "
+                     f"with {fmt(readiness_gets(r, 'previous_1ms_doubling'), '', 0)} GETs",
+                     verdict(over <= 2 and gets <= budget)))
     mz_bursts = [b for b in burst if b["plugin"] == "mizarmp"]
     if mz_bursts:
         fails = sum(b["add_failures"] + b["del_failures"] for b in mz_bursts)
@@ -446,28 +504,17 @@ def main():
         leaked = sum(v for k, v in leaks.items() if k != "lock_files")
         worst_add = max(b["add_total_ms"] for b in mz_bursts)
         worst_p99 = max(b["add"]["p99_ms"] for b in mz_bursts)
-        rows.append((f"3. burst of {mz_bursts[0]['n']}: failures, leaks", "0 failures, 0 leaks",
+        rows.append((f"burst of {mz_bursts[0]['n']}: failures, leaks", "0 failures, 0 leaks",
                      f"{fails} failures; leaks after {len(mz_bursts)} rounds: "
                      + ", ".join(f"{k} {v}" for k, v in sorted(leaks.items()))
                      + f"; ADD total (worst round) {fmt(worst_add)}, p99 {fmt(worst_p99)}",
                      verdict(fails == 0 and leaked == 0)))
-    rss = g(fp, "add_maxrss_kib", "max")
-    rows.append(("4. peak RSS of one mizarmp ADD", "<= 8 MiB (8192 KiB)",
-                 f"**{fmt(rss, 'KiB', 0)}** max over the latency runs (median {fmt(g(fp, 'add_maxrss_kib', 'median'), 'KiB', 0)}); "
-                 f"ptp {fmt(g(fp, 'ptp_add_maxrss_kib', 'max'), 'KiB', 0)}; previous run {PREVIOUS['rss_kib']} KiB",
-                 verdict(None if rss is None else rss <= 8192)))
-    rows.append(("4. binary size (unstripped / stripped)", "report",
+    rows.append(("3. binary size (unstripped / stripped)", "report",
                  f"mizarmp {g(fp, 'mizarmp_binary', 'bytes')} / {g(fp, 'mizarmp_binary', 'stripped_bytes')} B "
                  f"+ {g(fp, 'mizarmp_binary', 'shared_libraries')} shared libraries; ptp "
                  f"{g(fp, 'ptp_binary', 'bytes')} B (Go, libc only)", "reported"))
-    rows.append(("4. VERSION (process start-up)", "report",
-                 f"mizarmp {fmt(g(st, 'version_mizarmp', 'median_ms'), 'ms', 2)} median "
-                 f"(p99 {fmt(g(st, 'version_mizarmp', 'p99_ms'), 'ms', 2)}); ptp "
-                 f"{fmt(g(st, 'version_ptp', 'median_ms'), 'ms', 2)}; fork+exec of /bin/true "
-                 f"{fmt(g(st, 'exec_bin_true', 'median_ms'), 'ms', 2)}; previous run mizarmp {PREVIOUS['version_ms']} ms",
-                 "reported"))
     dyn = lat.get("mizarmp_dynamic", {})
-    rows.append(("4. self-contained (static) plugin vs linked dynamically vs ptp", "report",
+    rows.append(("3. self-contained (static) plugin vs linked dynamically vs ptp", "report",
                  f"VERSION {fmt(g(st, 'version_mizarmp', 'median_ms'), 'ms', 2)} / "
                  f"{fmt(g(st, 'version_mizarmp_dynamic', 'median_ms'), 'ms', 2)} / "
                  f"{fmt(g(st, 'version_ptp', 'median_ms'), 'ms', 2)}; ADD median "
@@ -482,7 +529,7 @@ def main():
                  f"{g(fp, 'ptp_binary', 'stripped_bytes')} B", "reported"))
     for method in ("Probe", "ListClusterFence"):
         m = rpc.get(method)
-        label = f"5. {method} calls/s, 8 clients, vs bare gRPC"
+        label = f"{method} calls/s, 8 clients, vs bare gRPC"
         if not m:
             rows.append((label, ">= 0.8", "not run", "n/a"))
             continue
@@ -502,13 +549,13 @@ def main():
     gc_med = g(gc, "latency", "median_ms")
     gc_node = g(gc, "one_node", "latency", "median_ms")
     if gc.get("measured"):
-        rows.append((f"5. GetFenceClients, {gc.get('records'):,} records / {gc.get('nodes')} nodes", "<= 20 ms",
+        rows.append((f"GetFenceClients, {gc.get('records'):,} records / {gc.get('nodes')} nodes", "<= 20 ms",
                      f"**{fmt(gc_med)}** median, p99 {fmt(g(gc, 'latency', 'p99_ms'))} "
                      f"({gc.get('clients_returned')} clients, {gc.get('addresses_returned')} addresses); one node "
                      f"(`hostId`): **{fmt(gc_node)}** median, p99 {fmt(g(gc, 'one_node', 'latency', 'p99_ms'))}",
                      verdict(max(gc_med, gc_node or 0) <= 20)))
     else:
-        rows.append(("5. GetFenceClients, 10,000 records / 100 nodes", "<= 20 ms",
+        rows.append(("GetFenceClients, 10,000 records / 100 nodes", "<= 20 ms",
                      f"**not measured**: {gc.get('why', 'not run')}", "not measured"))
     fen = fence.get("fence", {})
     unf = fence.get("unfence", {})
@@ -532,7 +579,7 @@ def main():
     for what, name, samples, x_key in soak_rows:
         proc = "addons" if name == "mizarmp-addons" else "mock"
         text, flat = soak_verdict(samples, x_key, proc)
-        rows.append((f"6. soak, {what}: {name} RSS and fds", "flat (see Soak)", text,
+        rows.append((f"soak, {what}: {name} RSS and fds", "flat (see Soak)", text,
                      verdict(flat)))
 
     p("## Figures against their targets")
@@ -562,26 +609,27 @@ def main():
                      "to ptp is from interleaved samples, so both sides saw the same machine, but the absolute "
                      "latency-section figures (and the start-up/work split below, which uses them) are "
                      "inflated accordingly.")
-    pr = rpc.get("Probe", {})
-    lr = rpc.get("ListClusterFence", {})
     ann_add = annotate_entries(os.path.join(P, "annotate.ADD.txt"))
-    evp_in_add = inclusive(ann_add, "EVP_MD_fetch") or inclusive(ann_add, "EVP_Digest")
-    comm = {srv: perf_comm(os.path.join(PERF, f"perf.{srv}.Probe.data.comm.txt"))
-            for srv in ("mizarmp-addons", "bare", "bare+health")}
-    nexting = {srv: sum(pc for c, pc in rows_ if c.startswith("nexting")) for srv, rows_ in comm.items()}
 
     p("## What changed since the previous run")
     p("")
     p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    p(f"- **The plugin: no change of its own.** Its client now sends a configurable User-Agent "
-      f"({M.get('client_log', '?')}); ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> "
-      f"{fmt(pt_add)}), DEL {PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}), "
-      f"VERSION {PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)}, ADD peak RSS {PREVIOUS['rss_kib']} -> "
-      f"{fmt(rss, 'KiB', 0)}: the run-to-run spread of a shared machine (see the load above).")
-    p("- **mizarmp-addons can keep its fences in etcd and run as several replicas** "
-      f"({M.get('fence_log', '?')}). The SQLite path is unchanged but for a 200 ms poll that only a shared "
-      "store runs. New in this run: \"Fence store: SQLite vs etcd\" and \"Failover\" (`bench/store_driver.cc`).")
+    p(f"- **https:// reads the system trust store through its hash directory** ({M.get('client_log', '?')}): "
+      "OpenSSL looks up the one CA a server's chain names (`/etc/ssl/certs/<hash>.0` on Debian) instead of "
+      "parsing the whole bundle on every ADD and DEL. New in this run: ADD and DEL over https:// (CA file, "
+      "system store, whole bundle) interleaved with http://.")
+    p(f"- **Readiness: the NIC's arrival in the pod is the sign to poll** ({M.get('netns_log', '?')}): polls at "
+      "most every 5 ms (1% of the time waited later), and at once when the agent places the NIC. Previous "
+      f"run: ADD(d) - ADD(0) - d = {PREVIOUS['ready50_over']} ms at d = 50 ({PREVIOUS['ready50_requests']:.0f} "
+      f"REST requests), {PREVIOUS['ready500_over']} ms at d = 500 ({PREVIOUS['ready500_requests']:.0f}).")
+    p(f"- **The mock can answer a DELETE before its agent removes the NIC** ({M.get('mock_log', '?')}): "
+      "`--agent-unplugs-later`, a controller that hands the removal to its host agent; DEL is measured "
+      "against both agents.")
+    p(f"- ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> {fmt(pt_add)}), DEL "
+      f"{PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}), VERSION "
+      f"{PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)} (ptp {PREVIOUS['version_ptp_ms']} -> {fmt(ver_ptp, 'ms', 2)}), "
+      f"ADD peak RSS {PREVIOUS['rss_kib']} -> {fmt(rss, 'KiB', 0)}.")
     p("")
 
     # ------------------------------------------------------------------------------ details
@@ -612,43 +660,63 @@ def main():
     p("- A method that answers UNIMPLEMENTED is reported as *not measured*, never as a figure.")
     p("")
 
-    p("### 1. ADD and DEL latency (ports ready at once)")
+    p("### 1-3. ADD and DEL latency (ports ready at once), http:// and https://")
     p("")
-    p("| side | ADD median | ADD p90 | ADD p99 | DEL median | DEL p90 | DEL p99 | ADD CPU (user+sys) median | n |")
-    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for key, label in (("mizarmp", "mizarmp (mizarmp-mock)"), ("ptp", "ptp + host-local")):
+    p("Seven sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
+    p("host agent; the https:// sides against a second mock serving TLS with a throwaway P-256 CA, the CA")
+    p("given as `tls.caFile`, or made one of the system's in a mount namespace where `/etc/ssl/certs` is a copy")
+    p("of the machine's with the CA added as Debian's tools add one (a hash link, a line in the bundle), or")
+    p("as `SSL_CERT_FILE` pointing at that whole bundle.")
+    p("")
+    p("| side | ADD median | ADD p90 | ADD p99 | DEL median | DEL p90 | DEL p99 | ADD CPU (user+sys) median | ADD peak RSS max | n |")
+    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    side_labels = {
+        "mizarmp": "mizarmp, http://",
+        "ptp": "ptp + host-local",
+        "mizarmp_dynamic": "mizarmp linked dynamically (bench variant), http://",
+        "agent_unplugs_later": "mizarmp, http://, agent removes the NIC after the answer",
+        "https_ca_file": "mizarmp, https://, `tls.caFile`",
+        "https_system_store": "mizarmp, https://, system trust store (hash directory)",
+        "https_system_bundle": "mizarmp, https://, whole system bundle (`SSL_CERT_FILE`)",
+    }
+    for key in lat.get("sides", []):
         s = lat.get(key)
-        if not s:
-            continue
-        p(f"| {label} | {fmt(g(s, 'add', 'median_ms'), 'ms', 2)} | {fmt(g(s, 'add', 'p90_ms'), 'ms', 2)} | "
+        p(f"| {side_labels.get(key, key)} | {fmt(g(s, 'add', 'median_ms'), 'ms', 2)} | {fmt(g(s, 'add', 'p90_ms'), 'ms', 2)} | "
           f"{fmt(g(s, 'add', 'p99_ms'), 'ms', 2)} | {fmt(g(s, 'del', 'median_ms'), 'ms', 2)} | "
           f"{fmt(g(s, 'del', 'p90_ms'), 'ms', 2)} | {fmt(g(s, 'del', 'p99_ms'), 'ms', 2)} | "
-          f"{fmt(g(s, 'add_cpu', 'median_ms'), 'ms', 2)} | {g(s, 'add', 'n')} |")
-    p(f"| ratio mizarmp / ptp | {fmt(add_ratio, '', 2)} | | {fmt(lat.get('add_ratio_p99'), '', 2)} | "
-      f"{fmt(del_ratio, '', 2)} | | {fmt(lat.get('del_ratio_p99'), '', 2)} | | |")
+          f"{fmt(g(s, 'add_cpu', 'median_ms'), 'ms', 2)} | {fmt(g(s, 'add_maxrss_kib', 'max'), 'KiB', 0)} | {g(s, 'add', 'n')} |")
     p("")
-    p(f"Failures: {lat.get('failures', 'n/a')}. Ports left at the mock afterwards: {lat.get('mock_ports_left', 'n/a')}.")
+    p(f"Failures: {lat.get('failures', 'n/a')}. Ports left at the mock afterwards: {lat.get('mock_ports_left', 'n/a')}; "
+      f"removals the later agent still had queued at the end: {lat.get('unplug_later_backlog_at_end', 'n/a')}.")
     p("")
     if contended:
         p(contended)
         p("")
 
-    p("### 2. Readiness latency")
+    p("### 4. Readiness latency")
     p("")
-    p("The mock makes each port ready d ms after its creation (`--ready-delay-ms`). Three poll settings of")
-    p("the plugin, interleaved: the default (no `poll` key: 1 ms doubling to a 5 ms cap, past that 1% of the")
-    p("time already waited), the previous default (`\"poll\": {\"initialMs\": 1, \"maxMs\": 50}`), and a fixed")
-    p("1 s poll like the upstream plugin (`\"poll\": {\"initialMs\": 1000, \"maxMs\": 1000}`). REST requests per")
-    p("ADD (median) from the mock's counter: the ADD's own calls plus the readiness GETs.")
+    p("The mock makes each port ready d ms after its creation (`--ready-delay-ms`); its agent places the NIC")
+    p("in the pod, then the port reports ready. Three poll settings of the plugin, interleaved: the default (no")
+    p("`poll` key: every 5 ms, 1% of the time already waited later, and at once when the NIC arrives), the")
+    p("previous default's interval (`\"poll\": {\"initialMs\": 1, \"maxMs\": 5}`, the NIC watch on as well), and a")
+    p("fixed 1 s poll like the upstream plugin. Overhead = ADD(d) - ADD(0) - d of the medians; GETs of the port")
+    p("per ADD from the mock's request counter (the ADD's requests less its POST and subnet GET).")
     p("")
-    p("| d | default: median / p99 | requests | previous (50 ms cap): median / p99 | requests | fixed 1 s: median / p99 | requests | target |")
-    p("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    p("| d | default: median / p99 | overhead | GETs (budget) | 1 ms doubling: median | overhead | GETs | fixed 1 s: median | GETs |")
+    p("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in ready:
-        cells = []
-        for v in ("default", "previous_cap_50ms", "fixed_1s"):
-            cells.append(f"{fmt(g(r, v, 'median_ms'))} / {fmt(g(r, v, 'p99_ms'))}")
-            cells.append(f"{g(r, v, 'rest_requests_per_add_median', default='n/a')}")
-        p(f"| {r['ready_delay_ms']} ms | " + " | ".join(cells) + f" | <= {r['ready_delay_ms'] + 5} ms |")
+        d = r["ready_delay_ms"]
+        cells = [f"{fmt(g(r, 'default', 'median_ms'))} / {fmt(g(r, 'default', 'p99_ms'))}"]
+        for v in ("default", "previous_1ms_doubling"):
+            zero = g(r0, v, "median_ms") if r0 else None
+            over = g(r, v, "median_ms") - zero - d if zero is not None and g(r, v, "median_ms") is not None else None
+            if v != "default":
+                cells.append(fmt(g(r, v, "median_ms")))
+            cells.append(fmt(over, "ms", 2))
+            cells.append(f"{fmt(readiness_gets(r, v), '', 0)}" + (f" ({readiness_get_budget(d)})" if v == "default" else ""))
+        cells.append(fmt(g(r, "fixed_1s", "median_ms")))
+        cells.append(fmt(readiness_gets(r, "fixed_1s"), "", 0))
+        p(f"| {d} ms | " + " | ".join(cells) + " |")
     p("")
 
     p("### 3. Burst")
@@ -782,10 +850,9 @@ def main():
     p("")
     cg_add = callgrind_total(os.path.join(P, "callgrind.ADD"))
     cg_del = callgrind_total(os.path.join(P, "callgrind.DEL"))
+    cg_https = callgrind_total(os.path.join(P, "callgrind.ADD-https"))
+    ann_https = annotate_entries(os.path.join(P, "annotate.ADD-https.txt"))
     cg_ver = callgrind_total(os.path.join(P, "cg.version"))
-    cg_ver_dyn = callgrind_total(os.path.join(P, "cg.version-dynamic"))
-    init = {m: callgrind_total(os.path.join(P, f"cg.init-{m}")) for m in ("none", "ssl-init", "ssl-noconf", "ssl-ctx")}
-    su = {m: callgrind_total(os.path.join(P, f"cg.startup-{m}")) for m in ("libc", "nl", "nl-ssl", "all")}
     perf_probe = read(os.path.join(P, "perf-probe.txt"))
     perf_hw = "not supported" not in perf_probe and perf_probe != ""
     p(f"Profiles: `valgrind --tool=callgrind` (instruction counts; repeatable on a shared machine). "
@@ -799,180 +866,96 @@ def main():
     def kib(key):
         return g(st, key, "maxrss_kib")
 
-    tree_ms = sub(sv("startup_all"), sv("startup_nl"))        # the HTTP stack's tree incl. OpenSSL
-    tree_kib = sub(kib("startup_all"), kib("startup_nl"))
-    ssl_ms = sub(sv("startup_nl-ssl"), sv("startup_nl"))      # libssl + libcrypto alone
-    ssl_kib = sub(kib("startup_nl-ssl"), kib("startup_nl"))
-    http_ms = sub(sv("startup_all"), sv("startup_nl-ssl"))    # the HTTP library's own part of the tree
-    http_kib = sub(kib("startup_all"), kib("startup_nl-ssl"))
-    sslinit_ms = sub(sv("init_ssl-init"), sv("init_none"))
-    sslinit_kib = sub(kib("init_ssl-init"), kib("init_none"))
-    sc_ms, sc_kib = 0.0, 0  # the plugin is already one static file: no link choice left to win
-    ossl_init_ir = inclusive(ann_add, "OPENSSL_init_ssl")
-    ossl_cleanup_ir = inclusive(ann_add, "OPENSSL_cleanup")
-    dl_init_ir = inclusive(ann_add, "_dl_init")
-    dl_main_ir = inclusive(ann_add, "dl_main")
     run_ir = inclusive(ann_add, "mizarmp::cni::Run")
     main_ir = inclusive(ann_add, "main")
-    curl_init_ir = inclusive(ann_add, "curl_global_init")
-    ctx_ms = sub(sv("init_ssl-ctx"), sv("init_ssl-init"))
+    kdel = g(kern, "ip_veth_del", "median_ms")
+    kq = g(kern, "ip_link_show", "median_ms")
+    teardown = sub(kdel, kq)
+    later_del = g(lat, "agent_unplugs_later", "del", "median_ms")
 
-    if add_ratio is not None and add_ratio > 0.5 and ver and ver_ptp:
-        both = min(ver, mz_add - ver) > 0.5 * pt_add
-        p("### ADD: " + ("process start-up and the network work, each above half of ptp's whole ADD" if both
-                         else "process start-up and the network work together"))
+    if add_ratio is not None and add_ratio > 0.6 and ver and ver_ptp:
+        p("### 1. ADD over http://: start-up and the network work")
         p("")
-        p(f"- Split each median ADD into start-up (its VERSION median) and the rest: mizarmp "
-          f"{fmt(ver)} + {fmt(mz_add - ver)}, ptp {fmt(ver_ptp)} + {fmt(pt_add - ver_ptp)}. After start-up the "
-          f"plugin's work (REST calls, the agent creating and moving the veth, netlink in the pod, the record) is "
-          f"{(mz_add - ver) / (pt_add - ver_ptp):.2f}x ptp's veth+IPAM work; start-up is {ver / ver_ptp:.1f}x ptp's. "
-          f"The target, 0.5x = {fmt(0.5 * pt_add)}, is below mizarmp's start-up + work after it even if either "
-          "one were zero" + (" (each alone exceeds it)." if min(ver, mz_add - ver) > 0.5 * pt_add else ".")
-          + (f" With the readiness section's d = 0 ADD ({fmt(r0_med)}) the work after start-up is "
-             f"{fmt(r0_med - ver)} instead." if contended else ""))
-        if cg_add and cg_ver:
-            if curl_init_ir:
-                where = f"called from `curl_global_init` ({mi(curl_init_ir)}) when the plugin creates its client"
-            elif ossl_init_ir and dl_init_ir and dl_init_ir >= ossl_init_ir:
-                where = "called from a library constructor (`_dl_init`) before `main`"
-            else:
-                where = "called from the plugin's client"
-            p(f"- Instructions (callgrind) of one ADD: {mi(cg_add)}; of VERSION: {mi(cg_ver)}. In the ADD: the dynamic "
-              f"loader's relocation (`dl_main`) {mi(dl_main_ir)}, library constructors (`_dl_init`) {mi(dl_init_ir)}"
-              + (f", `OPENSSL_init_ssl` {mi(ossl_init_ir)} ({where})" if ossl_init_ir else ", no OpenSSL initialisation")
-              + (f", `OPENSSL_cleanup` at exit {mi(ossl_cleanup_ir)}" if ossl_cleanup_ir else "")
-              + f"; everything under `main` {mi(main_ir)}, of which the plugin's `cni::Run` {mi(run_ir)}. "
-              "Top of the ADD profile (inclusive):")
+        p(f"- Split each median ADD into start-up (its VERSION median) and the rest: mizarmp {fmt(ver)} + "
+          f"{fmt(mz_add - ver)}, ptp {fmt(ver_ptp)} + {fmt(pt_add - ver_ptp)}. 0.6x of ptp's ADD is "
+          f"{fmt(0.6 * pt_add)}.")
+        if cg_add:
+            p(f"- Instructions (callgrind) of one ADD: {mi(cg_add)}, of which under `main` {mi(main_ir)} and the "
+              f"plugin's `cni::Run` {mi(run_ir)}. Top of the ADD profile (inclusive):")
             p("")
             p("  | Ir | % | function | object |")
             p("  | --- | --- | --- | --- |")
             for ir, pct, fn, lib in top_functions(ann_add, 18):
                 p(f"  | {ir} | {pct} | `{fn.replace('|', '/')}` | {lib} |")
             p("")
-        p(("- The plugin loads no shared library (static); what a dynamically linked plugin would pay, from the "
-           "empty-`main()` probes of this run (dynamic): " if static_plugin else
-           "- Start-up, from the empty-`main()` probes of this run: ")
-          + f"libc {fmt(sv('startup_libc'), 'ms', 2)}, + libstdc++ "
-          f"{fmt(sv('startup_libstdcxx'), 'ms', 2)}, + libnl {fmt(sv('startup_nl'), 'ms', 2)}, + libssl/libcrypto "
-          f"{fmt(sv('startup_nl-ssl'), 'ms', 2)}, linked like the plugin's libraries {fmt(sv('startup_all'), 'ms', 2)}: "
-          f"the HTTP stack's tree (OpenSSL included) costs **{fmt(tree_ms, 'ms', 1)}** and {fmt(tree_kib, 'KiB', 0)} of "
-          f"every invocation, of which loading libssl+libcrypto {fmt(ssl_ms, 'ms', 1)} and the rest "
-          f"({http_stack} and what it pulls in) {fmt(http_ms, 'ms', 1)}"
-          + (f" ({mi(sub(su['all'], su['nl']))} instructions above the libnl probe)" if su.get('all') and su.get('nl') else "")
-          + ".")
-        p(f"- OpenSSL's initialisation alone (probe linked against OpenSSL only): `OPENSSL_init_ssl` with the error "
-          f"strings {fmt(sslinit_ms, 'ms', 2)} and {mi(sub(init['ssl-init'], init['none']))} instructions, "
-          f"{mi(sub(init['ssl-noconf'], init['none']))} without reading `openssl.cnf`. "
-          + ("Debian's libcpp-httplib 0.11 runs that init from a static constructor whenever it is loaded, so the "
-             "plugin pays it on every ADD/DEL/VERSION even for an http:// controller."
-             if httplib_linked else
-             ("libcurl runs it in `curl_global_init`, also for an http:// controller." if curl_linked else ""))
-          + f" Not paid with the bench's http:// mock, but worth knowing for https://: a TLS client context loading "
-          f"the system CA store (`SSL_CTX_set_default_verify_paths`) adds {fmt(ctx_ms, 'ms', 1)} "
-          f"({mi(sub(init['ssl-ctx'], init['ssl-init']))} instructions, OpenSSL 3 decoding every CA certificate) "
-          "to each run that loads it; a controller CA given as one file (`tls.caFile`) avoids that.")
-        p("- What would move it (for mizarmp-client and cni/ owners; none of this is done):")
-        n = 1
-        if curl_linked:
-            p(f"  {n}. Finish the switch away from libcurl (in progress): its part of the tree, {fmt(http_ms, 'ms', 1)} "
-              f"and {fmt(http_kib, 'KiB', 0)} here, is what changes; libssl/libcrypto ({fmt(ssl_ms, 'ms', 1)}) and "
-              "OpenSSL's init stay with an OpenSSL-based client such as cpp-httplib.")
-            n += 1
-        if ssl_loaded:
-            p(f"  {n}. Load OpenSSL only for https://: with an http:// controller URL the plugin needs no TLS, yet "
-              f"loads and initialises libssl/libcrypto on every run ({fmt(ssl_ms, 'ms', 1)} loading + "
-              f"{fmt(sslinit_ms, 'ms', 1)} init here). A plain-socket HTTP/1.1 client for http:// (the plugin makes "
-              "3-4 keep-alive requests to one host) with TLS through OpenSSL `dlopen`ed only for https://, or a "
-              "client library built without the load-time init, removes that from the common case.")
-            n += 1
-        p(f"  {n}. *Build choice, measured:* the product plugin is one static file; the same plugin linked "
-          f"dynamically (bench variant) starts in {fmt(sv('version_mizarmp_dynamic'), 'ms', 2)} against "
-          f"{fmt(ver, 'ms', 2)} static, {mi(cg_ver_dyn)} against {mi(cg_ver)} instructions, peak RSS "
-          f"{fmt(kib('version_mizarmp_dynamic'), 'KiB', 0)} against {fmt(kib('version_mizarmp'), 'KiB', 0)}.")
-        save = (tree_ms or 0) + (sslinit_ms or 0) + (sc_ms or 0) if ssl_loaded else (http_ms or 0) + (sc_ms or 0)
-        floor = mz_add - save
-        p(f"  {n + 1}. Even with all of that (~{fmt(save)} off: ADD ~{fmt(floor)} vs ptp {fmt(pt_add)}, "
-          f"ratio ~{floor / pt_add:.2f}) 0.5x ({fmt(0.5 * pt_add)}) stays out of reach: the fork+exec floor is "
-          f"{fmt(sv('exec_bin_true'), 'ms', 2)}, an empty C++ program with libnl {fmt(sv('startup_nl'), 'ms', 2)}, and the "
-          f"ADD holds 3-4 controller round trips and the agent's veth work ({fmt(mz_add - ver)} after start-up vs "
-          f"ptp's {fmt(pt_add - ver_ptp)}). The target would need the plugin's whole ADD to cost less than ptp's "
-          "work after its own (Go, libc only) start-up.")
+    if del_ratio is not None and del_ratio > 0.6:
+        p("### 1. DEL: the kernel's veth teardown inside the controller's answer")
         p("")
-    if del_ratio is not None and del_ratio > 0.5:
-        p("### DEL: the kernel's veth teardown, which both sides wait for")
-        p("")
-        kdel = g(kern, "ip_veth_del", "median_ms")
-        kq = g(kern, "ip_link_show", "median_ms")
-        kadd = g(kern, "ip_veth_add", "median_ms")
-        p(f"- DEL median mizarmp {fmt(mz_del)} vs ptp {fmt(pt_del)}; minus start-up: {fmt(mz_del - (ver or 0))} vs "
-          f"{fmt(pt_del - (ver_ptp or 0))}. The mock answers the plugin's `DELETE` only after its agent has deleted "
-          "the host veth; ptp's DEL deletes its veth itself.")
-        if kdel and kq:
-            p(f"- The kernel alone, measured in the same run: `ip link del` of a veth pair across two netns takes "
-              f"{fmt(kdel)} median against {fmt(kq)} for an `ip link show` (same exec and netlink set-up), so the "
-              f"teardown itself is ~{fmt(kdel - kq)} (`unregister_netdevice` waits for RCU grace periods); creating "
-              f"the pair costs ~{fmt((kadd or kq) - kq, 'ms', 2)} over the query. 0.5x of ptp's DEL "
-              f"({fmt(0.5 * pt_del)}) is " + ("below" if kdel - kq > 0.5 * pt_del else "barely above")
-              + " the teardown alone.")
+        p(f"- DEL median mizarmp {fmt(mz_del)} vs ptp {fmt(pt_del)}. The plugin's DEL is start-up, its lock and "
+          "record, and one `DELETE`; the mock answers that `DELETE` only after its agent has deleted the veth "
+          "pair, as ptp's DEL deletes its own.")
+        if teardown is not None:
+            p(f"- The kernel alone, in the same run: `ip link del` of a veth pair across two netns {fmt(kdel)} median "
+              f"against {fmt(kq)} for `ip link show` (the same exec and netlink set-up): the teardown is "
+              f"~{fmt(teardown)} (`unregister_netdevice` waits for RCU grace periods), "
+              + ("more than" if teardown > 0.6 * pt_del else "most of") + f" 0.6x of ptp's DEL ({fmt(0.6 * pt_del)}).")
+        if later_del is not None:
+            p(f"- Against an agent that removes the NIC after the controller answered, the same plugin's DEL takes "
+              f"{fmt(later_del)} ({fmt(later_ratio, '', 2)}x ptp): what is left is the plugin's own work. Which of the "
+              "two a deployment sees is its controller's choice; the plugin waits for the `DELETE`'s answer either "
+              "way, since answering DEL before the controller has the port gone would give up its leak-free "
+              "guarantee.")
         if cg_del:
-            p(f"- Instructions of one DEL: {mi(cg_del)}, start-up as for ADD.")
-        p("- What would move it: the start-up items above (each ms counts the same for DEL); the rest is the "
-          "controller's: one that acknowledges the DELETE before its agent has finished the teardown would make "
-          "DEL about start-up + one round trip; the mock answers after it. The plugin cannot stop waiting for "
-          "the DELETE answer without giving up its leak-free guarantee.")
+            p(f"- Instructions of one DEL: {mi(cg_del)}.")
         p("")
-    miss_ready = [r for r in ready if g(r, "default", "median_ms") and g(r, "default", "median_ms") > r["ready_delay_ms"] + 5]
-    if miss_ready and r0 is not None:
-        base = g(r0, "default", "median_ms")
-        late = {}
-        p("### Readiness: the ADD's own floor, not the poll")
+    for side, label in (("https_ca_file", "`tls.caFile`"), ("https_system_store", "the system trust store")):
+        ratio = lat.get(side + "_add_ratio_median")
+        if ratio is None or ratio <= 1.3:
+            continue
+        extra = g(lat, side, "add", "median_ms") - mz_add
+        p(f"### 2. ADD over https:// with {label}")
         p("")
-        p(f"- At d = 0 an ADD takes {fmt(base)} (start-up, REST, the agent's veth, netlink): the d + 5 ms target "
-          "asks the whole ADD outside the wait to fit in 5 ms, which start-up alone exceeds "
-          f"(VERSION {fmt(ver)}).")
-        for r in ready:
-            d = r["ready_delay_ms"]
-            if d == 0:
-                continue
-            a_ = g(r, "default", "median_ms")
-            c_ = g(r, "previous_cap_50ms", "median_ms")
-            f_ = g(r, "fixed_1s", "median_ms")
-            late[d] = a_ - d - base
-            p(f"- d = {d} ms: default poll {fmt(a_)} = d + {fmt(a_ - d)}; beyond d plus the d = 0 ADD the poll adds "
-              f"{fmt(a_ - d - base)} ({g(r, 'default', 'rest_requests_per_add_median')} REST requests per ADD). "
-              f"The previous 50 ms cap: {fmt(c_)}, the poll adding {fmt(c_ - d - base)} "
-              f"({g(r, 'previous_cap_50ms', 'rest_requests_per_add_median')} requests); a fixed 1 s poll {fmt(f_)} "
-              f"({g(r, 'fixed_1s', 'rest_requests_per_add_median')} requests).")
-        worst = max(late.values()) if late else None
-        if worst is not None and worst <= 5 + 1:
-            p(f"- The poll itself adds at most {fmt(worst)} at the median, within its 5 ms cap (c4a58d4), at the price of "
-              "more GETs (table above; past ~0.5 s the 1% rule keeps them to a few hundred a minute). What misses "
-              "the target is the d = 0 floor, the ADD's own start-up and work (see ADD); beyond that, removing the "
-              "remaining GETs and lateness would need the controller to push readiness (a watch or long-poll GET).")
-        else:
-            p(f"- The poll adds up to {fmt(worst)} at the median in this run, more than its 5 ms cap: the plugin's "
-              "sleeps and GETs run on 2 shared CPUs (see the load above). The d = 0 floor (the ADD's own start-up "
-              "and work, see ADD) misses the target on its own.")
+        p(f"- {fmt(g(lat, side, 'add', 'median_ms'))} against {fmt(mz_add)} over http://: TLS adds {fmt(extra)} "
+          f"(CPU {fmt(g(lat, side, 'add_cpu', 'median_ms'), 'ms', 2)} against {fmt(g(lat, 'mizarmp', 'add_cpu', 'median_ms'), 'ms', 2)}): "
+          "one handshake per ADD (ECDHE and the certificate check on one kept-alive connection for all of the "
+          "ADD's requests), the CA read, and OpenSSL's initialisation.")
+        if cg_https and cg_add:
+            p(f"- Instructions (callgrind) of one ADD over https:// with `tls.caFile`: {mi(cg_https)} against "
+              f"{mi(cg_add)} over http://. Top of its profile (inclusive):")
+            p("")
+            p("  | Ir | % | function | object |")
+            p("  | --- | --- | --- | --- |")
+            for ir, pct, fn, lib in top_functions(ann_https, 14):
+                p(f"  | {ir} | {pct} | `{fn.replace('|', '/')}` | {lib} |")
         p("")
-    if rss is not None and rss > 8192:
-        p("### Peak RSS")
+    if ver_ratio is not None and ver_ratio > 1.3:
+        p("### 3. VERSION")
         p("")
-        p(f"- Empty programs: libc {fmt(kib('startup_libc'), 'KiB', 0)}, + libstdc++ and libnl {fmt(kib('startup_nl'), 'KiB', 0)}, "
-          f"+ libssl/libcrypto {fmt(kib('startup_nl-ssl'), 'KiB', 0)}, linked like the plugin's libraries "
-          f"{fmt(kib('startup_all'), 'KiB', 0)}. OpenSSL's init adds {fmt(sslinit_kib, 'KiB', 0)} (probe). "
-          f"mizarmp's VERSION peaks at {fmt(kib('version_mizarmp'), 'KiB', 0)}, ADD at {fmt(rss, 'KiB', 0)} "
-          f"(ptp: {fmt(g(fp, 'ptp_add_maxrss_kib', 'max'), 'KiB', 0)}); the rest is the plugin's heap and the pages "
-          "its run touches.")
-        est = rss - (tree_kib or 0) - (sslinit_kib or 0) - (sc_kib or 0)
-        p(f"- What would move it: " + (f"libcurl's own part of the tree ({fmt(http_kib, 'KiB', 0)}, the switch in "
-                                        "progress); " if curl_linked else "")
-          + f"not loading and initialising OpenSSL for an http:// controller ({fmt(ssl_kib, 'KiB', 0)} loaded + "
-          f"{fmt(sslinit_kib, 'KiB', 0)} of init)" + (f"; static libstdc++ ({fmt(sc_kib, 'KiB', 0)})" if sc_kib else "")
-          + f". A run with an http:// URL "
-          f"that loads neither {http_stack}'s tree nor OpenSSL" + (" and links libstdc++ statically" if sc_kib else "")
-          + " would peak around "
-          f"{fmt(est, 'KiB', 0)} by these probes (sizes do not add exactly): "
-          + ("under 8 MiB." if est <= 8192 else "still above 8 MiB."))
+        p(f"- mizarmp {fmt(ver, 'ms', 2)}, ptp {fmt(ver_ptp, 'ms', 2)}, fork+exec of /bin/true "
+          f"{fmt(sv('exec_bin_true'), 'ms', 2)}; instructions {mi(cg_ver)}.")
+        p("")
+    if rss is not None and rss > 6144:
+        p("### 3. Peak RSS")
+        p("")
+        p(f"- The largest ADD peaked at {fmt(rss, 'KiB', 0)}; VERSION peaks at {fmt(kib('version_mizarmp'), 'KiB', 0)}; "
+          "the rest is the plugin's heap and the pages its run touches.")
+        p("")
+    miss_ready = []
+    for r in ready:
+        d = r["ready_delay_ms"]
+        if d == 0 or base0 is None:
+            continue
+        over = g(r, "default", "median_ms") - base0 - d
+        if over > 2 or readiness_gets(r, "default") > readiness_get_budget(d):
+            miss_ready.append((d, over, readiness_gets(r, "default")))
+    if miss_ready:
+        p("### 4. Readiness")
+        p("")
+        for d, over, gets in miss_ready:
+            p(f"- d = {d} ms: {fmt(over, 'ms', 2)} over ADD(0) + d with {fmt(gets, '', 0)} GETs (budget "
+              f"{readiness_get_budget(d)}). Between the NIC's arrival and the controller's answer saying ready "
+              "lie the agent's last steps (bridging the host end, bringing it up) and one GET round trip; a GET "
+              "that lands before them waits for the 1, 2, 4 ms re-polls.")
         p("")
     perf_lines = []
     for c in ("ADD", "DEL"):

@@ -62,6 +62,8 @@ M=$WORK/machine.txt
   echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
   echo "health_log=$(git -C "$ROOT" log --oneline -1 -- addons/health.cc 2>/dev/null)"
   echo "client_log=$(git -C "$ROOT" log --oneline -1 -- mizarmp-client 2>/dev/null)"
+  echo "netns_log=$(git -C "$ROOT" log --oneline -1 -- netns 2>/dev/null)"
+  echo "mock_log=$(git -C "$ROOT" log --oneline -1 -- mock-server 2>/dev/null)"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$M"
 
@@ -99,7 +101,7 @@ mkdir -p "$P"
 "$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$P/callgrind.json" \
   --sections profile --profile-wrap "$(command -v valgrind) --tool=callgrind --callgrind-out-file=$P/callgrind.%c" \
   >"$P/callgrind.log" 2>&1 || true
-for c in ADD DEL; do
+for c in ADD DEL ADD-https; do
   [[ -f $P/callgrind.$c ]] && callgrind_annotate --inclusive=yes "$P/callgrind.$c" >"$P/annotate.$c.txt" 2>/dev/null || true
 done
 # The same for process start-up alone and for the library initialisations, one at a time.

@@ -52,8 +52,9 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 }
 
 std::optional<json> HttpJson(const std::string& method, const std::string& url,
-                             const std::string& body_file) {
+                             const std::string& body_file, const std::string& ca_file) {
   std::string cmd = "curl -sS --max-time 120 -X " + method + " -H 'Content-Type: application/json'";
+  if (!ca_file.empty()) cmd += " --cacert '" + ca_file + "'";
   if (!body_file.empty()) cmd += " --data-binary @" + body_file;
   cmd += " '" + url + "'";
   std::string out;
@@ -63,7 +64,7 @@ std::optional<json> HttpJson(const std::string& method, const std::string& url,
   return j;
 }
 
-Mock::Mock(const MockOptions& o) : work_dir_(o.work_dir) {
+Mock::Mock(const MockOptions& o) : work_dir_(o.work_dir), tls_ca_(o.tls_cert.empty() ? "" : o.tls_ca) {
   const std::string tag = UniqueName("mk");
   const std::string port_file = o.work_dir + "/" + tag + ".port";
   log_ = o.work_dir + "/" + tag + ".log";
@@ -86,13 +87,21 @@ Mock::Mock(const MockOptions& o) : work_dir_(o.work_dir) {
           std::string("--bridge"), bridge, std::string("--mtu"), std::string("1400")}) {
       argv.push_back(a);
     }
+    if (o.agent_unplugs_later) argv.push_back("--agent-unplugs-later");
+  }
+  if (!o.tls_cert.empty()) {
+    for (const std::string& a : {std::string("--tls-cert"), o.tls_cert, std::string("--tls-key"), o.tls_key}) {
+      argv.push_back(a);
+    }
   }
   if (!daemon_.Start(argv, log_)) return;
   port_ = std::atoi(WaitForFile(port_file, std::chrono::seconds(10)).c_str());
   ok_ = port_ > 0;
 }
 
-std::optional<json> Mock::State() const { return HttpJson("GET", url() + "/mock/state"); }
+std::optional<json> Mock::State() const {
+  return HttpJson("GET", url() + "/mock/state", {}, tls_ca_);
+}
 
 std::vector<std::string> Mock::CreatePorts(int n) const {
   std::vector<std::string> ips;
@@ -113,7 +122,7 @@ std::vector<std::string> Mock::CreatePorts(int n) const {
                        {"binding:host_id", host}});
     }
     std::ofstream(body) << json{{"ports", ports}}.dump();
-    auto r = HttpJson("POST", url() + "/project/" + kProject + "/ports", body);
+    auto r = HttpJson("POST", url() + "/project/" + kProject + "/ports", body, tls_ca_);
     if (!r || !r->contains("ports")) break;
     for (const auto& p : (*r)["ports"]) {
       if (p.contains("fixed_ips") && !p["fixed_ips"].empty()) {
@@ -122,6 +131,29 @@ std::vector<std::string> Mock::CreatePorts(int n) const {
     }
   }
   return ips;
+}
+
+TrustStoreWith::TrustStoreWith(const std::string& ca_file, const std::string& work_dir) {
+  const std::string certs = work_dir + "/etc-ssl-certs";
+  const std::string ready = work_dir + "/trust-store.ready";
+  bundle_ = certs + "/ca-certificates.crt";
+  // cp -a keeps Debian's links into /usr/share/ca-certificates, which the namespace still sees.
+  const std::string script =
+      "set -e; rm -rf '" + certs + "'; cp -a /etc/ssl/certs '" + certs + "'; cp '" + ca_file +
+      "' '" + certs + "/mizarmp-bench-ca.pem'; h=$(openssl x509 -hash -noout -in '" + ca_file +
+      "'); n=0; while [ -e '" + certs + "'/$h.$n ]; do n=$((n+1)); done; ln -s " +
+      "mizarmp-bench-ca.pem '" + certs + "'/$h.$n; cat '" + ca_file + "' >> '" + bundle_ + "'";
+  if (Shell(script, &error_) != 0) return;
+  std::filesystem::remove(ready);
+  if (!holder_.Start({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                      "mount --bind '" + certs + "' /etc/ssl/certs && echo ok > '" + ready +
+                          "' && exec sleep 1000000"},
+                     work_dir + "/trust-store.log")) {
+    error_ = "cannot start the namespace holder";
+    return;
+  }
+  ok_ = !WaitForFile(ready, std::chrono::seconds(10)).empty();
+  if (!ok_) error_ = "the trust store was not mounted (log " + work_dir + "/trust-store.log)";
 }
 
 json MizarmpConfig(const std::string& url, const std::string& state_dir) {

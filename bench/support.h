@@ -65,7 +65,8 @@ std::vector<std::string> Split(const std::string& s, char sep);
 // drivers' own footprint), `body_file` sent as a JSON body when given. The parsed JSON answer,
 // nullopt when curl failed or the answer is not JSON.
 std::optional<nlohmann::json> HttpJson(const std::string& method, const std::string& url,
-                                       const std::string& body_file = {});
+                                       const std::string& body_file = {},
+                                       const std::string& ca_file = {});
 
 struct MockOptions {
   std::string bin_dir;      // holds mizarmp-mock
@@ -73,6 +74,10 @@ struct MockOptions {
   std::string cidr;         // the subnet's addresses
   std::string agent_netns;  // when set, the mock is also the host agent, its bridge in this netns
   int ready_delay_ms = 0;   // how long a new port stays not ready
+  // The agent removes a deleted port's veth after answering (mizarmp-mock --agent-unplugs-later).
+  bool agent_unplugs_later = false;
+  // HTTPS with this certificate and key when set; `tls_ca` is what curl checks it against.
+  std::string tls_cert, tls_key, tls_ca;
 };
 
 // mizarmp-mock on 127.0.0.1 (an ephemeral port), stopped on destruction.
@@ -82,7 +87,10 @@ class Mock {
   bool ok() const { return ok_; }
   int port() const { return port_; }
   pid_t pid() const { return daemon_.pid(); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return (tls_ca_.empty() ? "http://" : "https://") + std::string("127.0.0.1:") +
+           std::to_string(port_);
+  }
   const std::string& log() const { return log_; }
   // GET /mock/state ({"ports": N, "requests": N, ...}); nullopt when it cannot be read.
   std::optional<nlohmann::json> State() const;
@@ -92,8 +100,27 @@ class Mock {
 
  private:
   Daemon daemon_;
-  std::string work_dir_, log_;
+  std::string work_dir_, log_, tls_ca_;
   int port_ = 0;
+  bool ok_ = false;
+};
+
+// The machine's trust store with one more CA, seen only by programs run in this mount namespace
+// (Exec::mountns_path): /etc/ssl/certs is a copy holding the CA as Debian's tools would add it,
+// a hash link and a line in the bundle, so a plugin there finds it exactly where and how it
+// finds the system's own CAs.
+class TrustStoreWith {
+ public:
+  TrustStoreWith(const std::string& ca_file, const std::string& work_dir);
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  std::string mountns_path() const { return "/proc/" + std::to_string(holder_.pid()) + "/ns/mnt"; }
+  // The copied bundle (all the system's CAs and this one), for SSL_CERT_FILE.
+  const std::string& bundle() const { return bundle_; }
+
+ private:
+  Daemon holder_;  // keeps the namespace: unshare'd, bind-mounted, then asleep
+  std::string bundle_, error_;
   bool ok_ = false;
 };
 

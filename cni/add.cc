@@ -183,12 +183,27 @@ class AddCommand {
     return &subnets_.emplace(subnet_id, std::move(subnet).value()).first->second;
   }
 
+  // Link notifications for the NIC the agent will place in the pod: its arrival is the sign
+  // that the port is about to be ready. None when the namespace cannot be watched: the polls
+  // then keep their interval, and configuring the interface reports the namespace's problem.
+  std::optional<netns::LinkWatch> WatchForNic() const {
+    auto ns = netns::Netns::Open(env_.netns);
+    auto watch = ns.ok() ? netns::LinkWatch::OpenIn(*ns, env_.ifname)
+                         : Result<netns::LinkWatch>(ns.status());
+    if (watch.ok()) return std::move(watch).value();
+    MZ_LOG(kDebug) << "polling without watching for the NIC: "
+                   << LogEscaped(watch.status().ToString());
+    return std::nullopt;
+  }
+
   // Until the port is ready with a MAC and fixed IPs (or a signal abandons the wait).
   StepError WaitUntilReady() {
     if (port_.state() != client::PortState::kReady || port_.mac_address.empty() ||
         port_.fixed_ips.empty()) {
       client::PollOptions poll = PollOptionsFor(conf_);
       if (inv_.Cancellable()) poll.cancelled = [this] { return inv_.Cancelled(); };
+      std::optional<netns::LinkWatch> nic = WatchForNic();
+      if (nic) poll.wait_until = [&nic](auto until) { return nic->WaitUntil(until); };
       auto ready = client_->WaitPortReady(record_.port_id, poll);
       if (!ready.ok()) return FromStatus(ready.status(), Stage::kPortWait);
       port_ = std::move(ready).value();

@@ -59,7 +59,7 @@ struct NetConf {
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds nic_timeout{10000};
-  std::chrono::milliseconds poll_initial{1};
+  std::chrono::milliseconds poll_initial{5};
   std::chrono::milliseconds poll_max{5};
   int retries = 3;
   // Passed through untouched.

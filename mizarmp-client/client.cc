@@ -665,6 +665,28 @@ Result<std::vector<Port>> Client::CreatePorts(const std::vector<PortSpec>& specs
 
 Result<Port> Client::GetPort(const std::string& port_id) { return impl_->Get(port_id, {}); }
 
+namespace {
+
+enum class PollWait { kDue, kSign, kCancelled };
+
+// Waits until `wake` in slices of at most 10 ms, so cancellation is noticed promptly; through
+// options.wait_until while signs may still be followed, else by sleeping.
+PollWait WaitForNextPoll(const PollOptions& options, Clock::time_point wake, int signs_left) {
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= wake) return PollWait::kDue;
+    if (options.cancelled && options.cancelled()) return PollWait::kCancelled;
+    const auto slice_end = std::min<Clock::time_point>(wake, now + milliseconds(10));
+    if (options.wait_until && signs_left > 0) {
+      if (options.wait_until(slice_end)) return PollWait::kSign;
+    } else {
+      std::this_thread::sleep_until(slice_end);
+    }
+  }
+}
+
+}  // namespace
+
 Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions& options) {
   const auto start = Clock::now();
   const auto deadline = start + options.deadline;
@@ -672,6 +694,7 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
   const milliseconds cap = std::max(options.max, milliseconds(1));
   milliseconds interval = std::clamp(options.initial, milliseconds(1), cap);
   std::string last_status = "(none)";
+  int signs_left = options.max_signs;
 
   auto cancelled = [&] { return options.cancelled && options.cancelled(); };
   auto cancelled_error = [&] {
@@ -705,13 +728,15 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
       case PortState::kPending:
         break;
     }
-    // Sleep until the next poll in short slices, so cancellation is noticed promptly.
-    const auto wake = std::min(Clock::now() + interval, deadline);
-    for (;;) {
-      const auto now = Clock::now();
-      if (now >= wake) break;
-      if (cancelled()) return cancelled_error();
-      std::this_thread::sleep_for(std::min<Clock::duration>(wake - now, milliseconds(10)));
+    switch (WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), signs_left)) {
+      case PollWait::kCancelled:
+        return cancelled_error();
+      case PollWait::kSign:
+        --signs_left;
+        interval = std::clamp(options.after_sign, milliseconds(1), cap);
+        continue;
+      case PollWait::kDue:
+        break;
     }
     const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
     const milliseconds cap_now =

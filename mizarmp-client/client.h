@@ -75,7 +75,7 @@ struct ClientConfig {
 inline constexpr size_t kMaxResponseDepth = 64;
 
 struct PollOptions {
-  std::chrono::milliseconds initial{1};  // first re-poll this soon after the first GET
+  std::chrono::milliseconds initial{5};  // first re-poll this soon after the first GET
   // The interval grows by `factor` up to this cap, so a port that becomes ready within the first
   // second or so is seen at most `max` late. Past that the cap rises with the time already
   // waited (`max_fraction` of it): lateness stays a small share of the wait, and a port that
@@ -86,6 +86,15 @@ struct PollOptions {
   std::chrono::milliseconds deadline{60000};  // overall, from the call
   // Checked between polls; when it returns true the wait ends with CANCELLED.
   std::function<bool()> cancelled;
+  // Waits between polls until the given time; true when woken early by a sign that the port
+  // may be ready now (the plugin: the pod's NIC appearing in its namespace, which the agent
+  // places just before the controller reports the port ready). Unset: sleeps.
+  std::function<bool(std::chrono::steady_clock::time_point)> wait_until;
+  // After a sign the next poll is at once, and re-polls start again from `after_sign`, growing
+  // as above: the controller may take a moment to report what its agent did. At most
+  // `max_signs` signs are followed, so a flapping link cannot make the polls a flood.
+  std::chrono::milliseconds after_sign{1};
+  int max_signs = 3;
 };
 
 class Client {

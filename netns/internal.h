@@ -15,5 +15,7 @@ Result<UniqueFd> CurrentNsFd();
 // Runs fn with the calling thread inside the namespace ns_fd and brings it back afterwards
 // (aborting the process if it cannot come back, rather than working in the wrong namespace).
 Status RunInNetns(int ns_fd, const std::function<Status()>& fn);
+// A raw netlink socket subscribed to link notifications in the calling thread's namespace.
+Result<UniqueFd> LinkListener();
 
 }  // namespace mizarmp::netns::internal

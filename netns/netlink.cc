@@ -197,19 +197,6 @@ struct CbPut {
   void operator()(nl_cb* c) const { nl_cb_put(c); }
 };
 
-// A raw netlink socket subscribed to link notifications in the namespace it is created in.
-Result<UniqueFd> LinkListener() {
-  UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE));
-  if (!fd.valid()) return ErrnoError("opening a netlink listener", errno);
-  sockaddr_nl sa{};
-  sa.nl_family = AF_NETLINK;
-  sa.nl_groups = RTMGRP_LINK;
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    return ErrnoError("subscribing to link notifications", errno);
-  }
-  return fd;
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------------ lifecycle
@@ -311,32 +298,18 @@ Result<LinkInfo> Netlink::WaitForLink(std::string_view name, std::chrono::millis
   if (found.ok() || !found.status().IsNotFound()) return found;
 
   // Subscribe first, then look again, so a link that appears in between is not missed.
-  UniqueFd listener;
-  Status st = internal::RunInNetns(ns_fd_.get(), [&]() -> Status {
-    MZ_ASSIGN_OR_RETURN(listener, LinkListener());
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-
+  MZ_ASSIGN_OR_RETURN(LinkWatch watch, LinkWatch::OpenInFd(ns_fd_.get(), name));
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[16384];
   for (;;) {
     found = GetLink(name);
     if (found.ok() || !found.status().IsNotFound()) return found;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
       return DeadlineExceededError("link " + std::string(name) + " did not appear within " +
                                    std::to_string(timeout.count()) + " ms");
     }
-    pollfd p{listener.get(), POLLIN, 0};
-    // Wake up at least every 100 ms: a missed notification (ENOBUFS) costs at most that.
-    const int wait = static_cast<int>(std::min<int64_t>(left.count() + 1, 100));
-    const int n = ::poll(&p, 1, wait);
-    if (n < 0 && errno != EINTR) return ErrnoError("waiting for link " + std::string(name), errno);
-    // Drain whatever arrived; the contents do not matter, only that something changed.
-    while (::recv(listener.get(), buf, sizeof(buf), MSG_DONTWAIT) > 0) {
-    }
+    // Look again at least every 100 ms, whatever the notifications say.
+    watch.WaitUntil(std::min(deadline, now + std::chrono::milliseconds(100)));
   }
 }
 

@@ -101,6 +101,27 @@ class Netlink {
   UniqueFd ns_fd_;  // the namespace the socket lives in (for WaitForLink's listener)
 };
 
+// Notifications of one link name in one namespace (a netlink socket subscribed to link changes,
+// opened inside it). The plugin waits on one between readiness polls: the agent placing the
+// pod's NIC is the sign that the port is about to be ready.
+class LinkWatch {
+ public:
+  // Subscribes inside `ns`; the calling thread is back in its own namespace on return.
+  static Result<LinkWatch> OpenIn(const Netns& ns, std::string_view name);
+  // Waits until `until`. True as soon as a link named as watched appeared or changed (or the
+  // kernel dropped notifications, so one may have been missed); false at `until`.
+  bool WaitUntil(std::chrono::steady_clock::time_point until);
+
+ private:
+  friend class Netlink;  // WaitForLink watches through its own namespace descriptor
+  LinkWatch() = default;
+  static Result<LinkWatch> OpenInFd(int ns_fd, std::string_view name);
+  // Reads what arrived; true if it names the watched link (or notifications were lost).
+  bool Drain();
+  UniqueFd fd_;
+  std::string name_;
+};
+
 // What the plugin needs done inside a pod's namespace for one interface.
 struct InterfaceSetup {
   std::string ifname;

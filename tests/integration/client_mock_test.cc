@@ -338,6 +338,48 @@ TEST_P(ClientMockTest, PollNoticesReadySoonAfterReadyDelay) {
   EXPECT_LT(elapsed, 900) << "ready after 50 ms but noticed after " << elapsed << " ms";
 }
 
+// A sign (the plugin: the NIC arriving in the pod) makes the next poll happen at once instead
+// of after the interval.
+TEST_P(ClientMockTest, ASignPollsAtOnce) {
+  mock::Options o = MockOptions();
+  o.gets_before_ready = 1;  // the first GET finds it pending, the second ready
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("signalled")).ok());
+  PollOptions po = Poll(milliseconds(60000));
+  po.initial = po.max = milliseconds(30000);
+  int waits = 0;
+  po.wait_until = [&waits](Clock::time_point) { return ++waits > 0; };
+  const auto start = Clock::now();
+  auto p = client_->WaitPortReady("signalled", po);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->state(), PortState::kReady);
+  EXPECT_EQ(waits, 1);
+  EXPECT_LT(MsSince(start), 20000) << "the poll waited out its 30 s interval";
+}
+
+// A link that keeps changing signs without end: only max_signs signs are followed, then the
+// polls keep their interval (the waiter is not asked again).
+TEST_P(ClientMockTest, OnlyMaxSignsAreFollowed) {
+  mock::Options o = MockOptions();
+  o.faults.never_ready = true;
+  ASSERT_NO_FATAL_FAILURE(StartMock(o));
+  client_ = MakeClient(Config());
+  ASSERT_NE(client_, nullptr);
+  ASSERT_TRUE(client_->CreatePort(Spec("flapping")).ok());
+  const uint64_t before = client_->requests_sent();
+  PollOptions po = Poll(milliseconds(200));
+  po.initial = po.max = po.after_sign = milliseconds(100);
+  int waits = 0;
+  po.wait_until = [&waits](Clock::time_point) { return ++waits > 0; };
+  auto p = client_->WaitPortReady("flapping", po);
+  EXPECT_CODE(p.status(), Code::kDeadlineExceeded);
+  EXPECT_EQ(waits, po.max_signs);
+  // The first GET, one per sign, then one per 100 ms of the 200 ms left at most.
+  EXPECT_LE(client_->requests_sent() - before, static_cast<uint64_t>(1 + po.max_signs + 2));
+}
+
 TEST_P(ClientMockTest, PollCountsGetsBeforeReady) {
   mock::Options o = MockOptions();
   o.gets_before_ready = 3;

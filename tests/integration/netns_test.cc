@@ -207,6 +207,22 @@ TEST_F(NetlinkTest, WaitForLinkReturnsWhenTheLinkAppearsAndTimesOutOtherwise) {
   EXPECT_EQ(link->mac, "0a:58:00:00:00:09");
 }
 
+// A watch wakes for its own link name only: another link arriving in the pod is no sign.
+TEST_F(NetlinkTest, LinkWatchWakesForItsLinkAndNoOther) {
+  auto watch = LinkWatch::OpenIn(*pod_ns_, "eth9");
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+  Netlink host = Host();
+  ASSERT_TRUE(host.CreateVeth("hv5", "eth8", &*pod_ns_).ok());
+  EXPECT_FALSE(watch->WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(200)))
+      << "woke for eth8";
+  ASSERT_TRUE(host.CreateVeth("hv6", "eth9", &*pod_ns_).ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  EXPECT_TRUE(watch->WaitUntil(until));
+  EXPECT_LT(std::chrono::steady_clock::now(), until) << "waited out the whole time";
+  // Nothing more about eth9 arrived: the next wait runs to its end.
+  EXPECT_FALSE(watch->WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+}
+
 TEST_F(NetlinkTest, ConfigureThenInspectInterface) {
   Netlink host = Host();
   ASSERT_TRUE(host.CreateBridge("mzbrc").ok());

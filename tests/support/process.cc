@@ -163,12 +163,17 @@ ExecResult Run(const Exec& exec) {
     return r;
   }
   int ns_fd = -1;
-  if (!exec.netns_path.empty()) {
-    ns_fd = ::open(exec.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (ns_fd < 0) {
-      r.err = "open " + exec.netns_path + ": " + std::strerror(errno);
-      return r;
-    }
+  int mnt_fd = -1;
+  // Opened before the fork: the child makes only async-signal-safe calls.
+  auto open_ns = [&r](const std::string& path, int* fd) {
+    if (path.empty()) return true;
+    *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) r.err = "open " + path + ": " + std::strerror(errno);
+    return *fd >= 0;
+  };
+  if (!open_ns(exec.netns_path, &ns_fd) || !open_ns(exec.mountns_path, &mnt_fd)) {
+    if (ns_fd >= 0) ::close(ns_fd);
+    return r;
   }
 
   SigpipeBlocked no_sigpipe;
@@ -178,6 +183,7 @@ ExecResult Run(const Exec& exec) {
     ::dup2(p.in[0], 0);
     ::dup2(p.out[1], 1);
     ::dup2(p.err[1], 2);
+    if (mnt_fd >= 0 && ::setns(mnt_fd, CLONE_NEWNS) != 0) ::_exit(126);
     if (ns_fd >= 0 && ::setns(ns_fd, CLONE_NEWNET) != 0) ::_exit(126);
     ::execve(c.argv[0], c.argv.data(), c.envp.data());
     ::_exit(127);
@@ -186,6 +192,7 @@ ExecResult Run(const Exec& exec) {
   CloseFd(p.out[1]);
   CloseFd(p.err[1]);
   if (ns_fd >= 0) ::close(ns_fd);
+  if (mnt_fd >= 0) ::close(mnt_fd);
   if (pid < 0) {
     r.err = std::string("fork: ") + std::strerror(errno);
     return r;

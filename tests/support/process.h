@@ -21,6 +21,7 @@ struct Exec {
   std::string stdin_data;
   std::string netns_path;                    // when set, the child enters this netns before execve
   std::chrono::milliseconds timeout{60000};  // then SIGKILL
+  std::string mountns_path;                  // when set, a mount namespace (/proc/PID/ns/mnt) too
 };
 
 struct ExecResult {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/support/pki.h"
 #include "tests/support/process.h"
 
 namespace mizarmp::testing {
@@ -12,29 +13,6 @@ namespace mizarmp::testing {
 // Where CMake put the binaries (mizarmp, mizarmp-mock, ...).
 std::string BinDir();
 std::string SourceDir();
-
-// A fresh directory under /tmp, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// A throwaway CA, a server certificate for the names in `san` (openssl's subjectAltName syntax)
-// and a client certificate, made with the openssl CLI in a temporary directory. `error` holds
-// openssl's output when that failed.
-struct Pki {
-  explicit Pki(const std::string& san = "IP:127.0.0.1,DNS:localhost");
-  TempDir dir;
-  std::string ca, server_cert, server_key, client_cert, client_key;
-  std::string error;
-};
 
 // Whether this process can create network namespaces and links (root with CAP_NET_ADMIN).
 // Returns an empty string when it can, else the reason it cannot.

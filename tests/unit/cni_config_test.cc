@@ -47,7 +47,7 @@ TEST(CniConfig, MinimalGetsDefaults) {
   EXPECT_EQ(c->request_timeout.count(), 5000);
   EXPECT_EQ(c->connect_timeout.count(), 2000);
   EXPECT_EQ(c->nic_timeout.count(), 10000);
-  EXPECT_EQ(c->poll_initial.count(), 1);
+  EXPECT_EQ(c->poll_initial.count(), 5);
   EXPECT_EQ(c->poll_max.count(), 5);
   EXPECT_EQ(c->retries, 3);
   EXPECT_TRUE(c->prev_result.is_null());

@@ -1,0 +1,32 @@
+// Temporary directories and a throwaway PKI, with no test framework in them: shared by the tests
+// (support.h) and bench/.
+#pragma once
+
+#include <string>
+
+namespace mizarmp::testing {
+
+// A fresh directory under /tmp, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A throwaway CA, a server certificate for the names in `san` (openssl's subjectAltName syntax)
+// and a client certificate, made with the openssl CLI in a temporary directory. `error` holds
+// openssl's output when that failed.
+struct Pki {
+  explicit Pki(const std::string& san = "IP:127.0.0.1,DNS:localhost");
+  TempDir dir;
+  std::string ca, server_cert, server_key, client_cert, client_key;
+  std::string error;
+};
+
+}  // namespace mizarmp::testing
