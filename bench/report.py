@@ -134,6 +134,14 @@ def top_functions(entries, n):
     return out
 
 
+def profile_table(entries, n):
+    """The n largest inclusive entries of a callgrind_annotate listing, as a Markdown table."""
+    lines = ["  | Ir | % | function | object |", "  | --- | --- | --- | --- |"]
+    for ir, pct, fn, lib in top_functions(entries, n):
+        lines.append(f"  | {ir} | {pct} | `{fn.replace('|', '/')}` | {lib} |")
+    return lines
+
+
 def perf_rows(path):
     """(percent, dso, symbol) of a `perf report --sort dso,sym --stdio` listing."""
     rows = []
@@ -883,10 +891,7 @@ def main():
             p(f"- Instructions (callgrind) of one ADD: {mi(cg_add)}, of which under `main` {mi(main_ir)} and the "
               f"plugin's `cni::Run` {mi(run_ir)}. Top of the ADD profile (inclusive):")
             p("")
-            p("  | Ir | % | function | object |")
-            p("  | --- | --- | --- | --- |")
-            for ir, pct, fn, lib in top_functions(ann_add, 18):
-                p(f"  | {ir} | {pct} | `{fn.replace('|', '/')}` | {lib} |")
+            o.extend(profile_table(ann_add, 18))
             p("")
     if del_ratio is not None and del_ratio > 0.6:
         p("### 1. DEL: the kernel's veth teardown inside the controller's answer")
@@ -920,13 +925,28 @@ def main():
           "one handshake per ADD (ECDHE and the certificate check on one kept-alive connection for all of the "
           "ADD's requests), the CA read, and OpenSSL's initialisation.")
         if cg_https and cg_add:
+            parts = {name: inclusive(ann_https, name) for name in
+                     ("SSL_CTX_new_ex", "ssl_load_ciphers", "OPENSSL_init_ssl", "SSL_CTX_load_verify_locations",
+                      "SSL_do_handshake", "tls_process_server_certificate", "ECDSA_verify", "EC_POINT_mul")}
             p(f"- Instructions (callgrind) of one ADD over https:// with `tls.caFile`: {mi(cg_https)} against "
-              f"{mi(cg_add)} over http://. Top of its profile (inclusive):")
+              f"{mi(cg_add)} over http://. Of the difference: `SSL_CTX_new` {mi(parts['SSL_CTX_new_ex'])} (of which "
+              f"`ssl_load_ciphers` {mi(parts['ssl_load_ciphers'])}: OpenSSL 3 fetches every cipher and digest the "
+              "TLS code knows from its provider, and the first fetch of each kind constructs every algorithm the "
+              f"provider offers), `OPENSSL_init_ssl` {mi(parts['OPENSSL_init_ssl'])}, reading the one CA "
+              f"{mi(parts['SSL_CTX_load_verify_locations'])} (its key decoded through OpenSSL 3's decoder set-up), "
+              f"the handshake {mi(parts['SSL_do_handshake'])} (the server's certificate decoded and checked "
+              f"{mi(parts['tls_process_server_certificate'])}, ECDSA verification {mi(parts['ECDSA_verify'])}, "
+              f"the ECDHE multiplication {mi(parts['EC_POINT_mul'])}). Top of its profile (inclusive):")
             p("")
-            p("  | Ir | % | function | object |")
-            p("  | --- | --- | --- | --- |")
-            for ir, pct, fn, lib in top_functions(ann_https, 14):
-                p(f"  | {ir} | {pct} | `{fn.replace('|', '/')}` | {lib} |")
+            o.extend(profile_table(ann_https, 14))
+            p("")
+            p("- What bounds it: a fresh process per ADD pays OpenSSL 3's one-time set-up (`SSL_CTX_new` and the "
+              "decoders) before its first byte of TLS; that alone is several times the http:// ADD's own "
+              "instructions, and a resumed session (no certificate to check) would still pay it and the ECDHE. "
+              "What would move it (for mizarmp-client owners): a TLS library without OpenSSL 3's provider "
+              "construction behind the transport (Debian ships mbed TLS with static archives), or a long-lived "
+              "node process that keeps the controller connection and that the plugin reaches over a unix socket "
+              "(Cilium's and Calico's plugins hand their work to a node agent this way).")
         p("")
     if ver_ratio is not None and ver_ratio > 1.3:
         p("### 3. VERSION")

@@ -145,7 +145,8 @@ TrustStoreWith::TrustStoreWith(const std::string& ca_file, const std::string& wo
       "mizarmp-bench-ca.pem '" + certs + "'/$h.$n; cat '" + ca_file + "' >> '" + bundle_ + "'";
   if (Shell(script, &error_) != 0) return;
   std::filesystem::remove(ready);
-  if (!holder_.Start({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+  // Slave propagation: the pod netns mounted after this (ip netns add) still show up inside.
+  if (!holder_.Start({"/usr/bin/unshare", "--mount", "--propagation", "slave", "/bin/sh", "-c",
                       "mount --bind '" + certs + "' /etc/ssl/certs && echo ok > '" + ready +
                           "' && exec sleep 1000000"},
                      work_dir + "/trust-store.log")) {

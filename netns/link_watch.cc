@@ -3,6 +3,7 @@
 #include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -60,8 +61,35 @@ Result<LinkWatch> LinkWatch::OpenInFd(int ns_fd, std::string_view name) {
     MZ_ASSIGN_OR_RETURN(watch.fd_, internal::LinkListener());
     return Status::Ok();
   });
+  if (st.ok()) st = watch.AskForLink();
   if (!st.ok()) return st.WithContext("watching link " + watch.name_);
   return watch;
+}
+
+// A link that was there before the subscription sends no notification: asking for it by name
+// on the same socket makes the kernel answer with the same RTM_NEWLINK a new link would (or an
+// error message, which Drain() passes over), so the first wait sees it either way.
+Status LinkWatch::AskForLink() {
+  struct {
+    nlmsghdr header;
+    ifinfomsg info;
+    char attrs[RTA_SPACE(IFNAMSIZ)];
+  } request{};
+  if (name_.empty() || name_.size() >= IFNAMSIZ) {
+    return InvalidArgumentError("link name \"" + name_ + "\" is empty or too long");
+  }
+  auto* attr = reinterpret_cast<rtattr*>(request.attrs);
+  attr->rta_type = IFLA_IFNAME;
+  attr->rta_len = static_cast<unsigned short>(RTA_LENGTH(name_.size() + 1));
+  std::memcpy(RTA_DATA(attr), name_.c_str(), name_.size() + 1);
+  request.header.nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(sizeof(ifinfomsg)) + RTA_ALIGN(attr->rta_len));
+  request.header.nlmsg_type = RTM_GETLINK;
+  request.header.nlmsg_flags = NLM_F_REQUEST;
+  request.info.ifi_family = AF_UNSPEC;
+  if (::send(fd_.get(), &request, request.header.nlmsg_len, 0) < 0) {
+    return ErrnoError("asking for link " + name_, errno);
+  }
+  return Status::Ok();
 }
 
 bool LinkWatch::WaitUntil(Clock::time_point until) {

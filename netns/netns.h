@@ -118,6 +118,8 @@ class LinkWatch {
   static Result<LinkWatch> OpenInFd(int ns_fd, std::string_view name);
   // Reads what arrived; true if it names the watched link (or notifications were lost).
   bool Drain();
+  // Asks the kernel for the link by name, so one already there is seen like a new one.
+  Status AskForLink();
   UniqueFd fd_;
   std::string name_;
 };

@@ -221,6 +221,13 @@ TEST_F(NetlinkTest, LinkWatchWakesForItsLinkAndNoOther) {
   EXPECT_LT(std::chrono::steady_clock::now(), until) << "waited out the whole time";
   // Nothing more about eth9 arrived: the next wait runs to its end.
   EXPECT_FALSE(watch->WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+
+  // A watch opened when the link is already there sees it at once.
+  auto late = LinkWatch::OpenIn(*pod_ns_, "eth9");
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  const auto until_late = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  EXPECT_TRUE(late->WaitUntil(until_late));
+  EXPECT_LT(std::chrono::steady_clock::now(), until_late) << "missed the link already there";
 }
 
 TEST_F(NetlinkTest, ConfigureThenInspectInterface) {
