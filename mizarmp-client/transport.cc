@@ -42,9 +42,13 @@ int64_t ElapsedMs(Clock::time_point since) {
 // make the built-in libcrypto dlopen that host's providers or engines, built for another libc
 // and another OpenSSL. What Debian's file would set (TLS 1.2 at least, security level 2) is set
 // on the context instead (MakeTlsContext), so every build behaves the same on every host.
+// Nor is OpenSSL's legacy name table of every cipher filled: libssl 3 fetches the ciphers it
+// uses from the provider by name, and filling the table was an eighth of an https ADD's
+// instructions. (The digests' table stays: the certificate checks look digests up in it, and
+// without it every signature is "too weak".)
 void InitOpenSslWithoutHostConfig() {
-  OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_LOAD_SSL_STRINGS |
-                       OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
+  OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+                       OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
                    nullptr);
 }
 
