@@ -276,6 +276,9 @@ Reply Routes::ListPorts(const httplib::Request& req) {
 // PUT ports/{id} takes {"port":{fields}} (or the fields alone); the updated port, or 204 without
 // a body under the update_no_content fault.
 Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
+  if (faults_.Take(&Faults::reject_updates)) {
+    return ErrorReply(400, "injected fault: reject_updates: the update request is refused");
+  }
   auto doc = ParseBody(req.body);
   if (!doc.ok()) return ErrorReply(400, doc.status().message());
   const json* patch = PortFields(*doc);
