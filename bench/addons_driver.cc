@@ -90,10 +90,14 @@ class Bench {
     // The sockets live here: mizarmp-addons refuses a socket directory others may write to.
     fs::create_directories(o_.work_dir);
     fs::permissions(o_.work_dir, fs::perms::owner_all, fs::perm_options::replace);
-    results_["config"] = {{"clients", o_.clients}, {"seconds", o_.seconds},
-                          {"rounds", o_.rounds},   {"records", o_.records},
-                          {"nodes", o_.nodes},     {"ports", o_.ports},
-                          {"cidrs", o_.cidrs},     {"getclients_calls", o_.getclients_calls},
+    results_["config"] = {{"clients", o_.clients},
+                          {"seconds", o_.seconds},
+                          {"rounds", o_.rounds},
+                          {"records", o_.records},
+                          {"nodes", o_.nodes},
+                          {"ports", o_.ports},
+                          {"cidrs", o_.cidrs},
+                          {"getclients_calls", o_.getclients_calls},
                           {"fence_store", o_.fence_store}};
     if (o_.update_connections > 0) results_["config"]["update_connections"] = o_.update_connections;
     int rc = 0;
@@ -447,8 +451,8 @@ class Bench {
     if (o_.fence_store == "etcd") {
       // A prefix of its own, fresh per run, so nothing of the store benchmark's state is read.
       store = o_.etcd;
-      flags.insert(flags.end(), {"--etcd-prefix", "/mizarmp-bench-fence/" +
-                                                      std::to_string(::getpid()) + "/"});
+      flags.insert(flags.end(),
+                   {"--etcd-prefix", "/mizarmp-bench-fence/" + std::to_string(::getpid()) + "/"});
     }
     out["store"] = o_.fence_store;
     mb::Daemon addons;

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "common/log.h"
@@ -96,8 +98,15 @@ std::vector<ChangeResult> MakeChanges(const UpdateConnections& connections,
   threads.reserve(on_threads);
   const std::string log_context = log::ThreadContext();
   for (size_t t = 0; t < on_threads && connections.more; ++t) {
-    threads.emplace_back(DrainOnNewConnection, std::ref(changes), std::cref(connections.more),
-                         std::cref(log_context), std::ref(errors[t]));
+    try {
+      threads.emplace_back(DrainOnNewConnection, std::ref(changes), std::cref(connections.more),
+                           std::cref(log_context), std::ref(errors[t]));
+    } catch (const std::system_error& e) {  // out of threads: the connections made do it all
+      errors[t] =
+          Status(Code::kResourceExhausted, std::string("no thread for a connection: ") + e.what());
+      MZ_LOG(kWarn) << "fence: " << errors[t].message();
+      break;
+    }
   }
   if (connections.first != nullptr) changes.Drain(*connections.first);
   for (std::thread& t : threads) t.join();

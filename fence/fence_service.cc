@@ -308,8 +308,9 @@ Result<EnforceReport> FenceService::EnforcePass() {
     return s.WithContext("recording the fenced ports");
   }
   // Mizar-MP has no bulk update: the updates go out over several connections at once.
-  const UpdateConnections connections{
-      .first = mp.get(), .more = [this] { return NewClient(); }, .count = options_.update_connections};
+  const UpdateConnections connections{.first = mp.get(),
+                                      .more = [this] { return NewClient(); },
+                                      .count = options_.update_connections};
   AppliedPlan applied =
       ApplyPlan(connections, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
   MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));

@@ -638,10 +638,9 @@ TEST_F(FenceServiceTest, LeadershipLostMidPassStopsFurtherUpdates) {
   ASSERT_EQ(plan.changes.size(), 300u);
   std::atomic<int> leads_for{120};  // the lease covers 120 more updates, then it is lost
   const uint64_t before = mock_->requests();
-  const AppliedPlan applied =
-      ApplyPlan(UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()),
-                                  .count = 8},
-                plan, [&] { return leads_for.fetch_sub(1) > 0; });
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()), .count = 8},
+      plan, [&] { return leads_for.fetch_sub(1) > 0; });
   EXPECT_EQ(mock_->requests() - before, 120u);  // nothing went out once it said no
   EXPECT_EQ(DownPorts().size(), 120u);
   EXPECT_EQ(applied.report.disabled, 120);
@@ -663,9 +662,8 @@ TEST_F(FenceServiceTest, ConnectionsThatCannotBeMadeLeaveTheirShareToTheOthers) 
   ClientFactory broken = []() -> Result<std::unique_ptr<client::Client>> {
     return FailedPreconditionError("Mizar-MP client: no such CA file");
   };
-  const AppliedPlan applied =
-      ApplyPlan(UpdateConnections{.first = mp_.get(), .more = broken, .count = 8}, plan,
-                [] { return true; });
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = mp_.get(), .more = broken, .count = 8}, plan, [] { return true; });
   EXPECT_EQ(applied.report.disabled, 100);
   EXPECT_EQ(applied.report.failed, 0);
   EXPECT_EQ(applied.report.enforced.size(), 1u);
@@ -679,9 +677,8 @@ TEST_F(FenceServiceTest, NoConnectionAtAllLeavesEveryChangeWithItsError) {
     return FailedPreconditionError("Mizar-MP client: no such CA file");
   };
   const uint64_t before = mock_->requests();
-  const AppliedPlan applied =
-      ApplyPlan(UpdateConnections{.first = nullptr, .more = broken, .count = 4}, plan,
-                [] { return true; });
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = nullptr, .more = broken, .count = 4}, plan, [] { return true; });
   EXPECT_EQ(mock_->requests(), before);
   EXPECT_EQ(applied.report.failed, 50);
   EXPECT_EQ(applied.left.size(), 50u);
@@ -724,8 +721,8 @@ TEST_F(FenceServiceTest, OneConnectionAndEightMakeTheSameReport) {
     // A port deleted meanwhile is released, not failed, whichever connection finds it gone.
     EXPECT_TRUE(mp_->DeletePort("p17").ok());
     AppliedPlan applied = ApplyPlan(
-        UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()),
-                          .count = count},
+        UpdateConnections{
+            .first = mp_.get(), .more = MockClients(mock_->base_url()), .count = count},
         plan, [] { return true; });
     return applied;
   };
