@@ -9,7 +9,9 @@
 //               the whole cluster, and narrowed to one node (parameter hostId)
 //   fence       FenceClusterNetwork of --cidrs CIDRs against --ports ports at mizarmp-mock: time,
 //               REST calls (the mock counts them), ports fenced afterwards; then
-//               UnfenceClusterNetwork of the same CIDRs, the same figures
+//               UnfenceClusterNetwork of the same CIDRs, the same figures; on the SQLite fence
+//               store, or with --fence-store etcd on the etcd cluster --etcd names (run.sh
+//               starts a 3-member one for the store benchmark and runs this section there too)
 // A method the server answers UNIMPLEMENTED is reported as not measured, never as a figure.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -55,6 +57,9 @@ struct Options {
   int ports = 10000;
   int cidrs = 1000;
   int getclients_calls = 30;
+  std::string fence_store = "sqlite";  // the fence section's store: sqlite or etcd
+  std::string etcd;                    // "etcd://127.0.0.1:p,...": the cluster for etcd
+  int update_connections = 0;          // the server's updateConnections; 0: its default
   // When set: during the last round of each method and server, `perf record -a -e cpu-clock -g`
   // writes PERF_DIR/perf.<server>.<method>.data (and the server's share of it as text); during
   // back-to-back GetFenceClients calls, PERF_DIR/perf.GetFenceClients.data.
@@ -85,10 +90,16 @@ class Bench {
     // The sockets live here: mizarmp-addons refuses a socket directory others may write to.
     fs::create_directories(o_.work_dir);
     fs::permissions(o_.work_dir, fs::perms::owner_all, fs::perm_options::replace);
-    results_["config"] = {{"clients", o_.clients}, {"seconds", o_.seconds},
-                          {"rounds", o_.rounds},   {"records", o_.records},
-                          {"nodes", o_.nodes},     {"ports", o_.ports},
-                          {"cidrs", o_.cidrs},     {"getclients_calls", o_.getclients_calls}};
+    results_["config"] = {{"clients", o_.clients},
+                          {"seconds", o_.seconds},
+                          {"rounds", o_.rounds},
+                          {"records", o_.records},
+                          {"nodes", o_.nodes},
+                          {"ports", o_.ports},
+                          {"cidrs", o_.cidrs},
+                          {"getclients_calls", o_.getclients_calls},
+                          {"fence_store", o_.fence_store}};
+    if (o_.update_connections > 0) results_["config"]["update_connections"] = o_.update_connections;
     int rc = 0;
     for (const char* s : {"rpc", "getclients", "fence"}) {
       if (!o_.sections.count(s)) continue;
@@ -432,10 +443,21 @@ class Bench {
                   std::to_string(o_.ports) + " ports");
     }
     // The reconcile loop is pushed out of the way (1 h) so the REST calls counted are the RPC's.
+    std::vector<std::string> flags = {"--reconcile-interval-ms", "3600000"};
+    if (o_.update_connections > 0) {
+      flags.insert(flags.end(), {"--update-connections", std::to_string(o_.update_connections)});
+    }
+    std::string store = o_.work_dir + "/fence-fence.db";
+    if (o_.fence_store == "etcd") {
+      // A prefix of its own, fresh per run, so nothing of the store benchmark's state is read.
+      store = o_.etcd;
+      flags.insert(flags.end(),
+                   {"--etcd-prefix", "/mizarmp-bench-fence/" + std::to_string(::getpid()) + "/"});
+    }
+    out["store"] = o_.fence_store;
     mb::Daemon addons;
     const std::string sock = o_.work_dir + "/fence.sock";
-    if (!StartAddons(addons, sock, mock.url(), o_.work_dir + "/fence-state",
-                     o_.work_dir + "/fence-fence.db", {"--reconcile-interval-ms", "3600000"})) {
+    if (!StartAddons(addons, sock, mock.url(), o_.work_dir + "/fence-state", store, flags)) {
       return Fail("mizarmp-addons did not come up on " + sock);
     }
     // One CIDR per fenced port (/32 of every (ports/cidrs)-th port): what a failed node's clients
@@ -452,6 +474,9 @@ class Bench {
     }
     out["cidrs"] = req.cidrs_size();
     auto stub = fence::FenceController::NewStub(mb::NewChannel("unix:" + sock, 0));
+    // On etcd the replica first has to win the election: a fence of an address no port has
+    // returns once a leader enforced it, so the figures below do not include the election.
+    if (o_.fence_store == "etcd" && !WarmUp(*stub)) return Fail("no leader on the etcd store");
     // What a user would check: exactly the ports behind the CIDRs are administratively down.
     auto check = [&](bool expect_fenced, int* down, int* wrong) {
       *down = 0;
@@ -477,6 +502,8 @@ class Bench {
       const char* key = unfence ? "unfence" : "fence";
       const char* rpc = unfence ? "UnfenceClusterNetwork" : "FenceClusterNetwork";
       const int64_t before = requests();
+      // CPU of both processes: on a shared machine the wall time also holds others' work.
+      const double addons_cpu0 = ProcessCpuMs(addons.pid()), mock_cpu0 = ProcessCpuMs(mock.pid());
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
       grpc::Status st;
@@ -489,6 +516,8 @@ class Bench {
         st = stub->FenceClusterNetwork(&ctx, req, &resp);
       }
       const double took = mb::Ms(mb::Clock::now() - c0);
+      const double addons_cpu = ProcessCpuMs(addons.pid()) - addons_cpu0;
+      const double mock_cpu = ProcessCpuMs(mock.pid()) - mock_cpu0;
       const int64_t after = requests();
       json r;
       if (!st.ok()) {
@@ -502,6 +531,8 @@ class Bench {
       }
       r["measured"] = true;
       r["ms"] = took;
+      r["addons_cpu_ms"] = addons_cpu;
+      r["mock_cpu_ms"] = mock_cpu;
       if (before >= 0 && after >= 0) r["rest_requests"] = after - before;
       int down = 0, wrong = 0;
       if (!check(!unfence, &down, &wrong)) return Fail("cannot list the ports at the mock");
@@ -517,11 +548,38 @@ class Bench {
       }
       out[key] = r;
       std::cerr << "   " << rpc << " " << took << " ms, " << r.value("rest_requests", -1)
-                << " REST calls, " << down << " ports down (" << wrong << " wrong)\n";
+                << " REST calls, " << down << " ports down (" << wrong << " wrong); CPU "
+                << addons_cpu << " ms mizarmp-addons, " << mock_cpu << " ms mock\n";
       if (wrong != 0) ok = false;
     }
     results_["fence"] = out;
     return ok;
+  }
+
+  // A fence and an unfence of 192.0.2.1/32 (TEST-NET-1: no port), each retried while the
+  // replica is not yet the leader.
+  static bool WarmUp(fence::FenceController::Stub& stub) {
+    const auto end = mb::Clock::now() + std::chrono::seconds(60);
+    for (const bool unfence : {false, true}) {
+      grpc::Status st;
+      do {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        if (unfence) {
+          fence::UnfenceClusterNetworkRequest req;
+          fence::UnfenceClusterNetworkResponse resp;
+          req.add_cidrs()->set_cidr("192.0.2.1/32");
+          st = stub.UnfenceClusterNetwork(&ctx, req, &resp);
+        } else {
+          fence::FenceClusterNetworkRequest req;
+          fence::FenceClusterNetworkResponse resp;
+          req.add_cidrs()->set_cidr("192.0.2.1/32");
+          st = stub.FenceClusterNetwork(&ctx, req, &resp);
+        }
+      } while (!st.ok() && mb::Clock::now() < end);
+      if (!st.ok()) return false;
+    }
+    return true;
   }
 
   bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
@@ -536,7 +594,9 @@ int Usage(const std::string& why) {
   std::cerr << "mizarmp-bench-addons: " << why << "\n"
             << "usage: mizarmp-bench-addons --bin-dir DIR [--work DIR] [--out FILE]\n"
                "         [--sections rpc,getclients,fence] [--clients N] [--seconds S]\n"
-               "         [--rounds N] [--records N] [--nodes N] [--ports N] [--cidrs N]\n";
+               "         [--rounds N] [--records N] [--nodes N] [--ports N] [--cidrs N]\n"
+               "         [--fence-store sqlite|etcd] [--etcd etcd://HOST:PORT,...]\n"
+               "         [--update-connections N]\n";
   return 2;
 }
 
@@ -573,6 +633,12 @@ int main(int argc, char** argv) {
       o.cidrs = std::atoi(next().c_str());
     } else if (a == "--getclients-calls") {
       o.getclients_calls = std::atoi(next().c_str());
+    } else if (a == "--fence-store") {
+      o.fence_store = next();
+    } else if (a == "--etcd") {
+      o.etcd = next();
+    } else if (a == "--update-connections") {
+      o.update_connections = std::atoi(next().c_str());
     } else if (a == "--perf-dir") {
       o.perf_dir = next();
     } else {
@@ -580,5 +646,9 @@ int main(int argc, char** argv) {
     }
   }
   if (o.bin_dir.empty()) return Usage("--bin-dir is required");
+  if (o.fence_store != "sqlite" && o.fence_store != "etcd") {
+    return Usage("--fence-store: want sqlite or etcd, got " + o.fence_store);
+  }
+  if (o.fence_store == "etcd" && o.etcd.empty()) return Usage("--fence-store etcd needs --etcd");
   return Bench(std::move(o)).Main();
 }

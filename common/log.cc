@@ -150,6 +150,8 @@ void SetMaxBytes(uint64_t max_bytes) { g_max_bytes.store(max_bytes); }
 
 void SetThreadContext(std::string context) { t_context = std::move(context); }
 
+std::string ThreadContext() { return t_context; }
+
 void SetTag(std::string tag) {
   std::lock_guard<std::mutex> lock(g_tag_mu);
   g_tag = std::move(tag);

@@ -37,6 +37,8 @@ void SetMaxBytes(uint64_t max_bytes);
 // Put on every line this thread writes, after the tag (e.g. "req=1f2e3d4c"); empty: nothing.
 // mizarmp-addons sets it for the RPC a server thread is handling.
 void SetThreadContext(std::string context);
+// This thread's context, for a thread that works on its behalf (it sets it as its own).
+std::string ThreadContext();
 // A tag put in front of every line, e.g. "mizarmp[ADD 1234abcd]".
 void SetTag(std::string tag);
 bool Enabled(Level level);

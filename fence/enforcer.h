@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,31 @@ struct AppliedPlan {
   std::vector<std::string> released;
 };
 
-// Makes every change of `plan` at Mizar-MP (one port update each, in the plan's order) and logs
-// each change made. The caller records plan.holds first. A port deleted meanwhile (NOT_FOUND) needs
-// nothing more; any other failure leaves what depends on that change incomplete (CompletedBy).
-// `may_act` is asked before each update: once it says no (this replica stopped leading), the
-// remaining changes are left, failed with UNAVAILABLE, for the next leader's pass.
+// Makes another Mizar-MP client: one per connection, since a Client is not thread-safe.
+using ClientFactory = std::function<Result<std::unique_ptr<client::Client>>()>;
+
+// The connections a pass updates ports over: `first` (the pass's own, already made: it listed
+// the ports; may be null) and up to `count` - 1 more from `more`, each used by one thread.
+struct UpdateConnections {
+  client::Client* first = nullptr;
+  ClientFactory more;
+  int count = 1;
+};
+
+// Makes every change of `plan` at Mizar-MP (one port update each) and logs each change made. The
+// caller records plan.holds first. A port deleted meanwhile (NOT_FOUND) needs nothing more; any
+// other failure leaves what depends on that change incomplete (CompletedBy).
+// Mizar-MP has no bulk update, so the updates go out in parallel over `connections.count`
+// kept-alive connections, each taking the next change not yet taken; the result is assembled in
+// the plan's order afterwards, so it is the same whatever the count (1: one after another, on the
+// calling thread). A connection that cannot be made leaves its share to the others; with none
+// at all, every change is left, failed with that error.
+// `may_act` (thread-safe) is asked before each update: once it says no (this replica stopped
+// leading), the remaining changes are left, failed with UNAVAILABLE, for the next leader's pass.
+AppliedPlan ApplyPlan(const UpdateConnections& connections, const EnforcementPlan& plan,
+                      const std::function<bool()>& may_act);
+
+// The same over one connection.
 AppliedPlan ApplyPlan(client::Client& mp, const EnforcementPlan& plan,
                       const std::function<bool()>& may_act);
 

@@ -307,7 +307,12 @@ Result<EnforceReport> FenceService::EnforcePass() {
     NoteStoreError(s);
     return s.WithContext("recording the fenced ports");
   }
-  AppliedPlan applied = ApplyPlan(*mp, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
+  // Mizar-MP has no bulk update: the updates go out over several connections at once.
+  const UpdateConnections connections{.first = mp.get(),
+                                      .more = [this] { return NewClient(); },
+                                      .count = options_.update_connections};
+  AppliedPlan applied =
+      ApplyPlan(connections, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
   MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
   if (applied.report.failed > 0) {
     return DependencyError(applied.first_error,

@@ -15,6 +15,8 @@ namespace mizarmp::fence {
 
 inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
 inline constexpr const char* kDefaultFenceStore = "/var/lib/mizarmp/fence.db";
+inline constexpr int kDefaultUpdateConnections = 8;
+inline constexpr int kMaxUpdateConnections = 64;
 
 // An etcd fence store (fenceStore "etcd://host:port,..."): how to reach the cluster (endpoints
 // come from the location), where the state lives in it, and the leader's lease.
@@ -35,6 +37,9 @@ struct FenceOptions {
   bool use_port_list = false;
   std::map<std::string, std::string> expected_secrets;  // never logged
   std::chrono::milliseconds reconcile_interval{10000};
+  // Kept-alive Mizar-MP connections a pass's port updates go out over in parallel (Mizar-MP has
+  // no bulk update); 1: one after another.
+  int update_connections = kDefaultUpdateConnections;
 };
 
 }  // namespace mizarmp::fence

@@ -21,7 +21,8 @@ json FaultsToJson(const Faults& f) {
               {"truncate_json", f.truncate_json},
               {"reject_creates", f.reject_creates},
               {"malformed_ports", f.malformed_ports},
-              {"update_no_content", f.update_no_content}};
+              {"update_no_content", f.update_no_content},
+              {"reject_updates", f.reject_updates}};
 }
 
 namespace {
@@ -52,7 +53,8 @@ Result<Faults> FaultsFromJson(const json& j) {
                                             {"close_connections", &f.close_connections},
                                             {"truncate_json", &f.truncate_json},
                                             {"reject_creates", &f.reject_creates},
-                                            {"malformed_ports", &f.malformed_ports}};
+                                            {"malformed_ports", &f.malformed_ports},
+                                            {"reject_updates", &f.reject_updates}};
   const std::map<std::string, bool*> bools = {{"never_ready", &f.never_ready},
                                               {"fail_ready", &f.fail_ready},
                                               {"update_no_content", &f.update_no_content}};

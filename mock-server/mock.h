@@ -55,6 +55,7 @@ struct Faults {
   // PUT ports/{id} (until changed) makes the update and answers 204 No Content, without a body,
   // as some controllers do.
   bool update_no_content = false;
+  int reject_updates = 0;  // the next N PUT ports/{id} answer 400 (and change nothing)
 };
 
 struct Options {

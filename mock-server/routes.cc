@@ -182,10 +182,11 @@ int Routes::Serve(const httplib::Request& req, httplib::Response& res,
     res.status = 204;
     return 204;
   }
-  std::string text = Dump(reply.body);
+  std::string text = reply.text ? std::move(*reply.text) : Dump(reply.body);
   if (faults_.Take(&Faults::truncate_json)) text = text.substr(0, text.size() / 2);
   res.status = reply.status;
-  res.set_content(text, "application/json");
+  res.body = std::move(text);  // set_content would copy it
+  res.set_header("Content-Type", "application/json");
   return reply.status;
 }
 
@@ -266,16 +267,27 @@ Reply Routes::UnknownPort(const std::string& id) const {
 }
 
 // The malformed_ports fault appends its entries after the real ports.
+// {"ports":[...]} written port by port.
 Reply Routes::ListPorts(const httplib::Request& req) {
-  json ports = model_.ListPorts(req.params);
+  std::vector<json> ports = model_.ListPorts(req.params);
   const int malformed = faults_.Get().malformed_ports;
   for (int i = 1; i <= malformed; ++i) ports.push_back(MalformedPort(i));
-  return Reply{200, json{{"ports", std::move(ports)}}};
+  std::string text = "{\"ports\":[";
+  text.reserve(ports.size() * 512 + 16);
+  for (size_t i = 0; i < ports.size(); ++i) {
+    if (i > 0) text += ',';
+    text += Dump(ports[i]);
+  }
+  text += "]}";
+  return Reply{200, json(), std::move(text)};
 }
 
 // PUT ports/{id} takes {"port":{fields}} (or the fields alone); the updated port, or 204 without
 // a body under the update_no_content fault.
 Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
+  if (faults_.Take(&Faults::reject_updates)) {
+    return ErrorReply(400, "injected fault: reject_updates: the update request is refused");
+  }
   auto doc = ParseBody(req.body);
   if (!doc.ok()) return ErrorReply(400, doc.status().message());
   const json* patch = PortFields(*doc);

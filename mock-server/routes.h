@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -32,6 +33,9 @@ namespace mizarmp::mock {
 struct Reply {
   int status = 200;
   nlohmann::json body;
+  // The body already written out, sent instead of `body`: a port list of 10,000 ports is
+  // rendered port by port, without first copying every port into one JSON array.
+  std::optional<std::string> text;
 };
 
 class Routes {

@@ -165,6 +165,37 @@ Key MillisKey(std::string json_key, std::string help, int64_t max, MillisField f
   return DurationKey(std::move(json_key), std::move(help), max, field);
 }
 
+// A whole number in min..max; --help shows the default and the range.
+Key CountKey(std::string json_key, std::string value_name, std::string help, int min, int max,
+             int& (*field)(ServerConfig&)) {
+  ServerConfig defaults;
+  help += " (" + std::to_string(min) + ".." + std::to_string(max) + "; default " +
+          std::to_string(field(defaults)) + ")";
+  JsonApply from_json = [field, min, max](const json& v, const std::string& where,
+                                          ServerConfig& c) -> Status {
+    if (!v.is_number_integer()) return WrongType(where, "an integer", v);
+    const int64_t n = v.get<int64_t>();
+    if (n < min || n > max) {
+      return InvalidArgumentError(where + ": " + std::to_string(n) + " is out of range (" +
+                                  std::to_string(min) + ".." + std::to_string(max) + ")");
+    }
+    field(c) = static_cast<int>(n);
+    return Status::Ok();
+  };
+  FlagApply from_flag = [from_json](std::string_view text, const std::string& where,
+                                    ServerConfig& c) -> Status {
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+      return InvalidArgumentError(where + ": " + Quoted(text) + " is not an integer");
+    }
+    return from_json(json(n), where, c);
+  };
+  std::string flag = Kebab(json_key);
+  return Key{std::move(json_key), std::move(flag),      std::move(value_name),
+             std::move(help),     std::move(from_json), std::move(from_flag)};
+}
+
 // One host's addresses/CIDRs, replacing what it had.
 Status ApplyAddresses(const std::string& host, const json& list, const std::string& where,
                       ServerConfig& c) {
@@ -384,6 +415,11 @@ const std::vector<Key>& Keys() {
           "reconcileIntervalMs", "how often the stored fences are enforced again",
           24LL * 3600 * 1000,
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.fence.reconcile_interval; }),
+      CountKey("updateConnections", "N",
+               "kept-alive Mizar-MP connections an enforcement pass updates ports over in "
+               "parallel (Mizar-MP has no bulk update; 1: one after another)",
+               1, fence::kMaxUpdateConnections,
+               [](ServerConfig& c) -> int& { return c.fence.update_connections; }),
       MillisKey(
           "mpConnectTimeoutMs", "timeout of connecting to Mizar-MP", 60000,
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp.connect_timeout; }),
@@ -592,6 +628,11 @@ Status ValidateFence(const fence::FenceOptions& f) {
   }
   if (f.reconcile_interval.count() <= 0) {
     return InvalidArgumentError("reconcileIntervalMs: must be > 0");
+  }
+  if (f.update_connections < 1 || f.update_connections > fence::kMaxUpdateConnections) {
+    return InvalidArgumentError("updateConnections: " + std::to_string(f.update_connections) +
+                                " is out of range (1.." +
+                                std::to_string(fence::kMaxUpdateConnections) + ")");
   }
   return Status::Ok();
 }

@@ -122,6 +122,8 @@ FlagTable Flags(Config* c) {
         &f.fail_gets);
   t.Int("reject-creates", "N", "fault: the next N creates answer 400", 0, kMaxCount,
         &f.reject_creates);
+  t.Int("reject-updates", "N", "fault: the next N port updates answer 400", 0, kMaxCount,
+        &f.reject_updates);
   t.Int("close-connections", "N", "fault: the next N REST requests get their connection closed", 0,
         kMaxCount, &f.close_connections);
   t.Int("truncate-json", "N", "fault: the next N REST responses carry truncated JSON", 0, kMaxCount,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -20,6 +21,8 @@
 
 #include "addons/identity.h"
 #include "common/fileutil.h"
+#include "common/log.h"
+#include "common/strings.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
 #include "tests/support/records.h"
@@ -92,6 +95,40 @@ class FenceServiceTest : public ::testing::Test {
     auto p = mp_->CreatePort(s);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     return id;
+  }
+
+  // `n` ports at the mock in one bulk create, "p<i>" at 10.240.<2 + i / 250>.<1 + i % 250>, on
+  // node-a; their addresses in that order.
+  std::vector<std::string> ManyPorts(int n) {
+    std::vector<client::PortSpec> specs;
+    std::vector<std::string> ips;
+    for (int i = 0; i < n; ++i) {
+      const std::string ip =
+          "10.240." + std::to_string(2 + i / 250) + "." + std::to_string(1 + i % 250);
+      client::PortSpec s;
+      s.project_id = kProject;
+      s.id = "p" + std::to_string(i);
+      s.name = "k8s_" + s.id;
+      s.network_id = kSubnet;
+      s.veth_name = "eth0";
+      s.network_ns = "/var/run/netns/none-" + s.id;
+      s.host_id = "node-a";
+      s.fixed_ips.push_back({kSubnet, ip});
+      specs.push_back(std::move(s));
+      ips.push_back(ip);
+    }
+    auto made = mp_->CreatePorts(specs);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    return ips;
+  }
+
+  // The ports that are down at the mock.
+  std::set<std::string> DownPorts() const {
+    std::set<std::string> out;
+    for (const auto& p : mock_->Ports()) {
+      if (!p.admin_state_up) out.insert(p.id);
+    }
+    return out;
   }
 
   std::map<std::string, bool> AdminUp() const {
@@ -492,6 +529,215 @@ TEST_F(FenceServiceTest, MizarMpDownKeepsTheIntentAndTheReconcileFinishesIt) {
   mock_->SetFaults({});
   ASSERT_TRUE(service_->Reconcile().ok());
   EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}, {"a2", true}}));
+}
+
+// ------------------------------------------------------------- port updates over N connections
+
+// Every `stride`-th of `n` ports: their /32s and ids.
+struct Chosen {
+  std::vector<std::string> cidrs;
+  std::set<std::string> ids;
+};
+Chosen EveryNth(const std::vector<std::string>& ips, size_t stride) {
+  Chosen out;
+  for (size_t i = 0; i < ips.size(); i += stride) {
+    out.cidrs.push_back(ips[i] + "/32");
+    out.ids.insert("p" + std::to_string(i));
+  }
+  return out;
+}
+
+TEST_F(FenceServiceTest, ParallelUpdatesFenceAndUnfenceExactlyTheFencedPorts) {
+  const std::vector<std::string> ips = ManyPorts(900);
+  const Chosen fenced = EveryNth(ips, 3);  // 300 ports
+  FenceOptions o = Options();
+  o.update_connections = 8;
+  Start(o);
+  uint64_t before = mock_->requests();
+  grpc::Status s = Fence(fenced.cidrs);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  // One port list and one update per fenced port, however many connections carried them.
+  EXPECT_EQ(mock_->requests() - before, 1 + fenced.ids.size());
+  EXPECT_EQ(DownPorts(), fenced.ids);
+  EXPECT_EQ(List().size(), fenced.cidrs.size());
+
+  before = mock_->requests();
+  s = Unfence(fenced.cidrs);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(mock_->requests() - before, 1 + fenced.ids.size());
+  EXPECT_TRUE(DownPorts().empty());
+  EXPECT_TRUE(List().empty());
+}
+
+TEST_F(FenceServiceTest, RefusedParallelUpdatesAreCountedNamedAndFinishedByTheReconcile) {
+  const std::vector<std::string> ips = ManyPorts(600);
+  const Chosen fenced = EveryNth(ips, 3);  // 200 ports
+  FenceOptions o = Options();
+  o.update_connections = 8;
+  Start(o);
+  mock::Faults f;
+  f.reject_updates = 7;
+  mock_->SetFaults(f);
+  grpc::Status s = Fence(fenced.cidrs);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNKNOWN) << s.error_message();
+  EXPECT_NE(s.error_message().find("7 of 200 port update(s) failed"), std::string::npos)
+      << s.error_message();
+  // Exactly the refused ones are still up, each named in the answer; nothing else was lost.
+  const std::set<std::string> down = DownPorts();
+  std::set<std::string> still_up;
+  for (const std::string& id : fenced.ids) {
+    if (down.count(id) == 0) still_up.insert(id);
+  }
+  EXPECT_EQ(still_up.size(), 7u);
+  EXPECT_EQ(down.size(), 193u);
+  for (const std::string& id : down) EXPECT_EQ(fenced.ids.count(id), 1u) << id;
+  for (const std::string& id : still_up) {
+    EXPECT_NE(s.error_message().find("port " + id + " ("), std::string::npos) << id;
+  }
+  auto r = service_->Reconcile();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->disabled, 7);
+  EXPECT_EQ(DownPorts(), fenced.ids);
+
+  // The same for the unfence: the refused ports stay down until the reconcile.
+  mock_->SetFaults(f);
+  s = Unfence(fenced.cidrs);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNKNOWN) << s.error_message();
+  EXPECT_NE(s.error_message().find("7 of 200 port update(s) failed"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(DownPorts().size(), 7u);
+  r = service_->Reconcile();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->enabled, 7);
+  EXPECT_TRUE(DownPorts().empty());
+}
+
+// The plan of one stored fence over the ports at the mock.
+EnforcementPlan PlanOneFence(client::Client& mp, const std::string& cidr) {
+  StoreSnapshot snap;
+  FenceEntry e;
+  e.cidr = *ParseFenceCidr(cidr);
+  snap.fences.push_back(e);
+  auto ports = mp.ListPorts();
+  EXPECT_TRUE(ports.ok()) << ports.status().ToString();
+  return PlanEnforcement(snap, ports.ok() ? *ports : client::PortList{});
+}
+
+// More clients of the mock, as the service makes them.
+ClientFactory MockClients(const std::string& url) {
+  return [url]() -> Result<std::unique_ptr<client::Client>> {
+    client::ClientConfig cc;
+    cc.base_url = url;
+    return client::Client::Create(cc);
+  };
+}
+
+TEST_F(FenceServiceTest, LeadershipLostMidPassStopsFurtherUpdates) {
+  ManyPorts(300);
+  const EnforcementPlan plan = PlanOneFence(*mp_, "10.240.0.0/16");
+  ASSERT_EQ(plan.changes.size(), 300u);
+  std::atomic<int> leads_for{120};  // the lease covers 120 more updates, then it is lost
+  const uint64_t before = mock_->requests();
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()), .count = 8},
+      plan, [&] { return leads_for.fetch_sub(1) > 0; });
+  EXPECT_EQ(mock_->requests() - before, 120u);  // nothing went out once it said no
+  EXPECT_EQ(DownPorts().size(), 120u);
+  EXPECT_EQ(applied.report.disabled, 120);
+  EXPECT_EQ(applied.report.failed, 180);
+  ASSERT_EQ(applied.left.size(), 180u);
+  EXPECT_EQ(applied.first_error.code(), Code::kUnavailable);
+  EXPECT_TRUE(applied.report.enforced.empty());
+  // Reported in the plan's order, whichever connection got there first.
+  size_t at = 0;
+  for (const std::string& left : applied.left) {
+    while (at < plan.changes.size() && plan.changes[at].label + " to disable" != left) ++at;
+    ASSERT_LT(at, plan.changes.size()) << left << " is out of the plan's order";
+  }
+}
+
+TEST_F(FenceServiceTest, ConnectionsThatCannotBeMadeLeaveTheirShareToTheOthers) {
+  ManyPorts(100);
+  const EnforcementPlan plan = PlanOneFence(*mp_, "10.240.0.0/16");
+  ClientFactory broken = []() -> Result<std::unique_ptr<client::Client>> {
+    return FailedPreconditionError("Mizar-MP client: no such CA file");
+  };
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = mp_.get(), .more = broken, .count = 8}, plan, [] { return true; });
+  EXPECT_EQ(applied.report.disabled, 100);
+  EXPECT_EQ(applied.report.failed, 0);
+  EXPECT_EQ(applied.report.enforced.size(), 1u);
+  EXPECT_EQ(DownPorts().size(), 100u);
+}
+
+TEST_F(FenceServiceTest, NoConnectionAtAllLeavesEveryChangeWithItsError) {
+  ManyPorts(50);
+  const EnforcementPlan plan = PlanOneFence(*mp_, "10.240.0.0/16");
+  ClientFactory broken = []() -> Result<std::unique_ptr<client::Client>> {
+    return FailedPreconditionError("Mizar-MP client: no such CA file");
+  };
+  const uint64_t before = mock_->requests();
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = nullptr, .more = broken, .count = 4}, plan, [] { return true; });
+  EXPECT_EQ(mock_->requests(), before);
+  EXPECT_EQ(applied.report.failed, 50);
+  EXPECT_EQ(applied.left.size(), 50u);
+  EXPECT_NE(applied.first_error.message().find("no such CA file"), std::string::npos)
+      << applied.first_error.ToString();
+  EXPECT_TRUE(applied.report.enforced.empty());
+  EXPECT_TRUE(DownPorts().empty());
+}
+
+TEST_F(FenceServiceTest, UpdatesOnOtherConnectionsLogUnderTheCallersRequestId) {
+  ManyPorts(40);
+  const EnforcementPlan plan = PlanOneFence(*mp_, "10.240.0.0/16");
+  const std::string log_path = dir_.path() + "/addons.log";
+  ASSERT_TRUE(log::SetFile(log_path).ok());
+  const log::Level level = log::GetLevel();
+  log::SetLevel(log::Level::kInfo);
+  log::SetThreadContext("req=feedc0de");
+  const AppliedPlan applied = ApplyPlan(
+      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()), .count = 4},
+      plan, [] { return true; });
+  log::SetThreadContext("");
+  log::SetLevel(level);
+  ASSERT_TRUE(log::SetFile("").ok());
+  EXPECT_EQ(applied.report.disabled, 40);
+  auto text = ReadFile(log_path);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  int disabled_lines = 0;
+  for (const std::string& line : Split(*text, '\n')) {
+    if (line.find(" disabled port ") == std::string::npos) continue;
+    ++disabled_lines;
+    EXPECT_NE(line.find(" req=feedc0de "), std::string::npos) << line;
+  }
+  EXPECT_EQ(disabled_lines, 40);
+}
+
+TEST_F(FenceServiceTest, OneConnectionAndEightMakeTheSameReport) {
+  ManyPorts(200);
+  const EnforcementPlan plan = PlanOneFence(*mp_, "10.240.0.0/16");
+  auto apply = [&](int count) {
+    // A port deleted meanwhile is released, not failed, whichever connection finds it gone.
+    EXPECT_TRUE(mp_->DeletePort("p17").ok());
+    AppliedPlan applied = ApplyPlan(
+        UpdateConnections{
+            .first = mp_.get(), .more = MockClients(mock_->base_url()), .count = count},
+        plan, [] { return true; });
+    return applied;
+  };
+  const AppliedPlan one = apply(1);
+  for (const std::string& id : DownPorts()) {
+    EXPECT_TRUE(mp_->UpdatePort(id, nlohmann::json{{"admin_state_up", true}}).ok());
+  }
+  const AppliedPlan eight = apply(8);
+  EXPECT_EQ(one.report.disabled, 199);
+  EXPECT_EQ(eight.report.disabled, one.report.disabled);
+  EXPECT_EQ(eight.report.failed, one.report.failed);
+  EXPECT_EQ(eight.report.enforced, one.report.enforced);
+  EXPECT_EQ(eight.newly_enforced, one.newly_enforced);
+  EXPECT_EQ(eight.released, one.released);
+  EXPECT_EQ(eight.left, one.left);
 }
 
 TEST_F(FenceServiceTest, ReconcileDisablesPortsCreatedLaterInsideAFence) {

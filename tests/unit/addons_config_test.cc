@@ -53,6 +53,7 @@ TEST(AddonsConfig, Defaults) {
   EXPECT_EQ(c.fence.state_dir, "/var/lib/cni/mizarmp");
   EXPECT_EQ(c.fence.fence_store, "/var/lib/mizarmp/fence.db");
   EXPECT_EQ(c.fence.reconcile_interval.count(), 10000);
+  EXPECT_EQ(c.fence.update_connections, 8);
   EXPECT_EQ(c.mizarmp.project_id, client::kDefaultProjectId);
   EXPECT_EQ(c.subnet_id, client::kDefaultSubnetId);
   EXPECT_EQ(c.mizarmp.dialect, client::Dialect::kAuto);
@@ -138,6 +139,12 @@ TEST(AddonsConfig, BadValuesNameTheKey) {
   ExpectInvalid(with_config(R"({"mode": "sidecar"})"), "\"mode\"");
   ExpectInvalid(with_config(R"({"reconcileIntervalMs": "10"})"), "reconcileIntervalMs");
   ExpectInvalid(with_config(R"({"reconcileIntervalMs": 0})"), "reconcileIntervalMs");
+  ExpectInvalid(with_config(R"({"updateConnections": 0})"), "updateConnections");
+  ExpectInvalid(with_config(R"({"updateConnections": 65})"), "updateConnections");
+  ExpectInvalid(with_config(R"({"updateConnections": "8"})"), "updateConnections");
+  ExpectInvalid(with_config(R"({"updateConnections": 2.5})"), "updateConnections");
+  ExpectInvalid(Valid({"--update-connections", "0"}), "--update-connections");
+  ExpectInvalid(Valid({"--update-connections", "eight"}), "--update-connections");
   ExpectInvalid(with_config(R"({"endpoitn": "unix:///x"})"), "endpoitn");
   ExpectInvalid(with_config(R"({"nodeAddresses": {"n1": ["10.0.0.300"]}})"), "10.0.0.300");
   ExpectInvalid(with_config(R"({"nodeAddresses": ["10.0.0.1"]})"), "nodeAddresses");
@@ -157,6 +164,18 @@ TEST(AddonsConfig, BadValuesNameTheKey) {
   ExpectInvalid(Valid({"--state-dir", "relative/dir"}), "stateDir");
   ExpectInvalid(Valid({"--token-file", dir.path() + "/absent"}), "tokenFile");
   ExpectInvalid(Valid({"--secrets-file", dir.path() + "/absent.json"}), "secretsFile");
+}
+
+TEST(AddonsConfig, UpdateConnectionsFromTheFileOrTheFlag) {
+  TempDir dir;
+  const std::string path = dir.path() + "/c.json";
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"updateConnections": 64})").ok());
+  auto r = Parse(Valid({"--config", path}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.fence.update_connections, 64);
+  r = Parse(Valid({"--config", path, "--update-connections", "1"}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.fence.update_connections, 1);
 }
 
 TEST(AddonsConfig, NodeModeDoesNotNeedMizarMp) {
@@ -460,6 +479,7 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "hostId",
                                               "secretsFile",
                                               "reconcileIntervalMs",
+                                              "updateConnections",
                                               "probeTimeoutMs",
                                               "logLevel",
                                               "logFile",
