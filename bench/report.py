@@ -570,7 +570,6 @@ def main():
         rows.append(("GetFenceClients, 10,000 records / 100 nodes", "<= 20 ms",
                      f"**not measured**: {gc.get('why', 'not run')}", "not measured"))
     fen = fence.get("fence", {})
-    unf = fence.get("unfence", {})
     for store_name, f in fence_stores or [("SQLite", fence)]:
         ff, uf = f.get("fence", {}), f.get("unfence", {})
         if ff.get("measured") and uf.get("measured"):
