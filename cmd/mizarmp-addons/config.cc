@@ -129,6 +129,19 @@ struct UnitOf<std::chrono::seconds> {
   static constexpr const char* kValue = "SECONDS";
 };
 
+// A flag's text as an integer, then applied as the same number in the file would be.
+FlagApply IntegerFlag(JsonApply from_json) {
+  return [from_json = std::move(from_json)](std::string_view text, const std::string& where,
+                                            ServerConfig& c) -> Status {
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+      return InvalidArgumentError(where + ": " + Quoted(text) + " is not an integer");
+    }
+    return from_json(json(n), where, c);
+  };
+}
+
 // A duration in whole units (milliseconds or seconds) in 1..max; --help shows the default.
 template <typename Duration>
 Key DurationKey(std::string json_key, std::string help, int64_t max,
@@ -147,15 +160,7 @@ Key DurationKey(std::string json_key, std::string help, int64_t max,
     field(c) = Duration(n);
     return Status::Ok();
   };
-  FlagApply from_flag = [from_json](std::string_view text, const std::string& where,
-                                    ServerConfig& c) -> Status {
-    int64_t n = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-      return InvalidArgumentError(where + ": " + Quoted(text) + " is not an integer");
-    }
-    return from_json(json(n), where, c);
-  };
+  FlagApply from_flag = IntegerFlag(from_json);
   std::string flag = Kebab(json_key);
   return Key{std::move(json_key), std::move(flag),      Unit::kValue,
              std::move(help),     std::move(from_json), std::move(from_flag)};
@@ -182,15 +187,7 @@ Key CountKey(std::string json_key, std::string value_name, std::string help, int
     field(c) = static_cast<int>(n);
     return Status::Ok();
   };
-  FlagApply from_flag = [from_json](std::string_view text, const std::string& where,
-                                    ServerConfig& c) -> Status {
-    int64_t n = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-      return InvalidArgumentError(where + ": " + Quoted(text) + " is not an integer");
-    }
-    return from_json(json(n), where, c);
-  };
+  FlagApply from_flag = IntegerFlag(from_json);
   std::string flag = Kebab(json_key);
   return Key{std::move(json_key), std::move(flag),      std::move(value_name),
              std::move(help),     std::move(from_json), std::move(from_flag)};
