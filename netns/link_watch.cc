@@ -110,10 +110,13 @@ bool LinkWatch::Drain() {
     const ssize_t got = ::recv(fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);
     if (got < 0) return seen || errno == ENOBUFS;  // ENOBUFS: the kernel dropped some
     if (got == 0) return seen;
-    int len = static_cast<int>(got);
-    for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); NLMSG_OK(h, len);
-         h = NLMSG_NEXT(h, len)) {
+    // NLMSG_OK/NLMSG_NEXT by hand: the macros compare signed and unsigned lengths.
+    const size_t end = static_cast<size_t>(got);
+    for (size_t off = 0; off + sizeof(nlmsghdr) <= end;) {
+      const auto* h = reinterpret_cast<const nlmsghdr*>(buf + off);
+      if (h->nlmsg_len < sizeof(nlmsghdr) || h->nlmsg_len > end - off) break;
       if (NewLinkName(h) == name_) seen = true;
+      off += NLMSG_ALIGN(h->nlmsg_len);
     }
   }
 }
