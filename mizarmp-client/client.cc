@@ -247,6 +247,60 @@ struct AttemptTime {
   bool clipped = false;
 };
 
+// Reads a port list answer ({"ports":[...]} or a bare [...]) entry by entry while it is parsed:
+// each entry becomes a Port (or a line in `unreadable`) and is dropped from the tree at once, so
+// a list of 10,000 ports never exists as a JSON tree. The document keeps its shape with the
+// array emptied ({"ports":[]}), for the checks made on the answer as a whole. Each parse (each
+// attempt of the call) starts over; a later "ports" member replaces an earlier one, as it would
+// in a tree.
+class PortListReader {
+ public:
+  json::parser_callback_t Callback() {
+    return [this](int depth, json::parse_event_t event, json& parsed) {
+      return Keep(depth, event, parsed);
+    };
+  }
+  PortList Take() { return std::move(list_); }
+
+ private:
+  bool Keep(int depth, json::parse_event_t event, json& parsed) {
+    using Event = json::parse_event_t;
+    if (depth == 0 && (event == Event::object_start || event == Event::array_start)) {
+      *this = PortListReader();
+      entry_depth_ = event == Event::array_start ? 1 : -1;  // a bare list's entries are at 1
+      return true;
+    }
+    if (depth == 1 && event == Event::key) {
+      in_ports_member_ = parsed == "ports";
+      entry_depth_ = -1;  // another member's array holds no ports
+      if (in_ports_member_) list_ = PortList();
+      return true;
+    }
+    if (depth == 1 && event == Event::array_start && in_ports_member_) entry_depth_ = 2;
+    const bool entry_complete = depth == entry_depth_ && (event == Event::object_end ||
+                                                          event == Event::array_end ||
+                                                          event == Event::value);
+    if (!entry_complete) return true;
+    Add(parsed);
+    return false;  // read: not kept in the tree
+  }
+
+  void Add(const json& entry) {
+    auto port = PortFromJson(entry);
+    const size_t index = list_.ports.size() + list_.unreadable.size();
+    if (port.ok()) {
+      list_.ports.push_back(std::move(port).value());
+    } else {
+      list_.unreadable.push_back("ports[" + std::to_string(index) + "]: " +
+                                 port.status().message());
+    }
+  }
+
+  PortList list_;
+  int entry_depth_ = -1;          // where the entries of the list being read are (-1: none yet)
+  bool in_ports_member_ = false;  // the last top-level key was "ports"
+};
+
 }  // namespace
 
 struct Client::Impl {
@@ -311,16 +365,18 @@ struct Client::Impl {
   // Sends a request with bounded retries (all calls here are idempotent: ids are client-chosen).
   // Retried: transport failures, 5xx, and a 2xx whose body is not the JSON expected. Any other
   // status is returned for the caller to interpret. `deadline` (if set) bounds every attempt
-  // and every backoff sleep; running into it gives DEADLINE_EXCEEDED.
+  // and every backoff sleep; running into it gives DEADLINE_EXCEEDED. `filter` (if set) sees
+  // the JSON answer while it is parsed, and drops what it reads from Response::doc.
   Result<Response> Call(Method method, const std::string& path, const std::string* body,
                         bool expect_json, std::optional<Clock::time_point> deadline = {},
-                        bool empty_ok = false) {
+                        bool empty_ok = false, const json::parser_callback_t& filter = nullptr) {
     AttemptsMade made;
     if (!cfg().observer) {
-      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, made);
+      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, filter, made);
     }
     const auto started = Clock::now();
-    auto result = CallWithRetries(method, path, body, expect_json, deadline, empty_ok, made);
+    auto result =
+        CallWithRetries(method, path, body, expect_json, deadline, empty_ok, filter, made);
     CallObservation seen;
     seen.call = std::string(MethodName(method)) + " " + PathShape(path);
     seen.outcome = Outcome(result, made);
@@ -369,7 +425,8 @@ struct Client::Impl {
   // Call()'s attempts; `made` tells how they went.
   Result<Response> CallWithRetries(Method method, const std::string& path, const std::string* body,
                                    bool expect_json, std::optional<Clock::time_point> deadline,
-                                   bool empty_ok, AttemptsMade& made) {
+                                   bool empty_ok, const json::parser_callback_t& filter,
+                                   AttemptsMade& made) {
     RefreshToken();
     Response resp;
     resp.call = std::string(MethodName(method)) + " " + path;
@@ -398,7 +455,7 @@ struct Client::Impl {
       }
       MZ_LOG(kDebug) << resp.call << " -> HTTP " << resp.http << " in " << ElapsedMs(started)
                      << " ms";
-      last = RetryReason(&resp, expect_json, empty_ok);
+      last = RetryReason(&resp, expect_json, empty_ok, filter);
       if (last.ok()) return resp;
     }
     return last;
@@ -448,7 +505,8 @@ struct Client::Impl {
   // Why a complete response is worth another attempt: a 5xx, or a 2xx whose body is not the JSON
   // expected. OK for any other answer, which the caller interprets (with resp->doc parsed).
   // With `empty_ok`, a 204 or a 2xx without a body is an answer too (resp->doc stays null).
-  static Status RetryReason(Response* resp, bool expect_json, bool empty_ok = false) {
+  static Status RetryReason(Response* resp, bool expect_json, bool empty_ok,
+                            const json::parser_callback_t& filter) {
     if (resp->http >= 500) return resp->Error();
     if (empty_ok && resp->success() && (resp->http == 204 || Trim(resp->body).empty())) {
       return Status::Ok();
@@ -459,7 +517,7 @@ struct Client::Impl {
                              ": response nests arrays and objects deeper than " +
                              std::to_string(kMaxResponseDepth) + " levels");
       }
-      resp->doc = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+      resp->doc = json::parse(resp->body, filter, /*allow_exceptions=*/false);
       if (resp->doc.is_discarded()) {
         return InternalError(resp->call + ": HTTP " + std::to_string(resp->http) +
                              ": response is not valid JSON: " + Excerpt(resp->body));
@@ -522,21 +580,6 @@ struct Client::Impl {
     return out;
   }
 
-  // The ports of the response that parse, and one line for each that does not.
-  Result<PortList> PortListFromResponse(const Response& r) {
-    MZ_ASSIGN_OR_RETURN(const json* list, PortArray(r));
-    PortList out;
-    if (list == nullptr) return out;
-    for (size_t i = 0; i < list->size(); ++i) {
-      auto port = PortFromJson((*list)[i]);
-      if (port.ok()) {
-        out.ports.push_back(std::move(port).value());
-      } else {
-        out.unreadable.push_back("ports[" + std::to_string(i) + "]: " + port.status().message());
-      }
-    }
-    return out;
-  }
 
   Result<Port> Get(const std::string& port_id, std::optional<Clock::time_point> deadline) {
     if (port_id.empty()) return InvalidArgumentError("GetPort: empty port id");
@@ -790,8 +833,12 @@ Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& fil
     path += Escape(v);
     sep = '&';
   }
-  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, true));
-  return impl_->PortListFromResponse(r);
+  PortListReader reader;
+  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, true, std::nullopt,
+                                              false, reader.Callback()));
+  // What is left of the answer ({"ports":[]}, the entries read) still says whether it was a list.
+  MZ_RETURN_IF_ERROR(impl_->PortArray(r).status());
+  return reader.Take();
 }
 
 Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) {

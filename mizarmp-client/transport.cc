@@ -33,6 +33,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
+// Room made in the read buffer before a response body is read: Beast's largest single read.
+constexpr size_t kBodyReadBytes = 64 * 1024;
+
 int64_t ElapsedMs(Clock::time_point since) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
 }
@@ -319,6 +322,10 @@ struct Transport::Impl {
     http::async_read_header(stream, buffer, parser, [&](const error_code& e, size_t) { ec = e; });
     Run();
     if (!ec && !parser.is_done()) {
+      // Beast reads at most what the buffer has room for, and the parser empties it after each
+      // read: left at the header's size, a 5 MB port list would take some 10,000 reads (each
+      // with its timer set and its epoll wait) instead of some 80.
+      buffer.reserve(kBodyReadBytes);
       http::async_read(stream, buffer, parser, [&](const error_code& e, size_t) { ec = e; });
       Run();
     }

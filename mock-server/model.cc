@@ -239,7 +239,8 @@ Result<json> Model::GetPort(const std::string& id) {
   return document;
 }
 
-std::vector<json> Model::ListPorts(const std::multimap<std::string, std::string>& query) {
+void Model::ListPorts(const std::multimap<std::string, std::string>& query,
+                      const std::function<void(const json&)>& each) {
   std::vector<std::string> due;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -249,20 +250,16 @@ std::vector<json> Model::ListPorts(const std::multimap<std::string, std::string>
     }
   }
   for (const auto& id : due) Activate(id);
-  std::vector<std::pair<uint64_t, json>> rows;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    for (const auto& [id, r] : ports_) {
-      json document = PortDocument(r);
-      if (MatchesQuery(document, query)) rows.emplace_back(r.seq, std::move(document));
-    }
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<const PortRecord*> in_creation_order;
+  in_creation_order.reserve(ports_.size());
+  for (const auto& [id, r] : ports_) in_creation_order.push_back(&r);
+  std::sort(in_creation_order.begin(), in_creation_order.end(),
+            [](const PortRecord* a, const PortRecord* b) { return a->seq < b->seq; });
+  for (const PortRecord* r : in_creation_order) {
+    const json document = PortDocument(*r);
+    if (MatchesQuery(document, query)) each(document);
   }
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<json> out;
-  out.reserve(rows.size());
-  for (auto& row : rows) out.push_back(std::move(row.second));
-  return out;
 }
 
 Result<json> Model::UpdatePort(const std::string& id, const json& patch) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,9 +53,11 @@ class Model {
   // The port's document; moves it on first if it is due, then counts this read toward
   // gets_before_ready. NOT_FOUND "port ID not found".
   Result<nlohmann::json> GetPort(const std::string& id);
-  // The documents of the ports matching `query` (see MatchesQuery), in creation order; moves
-  // every due port on first.
-  std::vector<nlohmann::json> ListPorts(const std::multimap<std::string, std::string>& query);
+  // Hands `each` the document of every port matching `query` (see MatchesQuery), in creation
+  // order, one at a time (a list of 10,000 ports is written out as it is made, never held as
+  // 10,000 documents); moves every due port on first. `each` runs under the model's lock.
+  void ListPorts(const std::multimap<std::string, std::string>& query,
+                 const std::function<void(const nlohmann::json&)>& each);
   // Applies a PUT's port fields and returns the document; a changed admin_state_up is applied
   // to the agent's host end. NOT_FOUND, INVALID_ARGUMENT (see ApplyUpdate), INTERNAL with the
   // agent's message when the host end cannot be set.

@@ -266,18 +266,17 @@ Reply Routes::UnknownPort(const std::string& id) const {
   return Reply{200, json{{"port", nullptr}}};
 }
 
-// The malformed_ports fault appends its entries after the real ports.
-// {"ports":[...]} written port by port.
+// {"ports":[...]} written port by port; the malformed_ports fault appends its entries after the
+// real ports.
 Reply Routes::ListPorts(const httplib::Request& req) {
-  std::vector<json> ports = model_.ListPorts(req.params);
-  const int malformed = faults_.Get().malformed_ports;
-  for (int i = 1; i <= malformed; ++i) ports.push_back(MalformedPort(i));
   std::string text = "{\"ports\":[";
-  text.reserve(ports.size() * 512 + 16);
-  for (size_t i = 0; i < ports.size(); ++i) {
-    if (i > 0) text += ',';
-    text += Dump(ports[i]);
-  }
+  const auto append = [&text](const json& port) {
+    if (text.back() != '[') text += ',';
+    text += Dump(port);
+  };
+  model_.ListPorts(req.params, append);
+  const int malformed = faults_.Get().malformed_ports;
+  for (int i = 1; i <= malformed; ++i) append(MalformedPort(i));
   text += "]}";
   return Reply{200, json(), std::move(text)};
 }

@@ -953,6 +953,69 @@ TEST(ClientUpdate, ABodyThatIsNotJsonIsStillAnError) {
   EXPECT_CODE(updated.status(), Code::kInternal);
 }
 
+// ListPorts reads the list entry by entry as it is parsed (the fence lists 10,000 ports): what
+// it returns must be what a whole-tree reading would give, whatever else the answer holds.
+TEST(ClientList, EntriesAreReadOneByOneAsFromTheWholeAnswer) {
+  std::atomic<int> answer{0};
+  const std::vector<std::string> answers = {
+      // Other members with arrays of objects, a bad entry of each kind, an entry nesting lists.
+      R"({"links":[{"id":"not-a-port"}],"ports":[{"id":"p1","fixed_ips":[{"ip_address":)"
+      R"("10.0.0.5"}]},7,{"id":""},[{"id":"p9"}],{"port":{"id":"p2"}}],"next":[{"id":"p8"}]})",
+      // A bare array.
+      R"([{"id":"p3"},null])",
+      // A second "ports" member replaces the first, as in a tree.
+      R"({"ports":[{"id":"p4"}],"ports":[{"id":"p5"}]})",
+      // "ports" that is not an array.
+      R"({"ports":{"a":{"id":"p6"}}})",
+      // Cut short after two entries (retried), then whole: only the whole answer's ports count.
+      R"({"ports":[{"id":"p7"},{"id":"p8"},{"id")",
+      R"({"ports":[{"id":"p9"}]})",
+  };
+  RawServer server([&](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(answers[std::min<size_t>(answer++, answers.size() - 1)], "application/json");
+  });
+  auto client = Client::Create(RawConfig(server.url()));
+  ASSERT_TRUE(client.ok());
+  auto ids = [](const PortList& l) {
+    std::vector<std::string> out;
+    for (const Port& p : l.ports) out.push_back(p.id);
+    return out;
+  };
+
+  auto mixed = (*client)->ListPorts();
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(ids(*mixed), (std::vector<std::string>{"p1", "p2"}));
+  ASSERT_EQ(mixed->ports[0].fixed_ips.size(), 1u);
+  EXPECT_EQ(mixed->ports[0].fixed_ips[0].ip_address, "10.0.0.5");
+  EXPECT_EQ(mixed->unreadable,
+            (std::vector<std::string>{"ports[1]: port is not an object (got number)",
+                                      "ports[2]: port.id is empty",
+                                      "ports[3]: port is not an object (got array)"}));
+
+  auto bare = (*client)->ListPorts();
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  EXPECT_EQ(ids(*bare), (std::vector<std::string>{"p3"}));
+  EXPECT_EQ(bare->unreadable, (std::vector<std::string>{"ports[1]: port is not an object (got null)"}));
+
+  auto twice = (*client)->ListPorts();
+  ASSERT_TRUE(twice.ok()) << twice.status().ToString();
+  EXPECT_EQ(ids(*twice), (std::vector<std::string>{"p5"}));
+
+  auto not_a_list = (*client)->ListPorts();
+  ASSERT_FALSE(not_a_list.ok());
+  EXPECT_CODE(not_a_list.status(), Code::kInternal);
+  EXPECT_TRUE(Contains(not_a_list.status().message(), "ports is not an array (got object)"))
+      << not_a_list.status().message();
+
+  const uint64_t sent = (*client)->requests_sent();
+  auto retried = (*client)->ListPorts();
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_EQ((*client)->requests_sent(), sent + 2) << "the cut-short answer is retried";
+  EXPECT_EQ(ids(*retried), (std::vector<std::string>{"p9"}));
+  EXPECT_TRUE(retried->unreadable.empty());
+}
+
 // A controller answering with more than max_response_bytes (or JSON nested deeper than the
 // bound) gets a clear error, not the process's memory or stack.
 TEST(ClientResponses, OversizedAndDeeplyNestedAnswersAreRefused) {
