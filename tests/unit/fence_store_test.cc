@@ -635,6 +635,9 @@ TEST(EtcdFenceStoreQuorum, WithoutAQuorumChangesAreUnavailableNotHung) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   ASSERT_TRUE((*store)->AddFences({C("10.0.0.0/24")}).ok());
   cluster.Kill(0);
+  // Member 0 may have led: the two left elect a leader (500 ms election timeout) before the
+  // change, or a loaded machine can take longer than the store's 1 s call timeout to elect.
+  ASSERT_TRUE(cluster.WaitForQuorum(std::chrono::seconds(10)));
   ASSERT_TRUE((*store)->AddFences({C("10.0.1.0/24")}).ok()) << "a minority lost is harmless";
   cluster.Kill(1);
   Status s = (*store)->AddFences({C("10.0.2.0/24")});
