@@ -135,7 +135,7 @@ echo "== soak (memory and fds under sustained use)"
 echo "== fence stores (SQLite vs etcd), failover, and the fence section on etcd"
 # shellcheck source=../scripts/etcd_local.sh
 source "$ROOT/scripts/etcd_local.sh"
-if mz_etcd_start "$WORK/etcd" 33379; then
+if mz_etcd_start "$WORK/etcd" 23379; then
   "$BIN/mizarmp-bench-store" --bin-dir "$BIN" --etcd "etcd://$MZ_ETCD_ENDPOINTS" --work "$WORK/store" \
     --out "$WORK/store.json" "${STORE_ARGS[@]}" 2>&1 | tee "$WORK/store.log" ||
     echo "(the store benchmark reported a failure; see the report)"
@@ -157,8 +157,8 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "$BIN/mizarmp-bench-cni ... --sections profile --profile-wrap 'valgrind --tool=callgrind ...'"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons --out WORK/addons.json ${ADDONS_ARGS[*]}"
   echo "$BIN/mizarmp-bench-soak --bin-dir $BIN --work WORK/soak --out WORK/soak.json ${SOAK_ARGS[*]}"
-  echo "$BIN/mizarmp-bench-store --bin-dir $BIN --etcd etcd://127.0.0.1:33379,... --work WORK/store --out WORK/store.json ${STORE_ARGS[*]}"
-  echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons-etcd --out WORK/addons-etcd.json --sections fence --fence-store etcd --etcd etcd://127.0.0.1:33379,..."
+  echo "$BIN/mizarmp-bench-store --bin-dir $BIN --etcd etcd://127.0.0.1:23379,... --work WORK/store --out WORK/store.json ${STORE_ARGS[*]}"
+  echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons-etcd --out WORK/addons-etcd.json --sections fence --fence-store etcd --etcd etcd://127.0.0.1:23379,..."
 } >"$WORK/commands.txt"
 
 /usr/bin/python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"

@@ -23,8 +23,9 @@ ha_cleanup() {
 }
 
 ha_start_etcd() {
-  # Loopback ports 32379-32384, unusual enough not to meet a real etcd.
-  mz_etcd_start "$WORK/etcd" 32379
+  # Loopback ports 22379-22384: unusual enough not to meet a real etcd, and below the ephemeral
+  # range, so no outgoing connection holds one.
+  mz_etcd_start "$WORK/etcd" 22379
   HA_ENDPOINTS=$MZ_ETCD_ENDPOINTS
   run env ETCDCTL_API=3 etcdctl --endpoints "$HA_ENDPOINTS" endpoint status -w table
 }

@@ -1,6 +1,8 @@
 # A 3-member etcd cluster on loopback (Debian's etcd-server), for the HA demo and the benchmarks;
 # sourced. The tests use their own C++ fixture (tests/support/etcd_cluster.h).
 #   mz_etcd_start DIR BASE_PORT   members m0..m2, client ports BASE, BASE+2, BASE+4 (peers +1),
+#                                 BASE below the kernel's ephemeral range (32768 and up here),
+#                                 where an outgoing connection can hold a port the member needs;
 #                                 data and logs under DIR; sets MZ_ETCD_ENDPOINTS
 #                                 ("127.0.0.1:BASE,...") and waits for a healthy cluster
 #   mz_etcd_stop                  kills (SIGKILL) and reaps every member it started
@@ -38,7 +40,8 @@ mz_etcd_start() {
     fi
     sleep 0.1
   done
-  echo "etcd: the cluster did not become healthy (logs in $dir)" >&2
+  echo "etcd: the cluster did not become healthy (logs in $dir); the end of each member's log:" >&2
+  for i in 0 1 2; do tail -n 5 "$dir/m$i.log" | sed "s/^/  m$i: /" >&2; done
   return 1
 }
 
