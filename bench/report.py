@@ -1140,10 +1140,14 @@ def main():
                   f"{fmt(r.get('mock_cpu_ms'), 'ms', 0)}: on {cores} cores the RPC cannot take less than "
                   f"{fmt(cpu / cores, 'ms', 0)} however many connections carry the updates, so it is bound by "
                   "CPU, not by round trips.")
-        p("- What would move it: the port list (~480 bytes of JSON per port) is most of that CPU on both "
-          "sides: the mock builds it and mizarmp-client parses it into a DOM, then into ports. A streaming "
-          "parse straight into ports (no DOM to build and free), and a controller that lists only the fields "
-          "the fence needs, would cut it; the `PUT`s themselves already overlap.")
+        p("- Where that CPU goes: the port list (~480 bytes of JSON per port) and the `PUT`s. mizarmp-client "
+          "reads the list entry by entry (no tree of the whole list, 64 KiB reads), but still builds a small "
+          "tree per entry and copies it into a `Port`; the mock serialises a JSON document per port on every "
+          "list, and answers each `PUT` through cpp-httplib's regex routes, two parses of its body and a "
+          "JSON document of the port.")
+        p("- What would move it: a SAX reader straight into ports on the client side; on the controller side, "
+          "a list of only the fields the fence needs, or a bulk update. The `PUT`s already overlap, so more "
+          "connections would not help on these cores.")
         p("")
     print("\n".join(o))
 
