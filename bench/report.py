@@ -631,17 +631,26 @@ def main():
     p("")
     p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    p(f"- **https:// reads the system trust store through its hash directory** ({M.get('client_log', '?')}): "
+    p("- **https:// reads the system trust store through its hash directory** (1354a47): "
       "OpenSSL looks up the one CA a server's chain names (`/etc/ssl/certs/<hash>.0` on Debian) instead of "
       "parsing the whole bundle on every ADD and DEL. New in this run: ADD and DEL over https:// (CA file, "
       "system store, whole bundle) interleaved with http://.")
-    p(f"- **Readiness: the NIC's arrival in the pod is the sign to poll** ({M.get('netns_log', '?')}): polls at "
+    p("- **Readiness: the NIC's arrival in the pod is the sign to poll** (89c5a6e, 552db25): polls at "
       "most every 5 ms (1% of the time waited later), and at once when the agent places the NIC. Previous "
       f"run: ADD(d) - ADD(0) - d = {PREVIOUS['ready50_over']} ms at d = 50 ({PREVIOUS['ready50_requests']:.0f} "
       f"REST requests), {PREVIOUS['ready500_over']} ms at d = 500 ({PREVIOUS['ready500_requests']:.0f}).")
-    p(f"- **The mock can answer a DELETE before its agent removes the NIC** ({M.get('mock_log', '?')}): "
+    p("- **The mock can answer a DELETE before its agent removes the NIC** (c2d96ab): "
       "`--agent-unplugs-later`, a controller that hands the removal to its host agent; DEL is measured "
       "against both agents.")
+    fence_now = (fence_stores[0][1] if fence_stores else {})
+    p("- **Fence updates in parallel, the port list read entry by entry** (fa41918, 8aad26b): a pass's `PUT`s "
+      "go out over `updateConnections` (8) connections; mizarmp-client keeps no JSON tree of the list and reads "
+      "a body 64 KiB at a time; the mock writes its list port by port. Fence / unfence "
+      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> "
+      f"{fmt(fence_now.get('fence', {}).get('ms'))} / {fmt(fence_now.get('unfence', {}).get('ms'))} (SQLite).")
+    if pt_add and PREVIOUS["ptp_add"]:
+        p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
+          "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
     p(f"- ADD median {PREVIOUS['add']} -> {fmt(mz_add)} (ptp {PREVIOUS['ptp_add']} -> {fmt(pt_add)}), DEL "
       f"{PREVIOUS['del']} -> {fmt(mz_del)} (ptp {PREVIOUS['ptp_del']} -> {fmt(pt_del)}), VERSION "
       f"{PREVIOUS['version_ms']} -> {fmt(ver, 'ms', 2)} (ptp {PREVIOUS['version_ptp_ms']} -> {fmt(ver_ptp, 'ms', 2)}), "
