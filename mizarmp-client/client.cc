@@ -277,9 +277,9 @@ class PortListReader {
       return true;
     }
     if (depth == 1 && event == Event::array_start && in_ports_member_) entry_depth_ = 2;
-    const bool entry_complete = depth == entry_depth_ && (event == Event::object_end ||
-                                                          event == Event::array_end ||
-                                                          event == Event::value);
+    const bool entry_complete =
+        depth == entry_depth_ &&
+        (event == Event::object_end || event == Event::array_end || event == Event::value);
     if (!entry_complete) return true;
     Add(parsed);
     return false;  // read: not kept in the tree
@@ -291,8 +291,8 @@ class PortListReader {
     if (port.ok()) {
       list_.ports.push_back(std::move(port).value());
     } else {
-      list_.unreadable.push_back("ports[" + std::to_string(index) + "]: " +
-                                 port.status().message());
+      list_.unreadable.push_back("ports[" + std::to_string(index) +
+                                 "]: " + port.status().message());
     }
   }
 
@@ -579,7 +579,6 @@ struct Client::Impl {
     }
     return out;
   }
-
 
   Result<Port> Get(const std::string& port_id, std::optional<Clock::time_point> deadline) {
     if (port_id.empty()) return InvalidArgumentError("GetPort: empty port id");

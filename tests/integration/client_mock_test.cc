@@ -996,7 +996,8 @@ TEST(ClientList, EntriesAreReadOneByOneAsFromTheWholeAnswer) {
   auto bare = (*client)->ListPorts();
   ASSERT_TRUE(bare.ok()) << bare.status().ToString();
   EXPECT_EQ(ids(*bare), (std::vector<std::string>{"p3"}));
-  EXPECT_EQ(bare->unreadable, (std::vector<std::string>{"ports[1]: port is not an object (got null)"}));
+  EXPECT_EQ(bare->unreadable,
+            (std::vector<std::string>{"ports[1]: port is not an object (got null)"}));
 
   auto twice = (*client)->ListPorts();
   ASSERT_TRUE(twice.ok()) << twice.status().ToString();
