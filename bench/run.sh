@@ -62,8 +62,6 @@ M=$WORK/machine.txt
   echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
   echo "health_log=$(git -C "$ROOT" log --oneline -1 -- addons/health.cc 2>/dev/null)"
   echo "client_log=$(git -C "$ROOT" log --oneline -1 -- mizarmp-client 2>/dev/null)"
-  echo "netns_log=$(git -C "$ROOT" log --oneline -1 -- netns 2>/dev/null)"
-  echo "mock_log=$(git -C "$ROOT" log --oneline -1 -- mock-server 2>/dev/null)"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$M"
 
