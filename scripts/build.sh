@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds the whole tree.
 #   scripts/build.sh [normal]   -> build/       RelWithDebInfo, warnings are errors
-#   scripts/build.sh asan       -> build-asan/  -O1 -g1, AddressSanitizer + UBSan, -Werror
+#   scripts/build.sh asan       -> build-asan/  clang, -O1 -g1, AddressSanitizer + UBSan, -Werror,
+#                                  libraries instrumented for coverage: the libFuzzer targets
+#                                  (tests/fuzz, scripts/fuzz.sh) are built from the same tree
 #   scripts/build.sh tsan       -> build-tsan/  -O1 -g1, ThreadSanitizer, -Werror; only the
 #                                  concurrency tests and the programs they start
 # Extra arguments after the flavour go to the cmake configure step.
@@ -21,7 +23,14 @@ case "$FLAVOUR" in
     BUILD_DIR="$ROOT/build-asan"
     # -O1 -g1 (line tables): what ASan recommends, symbolized stacks with file:line, and about
     # half the compile time of -O2 -g on this code (gRPC/protobuf/json-heavy translation units).
-    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_WERROR=ON
+    # clang (Debian's clang-14, scripts/install-deps.sh): libFuzzer needs it, and it compiles
+    # this code a quarter to a third faster than g++ with the same sanitizers. g++ still builds build/
+    # and build-tsan/, so both compilers' warnings are errors.
+    CC_BIN=$(command -v clang-14 || command -v clang || echo clang)
+    CXX_BIN=$(command -v clang++-14 || command -v clang++ || echo clang++)
+    FLAGS=(-DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN"
+           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_FUZZ=ON
+           -DMIZARMP_WERROR=ON
            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     ;;

@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz, clang + ASan + UBSan) in build-fuzz/ and runs each:
+# Builds the libFuzzer targets (tests/fuzz) in build-asan/ (scripts/build.sh asan: clang, ASan +
+# UBSan, coverage-instrumented libraries; the test suite's sanitizer tree) and runs each:
 #   1. every input saved under tests/fuzz/regressions/<target>/ once (a crasher found earlier
 #      must stay fixed),
-#   2. a bounded fuzzing run over its corpus: build-fuzz/fuzz-corpus/<target>/ (what earlier runs
+#   2. a bounded fuzzing run over its corpus: build-asan/fuzz-corpus/<target>/ (what earlier runs
 #      found; new inputs go there) plus the committed seeds in tests/fuzz/corpus/<target>/
 #      (read only, kept small).
 # Any crash, sanitizer report, leak, timeout (-timeout=10 s per input) or memory blow-up
 # (-rss_limit_mb=2048) fails the target; the reproducer's path is printed (libFuzzer saves it in
-# build-fuzz/fuzz-artifacts/<target>/; a failing regression input is its own reproducer).
-# Reproduce one: build-fuzz/bin/fuzz/<target>_fuzz <file>.
+# build-asan/fuzz-artifacts/<target>/; a failing regression input is its own reproducer).
+# Reproduce one: build-asan/bin/fuzz/<target>_fuzz <file>.
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 20; MIZARMP_FUZZ_SECONDS also sets it)
-# Environment: MIZARMP_FUZZ_TARGETS="cni_env records" builds and runs only those; FUZZ_BUILD_JOBS (default
-# 2). The last line is ctest's summary format, one test per target
+# Environment: MIZARMP_FUZZ_TARGETS="cni_env records" builds and runs only those;
+# MIZARMP_FUZZ_JOBS (default: the number of CPUs) how many targets fuzz at once (each is one
+# single-threaded process). The last line is ctest's summary format, one test per target
 # ("100% tests passed, 0 tests failed out of N"), so scripts/test.sh and CI count it; a failed
 # build ends with the same line counting the build as one failed test.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD="$ROOT/build-fuzz"
+BUILD="$ROOT/build-asan"
 SECONDS_PER_TARGET=${1:-${MIZARMP_FUZZ_SECONDS:-20}}
-JOBS=${FUZZ_BUILD_JOBS:-2}
+FUZZ_JOBS=${MIZARMP_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 START=$SECONDS
 
 if ! [[ "$SECONDS_PER_TARGET" =~ ^[0-9]+$ ]] || [[ "$SECONDS_PER_TARGET" -lt 1 ]]; then
@@ -38,21 +40,8 @@ summary_line() {
   echo "$percent% tests passed, $failed tests failed out of $total"
 }
 
-# Debian's clang-14 (scripts/install-deps.sh); plain clang when only that is there.
-CC_BIN=$(command -v clang-14 || command -v clang || echo clang)
-CXX_BIN=$(command -v clang++-14 || command -v clang++ || echo clang++)
-
 build() {
-  local launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-                                           -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  local compilers=()
-  # The compiler is picked when the build dir is made (changing it later would wipe the cache).
-  [[ -f "$BUILD/CMakeCache.txt" ]] ||
-    compilers=(-DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN")
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@]}" \
-    -DMIZARMP_FUZZ=ON -DMIZARMP_BUILD_TESTS=OFF -DMIZARMP_WERROR=ON "${launcher[@]}" &&
-    cmake --build "$BUILD" -j"$JOBS" --target "${BUILD_TARGETS[@]}"
+  MIZARMP_BUILD_TARGETS="${BUILD_TARGETS[*]}" bash "$ROOT/scripts/build.sh" asan
 }
 
 # MIZARMP_FUZZ_TARGETS="cni_env records" builds and runs only those.
@@ -83,9 +72,6 @@ else
     [[ -x "$bin" ]] && TARGETS+=("$(basename "$bin" _fuzz)")
   done
 fi
-
-RESULTS=()
-FAILED=0
 
 # The reproducers libFuzzer saved for this run of `name`.
 artifacts_of() {
@@ -141,22 +127,43 @@ run_fuzzing() {
   return 0
 }
 
-mkdir -p "$BUILD/fuzz-logs"
-echo "==== fuzz: ${#TARGETS[@]} targets, $SECONDS_PER_TARGET s each ===="
-for name in "${TARGETS[@]}"; do
-  bin="$BUILD/bin/fuzz/${name}_fuzz"
+# fuzz_target NAME: the regression inputs and the bounded run of one target; prints its lines
+# and returns non-zero on any finding.
+fuzz_target() {
+  local name=$1 bin="$BUILD/bin/fuzz/$1_fuzz" ok=0
   if [[ ! -x "$bin" ]]; then
     echo "fuzz: $name: no such target ($bin)"
-    RESULTS+=("$name: MISSING")
-    FAILED=$((FAILED + 1))
-    continue
+    return 1
   fi
   rm -rf "$BUILD/fuzz-artifacts/$name"
-  result=passed
-  run_regressions "$name" "$bin" || result=FAILED
-  run_fuzzing "$name" "$bin" || result=FAILED
-  [[ $result == passed ]] || FAILED=$((FAILED + 1))
-  RESULTS+=("$name: $result")
+  run_regressions "$name" "$bin" || ok=1
+  run_fuzzing "$name" "$bin" || ok=1
+  return $ok
+}
+
+# Up to FUZZ_JOBS targets at once, each printing into its own file; the files are printed in
+# the targets' order once all are done, so the output reads the same whatever finished first.
+mkdir -p "$BUILD/fuzz-logs"
+echo "==== fuzz: ${#TARGETS[@]} targets, $SECONDS_PER_TARGET s each, $FUZZ_JOBS at a time ===="
+for name in "${TARGETS[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $FUZZ_JOBS ]]; do
+    wait -n
+  done
+  rm -f "$BUILD/fuzz-logs/$name.status"
+  (
+    if fuzz_target "$name"; then status=passed; else status=FAILED; fi
+    echo "$status" >"$BUILD/fuzz-logs/$name.status"
+  ) >"$BUILD/fuzz-logs/$name.out" 2>&1 &
+done
+wait
+
+RESULTS=()
+FAILED=0
+for name in "${TARGETS[@]}"; do
+  cat "$BUILD/fuzz-logs/$name.out"
+  status=$(cat "$BUILD/fuzz-logs/$name.status" 2>/dev/null || echo FAILED)
+  [[ $status == passed ]] || FAILED=$((FAILED + 1))
+  RESULTS+=("$name: $status")
 done
 
 echo

@@ -8,8 +8,8 @@ set -euo pipefail
 
 # What each group is for (Debian 12 names).
 PACKAGES=(
-  # toolchain
-  build-essential cmake pkg-config git
+  # toolchain (lld: links each ~100 MB test and server binary about five times faster than ld)
+  build-essential cmake pkg-config git lld
   # libraries the C++ code links
   nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev libboost-dev
   libssl-dev openssl libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

@@ -2,13 +2,14 @@
 # The project's test command (README; CI runs it through .ci/run):
 #   1. installs the Debian packages (scripts/install-deps.sh; nothing to do when all are there),
 #   2. builds build/ (warnings are errors) and runs the whole ctest suite,
-#   3. builds build-asan/ (AddressSanitizer + UBSan) and runs the whole suite again with leak
-#      detection on and every sanitizer report fatal,
+#   3. builds build-asan/ (clang, AddressSanitizer + UBSan) and runs the whole suite again with
+#      leak detection on and every sanitizer report fatal,
 #   4. builds build-tsan/ (ThreadSanitizer) with only the tests labelled "concurrency" (servers,
 #      the mock, racing plugin processes) and the programs they start, and runs those tests with
 #      every race report fatal,
-#   5. builds build-fuzz/ (clang, libFuzzer) and runs every fuzz target for a bounded time over
-#      its seed corpus and its saved regression inputs (scripts/fuzz.sh; one test per target).
+#   5. builds the libFuzzer targets in build-asan/ (its libraries are already built) and runs
+#      every fuzz target for a bounded time over its seed corpus and its saved regression inputs
+#      (scripts/fuzz.sh; one test per target).
 # Exits non-zero if any step or any test fails. Each run's own ctest summary line is printed in
 # the summary section, and the very last line is the same ctest-style line summed over both runs
 # ("100% tests passed, 0 tests failed out of N"). A failed step (install, build) also ends with
@@ -74,11 +75,11 @@ run_ctest() {
   record_counts "$name" "$log" "${PIPESTATUS[0]}"
 }
 
-# run_fuzz NAME: scripts/fuzz.sh (it builds build-fuzz/), counted like a ctest run.
+# run_fuzz NAME: scripts/fuzz.sh (it builds its targets in build-asan/), counted like a ctest run.
 run_fuzz() {
   local name=$1 log
-  mkdir -p "$ROOT/build-fuzz"
-  log="$ROOT/build-fuzz/fuzz-output.log"
+  mkdir -p "$ROOT/build-asan"
+  log="$ROOT/build-asan/fuzz-output.log"
   bash "$ROOT/scripts/fuzz.sh" "${MIZARMP_FUZZ_SECONDS:-20}" </dev/null 2>&1 | tee "$log"
   record_counts "$name" "$log" "${PIPESTATUS[0]}"
 }

@@ -5,7 +5,7 @@
 # exits 77 (skipped) without them, fails under CI=true. It installs into the system's
 # /opt/cni/bin, /etc/mizarmp and /var/lib/mizarmp, which no other test uses (the podman e2e test
 # runs the plugin from the build dir with its own CNI config dir), so it needs no resource lock.
-if(NOT MIZARMP_SANITIZE AND NOT MIZARMP_FUZZ AND NOT MIZARMP_TSAN AND MIZARMP_PYTHON_GRPC
+if(NOT MIZARMP_SANITIZE AND NOT MIZARMP_TSAN AND MIZARMP_PYTHON_GRPC
    AND TARGET mizarmp AND TARGET mizarmp-addons AND TARGET mizarmp-mock)
   add_test(NAME package_deb
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package/package_test.sh ${PROJECT_BINARY_DIR}
