@@ -111,6 +111,13 @@ double Value(const Scrape& s, const std::string& key) {
   return it == s.end() ? 0 : it->second;
 }
 
+// A gRPC status as a gtest assertion: a failure names its code and message.
+::testing::AssertionResult Succeeded(const grpc::Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "gRPC status " << s.error_code() << ": "
+                                       << s.error_message();
+}
+
 class AddonsMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -144,6 +151,23 @@ class AddonsMetricsTest : public ::testing::Test {
     fence_ = ::fence::FenceController::NewStub(channel);
     ASSERT_TRUE(
         channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
+    ASSERT_TRUE(WaitUntilReady(channel)) << Log();
+  }
+
+  // The fence store opens in the background after the socket is up, and until it has a fence
+  // is refused (UNAVAILABLE, "still opening"), so the tests start once Probe says ready, as a
+  // CSI-Addons sidecar does.
+  static bool WaitUntilReady(const std::shared_ptr<grpc::Channel>& channel) {
+    auto identity = identity::Identity::NewStub(channel);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      identity::ProbeResponse resp;
+      if (identity->Probe(&ctx, {}, &resp).ok() && resp.ready().value()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
   }
 
   std::string log_path() const { return dir_.path() + "/addons.log"; }
@@ -204,7 +228,7 @@ TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
   const Scrape before = ScrapeMetrics();
   EXPECT_EQ(Value(before, RpcSeries(fence_rpc, "OK")), 0);
 
-  ASSERT_TRUE(Fence(true, "10.248.0.0/24").ok());
+  ASSERT_TRUE(Succeeded(Fence(true, "10.248.0.0/24")));
   const Scrape fenced = ScrapeMetrics();
   EXPECT_EQ(Value(fenced, RpcSeries(fence_rpc, "OK")), 1);
   EXPECT_EQ(Value(fenced, RpcTimedSeries(fence_rpc)), 1);
@@ -238,7 +262,7 @@ TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
     ::fence::GetFenceClientsResponse clients;
     ASSERT_TRUE(fence_->GetFenceClients(&cctx, {}, &clients).ok());
   }
-  ASSERT_TRUE(Fence(false, "10.248.0.0/24").ok());
+  ASSERT_TRUE(Succeeded(Fence(false, "10.248.0.0/24")));
   const Scrape after = ScrapeMetrics();
   EXPECT_EQ(Value(after, RpcSeries(fence_rpc, "INVALID_ARGUMENT")), 1);
   EXPECT_EQ(Value(after, RpcSeries(list_rpc, "OK")), 1);
@@ -293,14 +317,14 @@ TEST_F(AddonsMetricsTest, TheHealthListenerServesOnlyHealthUntilTheServerStops) 
 }
 
 TEST_F(AddonsMetricsTest, EveryLineOfAnRpcCarriesItsRequestId) {
-  ASSERT_TRUE(Fence(true, "10.248.0.0/24", "ci-req-42").ok());
+  ASSERT_TRUE(Succeeded(Fence(true, "10.248.0.0/24", "ci-req-42")));
   const auto tagged = LinesWith(Log(), "req=ci-req-42");
   ASSERT_FALSE(tagged.empty()) << Log();
   for (const auto& line : tagged) EXPECT_NE(line.find("10.248.0.0/24"), std::string::npos) << line;
 
   // Without an id, or with one that could forge a line, each call gets a fresh one.
-  ASSERT_TRUE(Fence(false, "10.248.0.0/24").ok());
-  ASSERT_TRUE(Fence(false, "10.248.1.0/24", "two words").ok());
+  ASSERT_TRUE(Succeeded(Fence(false, "10.248.0.0/24")));
+  ASSERT_TRUE(Succeeded(Fence(false, "10.248.1.0/24", "two words")));
   std::set<std::string> ids;
   const std::string log = Log();
   for (const std::string& line : LinesWith(log, " unfence of 10.248.")) {
@@ -321,7 +345,7 @@ TEST_F(AddonsMetricsTest, SighupReopensTheLogFile) {
   ASSERT_EQ(::kill(addons_.pid(), SIGHUP), 0);
   // The reopen is logged into the new file; the RPC after it lands there too.
   ASSERT_NE(testing::WaitForFile(log_path(), std::chrono::seconds(10)), "");
-  ASSERT_TRUE(Fence(false, "10.248.2.0/24").ok());
+  ASSERT_TRUE(Succeeded(Fence(false, "10.248.2.0/24")));
   const std::string fresh = Log();
   EXPECT_NE(fresh.find("SIGHUP: log file reopened"), std::string::npos) << fresh;
   EXPECT_NE(fresh.find("unfence of 10.248.2.0/24"), std::string::npos) << fresh;

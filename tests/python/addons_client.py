@@ -329,6 +329,25 @@ class AddonsServer:
         _wait_for(ready, timeout, "mizarmp-addons", self.proc, self.log)
         return self
 
+    def wait_ready(self, stubs, timeout=30):
+        """Returns once Probe says ready. The fence store opens in the background after the
+        socket is up, and until then a fence is refused (UNAVAILABLE, "still opening"): a test
+        starts where a CSI-Addons sidecar would, at the first ready Probe."""
+        channel = self.channel()
+        ident = stubs.identity_pb2_grpc.IdentityStub(channel)
+
+        def ready():
+            try:
+                return ident.Probe(stubs.identity_pb2.ProbeRequest(), timeout=2).ready.value
+            except grpc.RpcError:
+                return False
+
+        try:
+            _wait_for(ready, timeout, "mizarmp-addons Probe", self.proc, self.log)
+        finally:
+            channel.close()
+        return self
+
     def stop(self, timeout=20):
         """SIGTERM and wait; returns the exit code."""
         if self.proc is None:

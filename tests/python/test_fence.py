@@ -75,12 +75,14 @@ class FenceTest(unittest.TestCase):
         for port_id, (ip, host) in PORTS.items():
             create_port(self.mock, port_id, ip, host)
 
-    def server(self, **kwargs):
+    def server(self, wait_ready=True, **kwargs):
         kwargs.setdefault("mpurl", self.mock.base_url)
         kwargs.setdefault("name", self.id().rsplit(".", 1)[-1])
         srv = ac.AddonsServer(self.work.path, **kwargs)
         srv.start()
         self.addCleanup(srv.stop)
+        if wait_ready:
+            srv.wait_ready(self.stubs)
         return srv
 
     def fence_stub(self, srv):
@@ -254,7 +256,7 @@ class FenceTest(unittest.TestCase):
     def test_unusable_store_fails_the_probe(self):
         store = os.path.join(self.work.path, "store-is-a-dir")
         os.makedirs(store, exist_ok=True)
-        srv = self.server(fence_store=store)
+        srv = self.server(fence_store=store, wait_ready=False)
         channel = srv.channel()
         self.addCleanup(channel.close)
         ipb = self.stubs.identity_pb2

@@ -123,7 +123,7 @@ class IdentityTest(unittest.TestCase):
                          self.served(channel, get_clients))
 
     def test_probe_ready(self):
-        srv = self.server()
+        srv = self.server().wait_ready(self.stubs)
         pb = self.stubs.identity_pb2
         resp = self.identity(srv.channel()).Probe(pb.ProbeRequest(), timeout=TIMEOUT)
         self.assertTrue(resp.HasField("ready"))
@@ -190,6 +190,7 @@ class IdentityTest(unittest.TestCase):
 
     def test_tls_identity_and_probe(self):
         srv = self.server(endpoint="tcp", tls=self.tls, secrets_file=self.secrets_file)
+        srv.wait_ready(self.stubs)
         pb = self.stubs.identity_pb2
         stub = self.identity(srv.channel())
         self.assertEqual(stub.GetIdentity(pb.GetIdentityRequest(), timeout=TIMEOUT).name,
