@@ -20,8 +20,14 @@ constexpr int kMaxReconnectBackoffMs = 1000;
 constexpr int kMinConnectMs = 1000;
 constexpr int kInitialReconnectBackoffMs = 100;
 
-bool MemberUnreachable(grpc::StatusCode code) {
-  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
+// True when the member could not answer in time: it is down or unreachable (UNAVAILABLE), the
+// call's deadline passed on the way (DEADLINE_EXCEEDED), or the member gave up waiting for its
+// cluster: without a quorum, etcd answers a linearizable read whose deadline passed while it
+// waited with UNKNOWN and Go's "context deadline exceeded".
+bool MemberUnreachable(const grpc::Status& s) {
+  const grpc::StatusCode code = s.error_code();
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         (code == grpc::StatusCode::UNKNOWN && s.error_message() == "context deadline exceeded");
 }
 
 Result<std::string> ReadOptionFile(const char* what, const std::string& path) {
@@ -128,7 +134,7 @@ Status Client::Authenticate() {
       return Status::Ok();
     }
     last = ToStatus("authenticating as user \"" + username_ + "\"", m, s);
-    if (!MemberUnreachable(s.error_code())) return last;
+    if (!MemberUnreachable(s)) return last;
   }
   return last;
 }
@@ -136,7 +142,7 @@ Status Client::Authenticate() {
 Status Client::ToStatus(const std::string& what, const Member& member,
                         const grpc::Status& s) const {
   const Code code =
-      MemberUnreachable(s.error_code()) ? Code::kUnavailable : static_cast<Code>(s.error_code());
+      MemberUnreachable(s) ? Code::kUnavailable : static_cast<Code>(s.error_code());
   return Status(code, name_ + ": " + what + " at member " + member.endpoint + ": " +
                           s.error_message() + " (" +
                           std::string(CodeName(static_cast<Code>(s.error_code()))) + ")");
@@ -168,7 +174,7 @@ Status Client::Invoke(const char* method, bool idempotent, Call&& call) {
       --i;
       continue;
     }
-    if (!MemberUnreachable(s.error_code())) return last;
+    if (!MemberUnreachable(s)) return last;
     // This member is down or without quorum: later calls start at the next one.
     current_.store((index + 1) % members_.size());
   }
