@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds the whole tree.
-#   scripts/build.sh [normal]   -> build/       RelWithDebInfo, warnings are errors
+#   scripts/build.sh [normal]   -> build/       RelWithDebInfo (-O2, line tables), warnings are errors
 #   scripts/build.sh asan       -> build-asan/  clang, -O1 -g1, AddressSanitizer + UBSan, -Werror,
 #                                  libraries instrumented for coverage: the libFuzzer targets
 #                                  (tests/fuzz, scripts/fuzz.sh) are built from the same tree
-#   scripts/build.sh tsan       -> build-tsan/  -O1 -g1, ThreadSanitizer, -Werror; only the
+#   scripts/build.sh tsan       -> build-tsan/  clang, -O1 -g1, ThreadSanitizer, -Werror; only the
 #                                  concurrency tests and the programs they start
 # Extra arguments after the flavour go to the cmake configure step.
 # MIZARMP_BUILD_TARGETS="t1 t2" builds only those targets (the demo builds just its binaries).
@@ -14,29 +14,35 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FLAVOUR=${1:-normal}
 shift || true
 
+# Debian's clang-14 (scripts/install-deps.sh), as the sanitizer flavours' compiler: libFuzzer
+# needs it, and it compiles this code a quarter to a third faster than g++ with the same
+# sanitizers. g++ builds build/, so both compilers' warnings are errors.
+CLANG=(-DCMAKE_C_COMPILER="$(command -v clang-14 || command -v clang || echo clang)"
+       -DCMAKE_CXX_COMPILER="$(command -v clang++-14 || command -v clang++ || echo clang++)")
+
 case "$FLAVOUR" in
   normal)
     BUILD_DIR="$ROOT/build"
-    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_WERROR=ON)
+    # -O2 as shipped; -g1 (line tables: a stack with file:line, no variables) rather than -g,
+    # which makes g++ take half as long again on this code. The packages strip debug info
+    # anyway (cmake/packaging.cmake). For a debugger's view of variables, append
+    # "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG".
+    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_WERROR=ON
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+           "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
     ;;
   asan)
     BUILD_DIR="$ROOT/build-asan"
     # -O1 -g1 (line tables): what ASan recommends, symbolized stacks with file:line, and about
     # half the compile time of -O2 -g on this code (gRPC/protobuf/json-heavy translation units).
-    # clang (Debian's clang-14, scripts/install-deps.sh): libFuzzer needs it, and it compiles
-    # this code a quarter to a third faster than g++ with the same sanitizers. g++ still builds build/
-    # and build-tsan/, so both compilers' warnings are errors.
-    CC_BIN=$(command -v clang-14 || command -v clang || echo clang)
-    CXX_BIN=$(command -v clang++-14 || command -v clang++ || echo clang++)
-    FLAGS=(-DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN"
-           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_FUZZ=ON
+    FLAGS=("${CLANG[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_SANITIZE=ON -DMIZARMP_FUZZ=ON
            -DMIZARMP_WERROR=ON
            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     ;;
   tsan)
     BUILD_DIR="$ROOT/build-tsan"
-    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_TSAN=ON -DMIZARMP_WERROR=ON
+    FLAGS=("${CLANG[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_TSAN=ON -DMIZARMP_WERROR=ON
            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     DEFAULT_TARGETS=mizarmp_concurrency_tests
