@@ -141,8 +141,7 @@ Status Client::Authenticate() {
 
 Status Client::ToStatus(const std::string& what, const Member& member,
                         const grpc::Status& s) const {
-  const Code code =
-      MemberUnreachable(s) ? Code::kUnavailable : static_cast<Code>(s.error_code());
+  const Code code = MemberUnreachable(s) ? Code::kUnavailable : static_cast<Code>(s.error_code());
   return Status(code, name_ + ": " + what + " at member " + member.endpoint + ": " +
                           s.error_message() + " (" +
                           std::string(CodeName(static_cast<Code>(s.error_code()))) + ")");

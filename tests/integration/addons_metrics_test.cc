@@ -114,8 +114,8 @@ double Value(const Scrape& s, const std::string& key) {
 // A gRPC status as a gtest assertion: a failure names its code and message.
 ::testing::AssertionResult Succeeded(const grpc::Status& s) {
   if (s.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "gRPC status " << s.error_code() << ": "
-                                       << s.error_message();
+  return ::testing::AssertionFailure()
+         << "gRPC status " << s.error_code() << ": " << s.error_message();
 }
 
 class AddonsMetricsTest : public ::testing::Test {
