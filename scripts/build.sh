@@ -4,7 +4,7 @@
 #   scripts/build.sh asan       -> build-asan/  clang, -O1 -g1, AddressSanitizer + UBSan, -Werror,
 #                                  libraries instrumented for coverage: the libFuzzer targets
 #                                  (tests/fuzz, scripts/fuzz.sh) are built from the same tree
-#   scripts/build.sh tsan       -> build-tsan/  clang, -O1 -g1, ThreadSanitizer, -Werror; only the
+#   scripts/build.sh tsan       -> build-tsan/  -O1 -g1, ThreadSanitizer, -Werror; only the
 #                                  concurrency tests and the programs they start
 # Extra arguments after the flavour go to the cmake configure step.
 # MIZARMP_BUILD_TARGETS="t1 t2" builds only those targets (the demo builds just its binaries).
@@ -14,9 +14,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FLAVOUR=${1:-normal}
 shift || true
 
-# Debian's clang-14 (scripts/install-deps.sh), as the sanitizer flavours' compiler: libFuzzer
-# needs it, and it compiles this code a quarter to a third faster than g++ with the same
-# sanitizers. g++ builds build/, so both compilers' warnings are errors.
+# Debian's clang-14 (scripts/install-deps.sh), the ASan flavour's compiler: libFuzzer needs it,
+# and it compiles this code a quarter to a third faster than g++ with the same sanitizers. g++
+# builds build/ and build-tsan/, so both compilers' warnings are errors.
 CLANG=(-DCMAKE_C_COMPILER="$(command -v clang-14 || command -v clang || echo clang)"
        -DCMAKE_CXX_COMPILER="$(command -v clang++-14 || command -v clang++ || echo clang++)")
 
@@ -42,7 +42,7 @@ case "$FLAVOUR" in
     ;;
   tsan)
     BUILD_DIR="$ROOT/build-tsan"
-    FLAGS=("${CLANG[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_TSAN=ON -DMIZARMP_WERROR=ON
+    FLAGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMIZARMP_TSAN=ON -DMIZARMP_WERROR=ON
            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     DEFAULT_TARGETS=mizarmp_concurrency_tests

@@ -4,7 +4,7 @@
 #   2. builds build/ (warnings are errors) and runs the whole ctest suite,
 #   3. builds build-asan/ (clang, AddressSanitizer + UBSan) and runs the whole suite again with
 #      leak detection on and every sanitizer report fatal,
-#   4. builds build-tsan/ (clang, ThreadSanitizer) with only the tests labelled "concurrency"
+#   4. builds build-tsan/ (ThreadSanitizer) with only the tests labelled "concurrency"
 #      (servers, the mock, racing plugin processes) and the programs they start, and runs those
 #      tests with every race report fatal,
 #   5. builds the libFuzzer targets in build-asan/ (its libraries are already built) and runs
