@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,6 +25,21 @@ constexpr std::chrono::seconds kStartDeadline{30};
 constexpr int kStartAttempts = 3;
 constexpr const char* kSetpriv = "/usr/bin/setpriv";
 constexpr const char* kProbeKey = "mizarmp-etcd-cluster-probe";
+
+// Where the members keep their data: on tmpfs (/dev/shm) when it has room. etcd fsyncs its WAL
+// for every write, and on a disk a build is writing to at the same time (scripts/test.sh builds
+// the next tree during the tests) one fsync can stall for seconds, which holds up the lease
+// renewals the tests' short leases depend on. Tests kill members, never the machine, so a disk
+// adds no durability they check. A 3-member cluster's WAL files take about 200 MB.
+std::string MemberDataParent() {
+  constexpr uint64_t kRoomNeeded = 1ULL << 30;
+  struct statvfs fs {};
+  if (::statvfs("/dev/shm", &fs) == 0 && ::access("/dev/shm", W_OK) == 0 &&
+      static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize >= kRoomNeeded) {
+    return "/dev/shm";
+  }
+  return "/tmp";
+}
 
 // An open socket bound to a free loopback port chosen by the kernel. The caller keeps it open
 // until every port of a cluster is chosen, so the kernel cannot hand out one port twice.
@@ -87,7 +103,7 @@ std::string EtcdUnavailableReason() {
   return "";
 }
 
-EtcdCluster::EtcdCluster(int members, EtcdTls tls) {
+EtcdCluster::EtcdCluster(int members, EtcdTls tls) : dir_(MemberDataParent()) {
   if (members != 1 && members != 3) {
     error_ = "EtcdCluster supports 1 or 3 members, not " + std::to_string(members);
     return;

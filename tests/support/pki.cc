@@ -9,10 +9,10 @@
 
 namespace mizarmp::testing {
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/mizarmp-test-XXXXXX";
-  const char* p = ::mkdtemp(tmpl);
-  path_ = p != nullptr ? p : "/tmp/mizarmp-test-failed";
+TempDir::TempDir(const std::string& parent) {
+  std::string tmpl = parent + "/mizarmp-test-XXXXXX";
+  const char* p = ::mkdtemp(tmpl.data());
+  path_ = p != nullptr ? p : parent + "/mizarmp-test-failed";
 }
 
 TempDir::~TempDir() {

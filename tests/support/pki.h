@@ -9,7 +9,8 @@ namespace mizarmp::testing {
 // A fresh directory under /tmp, removed with its contents on destruction.
 class TempDir {
  public:
-  TempDir();
+  // A fresh directory under `parent`.
+  explicit TempDir(const std::string& parent = "/tmp");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
