@@ -223,15 +223,13 @@ TEST_F(MockAgentTest, MissingNamespaceFailsThePort) {
   EXPECT_EQ(port["status"], "failed") << port.dump();
   EXPECT_EQ(HostVeth("lost"), "");
   std::string out;
-  host_->Exec("ip -o link show type veth", &out);
-  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_EQ(host_->CountLinks("veth", &out), 0) << out;
   // The interface name is taken in the pod: failed as well, nothing left behind.
   CreatePort("first", pod_->path(), "eth0");
   EXPECT_EQ(WaitSettled("first", "created")["status"], "ACTIVE");
   CreatePort("second", pod_->path(), "eth0");
   EXPECT_EQ(WaitSettled("second", "created")["status"], "failed");
-  host_->Exec("ip -o link show type veth", &out);
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(host_->CountLinks("veth", &out), 1) << out;
 }
 
 TEST_F(MockAgentTest, DeleteAfterThePodNamespaceIsGone) {
@@ -254,8 +252,7 @@ TEST_F(MockAgentTest, StopRemovesVethsAndTheBridge) {
   server_.reset();
   EXPECT_NE(host_->Exec("ip link show dev " + bridge_ + " 2>&1", &out), 0) << out;
   EXPECT_NE(pod_->Exec("ip link show dev eth0 2>&1", &out), 0) << out;
-  host_->Exec("ip -o link show type veth", &out);
-  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_EQ(host_->CountLinks("veth", &out), 0) << out;
 }
 
 TEST_F(MockAgentTest, ResetTearsDownVeths) {
@@ -268,10 +265,8 @@ TEST_F(MockAgentTest, ResetTearsDownVeths) {
   Call("POST", "/mock/reset", json::object(), &status);
   EXPECT_EQ(status, 200);
   std::string out;
-  host_->Exec("ip -o link show type veth", &out);
-  EXPECT_TRUE(out.empty()) << out;
-  pod_->Exec("ip -o link show type veth", &out);
-  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_EQ(host_->CountLinks("veth", &out), 0) << out;
+  EXPECT_EQ(pod_->CountLinks("veth", &out), 0) << out;
   // The bridge stays for the ports to come.
   EXPECT_EQ(host_->Exec("ip link show dev " + bridge_, &out), 0) << out;
 }

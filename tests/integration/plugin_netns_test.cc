@@ -117,13 +117,7 @@ class PluginNetnsTest : public ::testing::Test {
   }
 
   // Links in the agent's host namespace that belong to ports (the host ends of veths).
-  int HostVeths() const {
-    std::string out;
-    host_->Exec("ip -o link show type veth", &out);
-    int n = 0;
-    for (size_t pos = 0; (pos = out.find("\n", pos)) != std::string::npos; ++pos) ++n;
-    return n;
-  }
+  int HostVeths() const { return host_->CountLinks("veth"); }
 
   static json ParseResult(const ProcessResult& r) {
     json j = json::parse(r.out, nullptr, false);

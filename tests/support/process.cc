@@ -348,16 +348,22 @@ int ScopedNetns::Exec(const std::string& command, std::string* out) const {
   return Shell("ip netns exec " + name_ + " " + command, out);
 }
 
-int ScopedNetns::CountLinks(const std::string& type) const {
+int ScopedNetns::CountLinks(const std::string& type, std::string* listing) const {
   std::string out;
   const std::string cmd =
       "ip -n " + name_ + " -o link show" + (type.empty() ? std::string() : " type " + type);
-  if (Shell(cmd, &out) != 0) return -1;
+  const int rc = Shell(cmd, &out);
+  if (listing != nullptr) *listing = out;
+  if (rc != 0) return -1;
+  // Only the link lines ("3: name@peer: <...> ..."): ip also prints an "Error: ..." line when a
+  // namespace another test is deleting vanishes while it maps the links' peer namespaces.
   int n = 0;
   std::istringstream lines(out);
   std::string line;
   while (std::getline(lines, line)) {
-    if (!line.empty() && line.find(": lo:") == std::string::npos) ++n;
+    const size_t digits = line.find_first_not_of("0123456789");
+    const bool link = digits > 0 && digits != std::string::npos && line[digits] == ':';
+    if (link && line.find(": lo:") == std::string::npos) ++n;
   }
   return n;
 }

@@ -102,7 +102,8 @@ class ScopedNetns {
   // Runs `command` inside the namespace (ip netns exec), returns its exit code.
   int Exec(const std::string& command, std::string* out = nullptr) const;
   // Number of links of `type` ("veth"; "" for all) in the namespace, lo not counted; -1 on error.
-  int CountLinks(const std::string& type) const;
+  // `listing`, when given, gets ip's whole output (for a failure message).
+  int CountLinks(const std::string& type, std::string* listing = nullptr) const;
   void Remove();
 
  private:
