@@ -12,14 +12,14 @@ import os
 import re
 import sys
 
-# The previous run (commit c5b2986, 2026-11-24), for "what changed and what it moved".
+# The previous run (commit 3102d11, 2026-11-25), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "c5b2986",
-    "add": 4.3, "ptp_add": 7.6, "del": 30.9, "ptp_del": 35.0, "ready0": 4.2,
-    "ready50_over": 4.0, "ready500_over": 3.1, "ready50_requests": 15.0, "ready500_requests": 100.0,
-    "rss_kib": 3468, "version_ms": 1.18, "version_ptp_ms": 2.33, "libs": 0, "probe_ratio": 0.96,
-    "list_ratio": 0.78, "list_cpu_us": 26.6, "list_bare_cpu_us": 18.8,
-    "gc_ms": 4.1, "gc_node_ms": 0.9, "fence_ms": 356.1, "unfence_ms": 334.7,
+    "commit": "3102d11",
+    "add": 13.3, "ptp_add": 32.8, "del": 22.6, "ptp_del": 46.9, "ready0": 13.6,
+    "ready50_over": 1.35, "ready500_over": -0.13, "ready50_requests": 11.0, "ready500_requests": 94.0,
+    "rss_kib": 7596, "version_ms": 5.53, "version_ptp_ms": 11.63, "libs": 0, "probe_ratio": 0.97,
+    "list_ratio": 0.79, "list_cpu_us": 52.4, "list_bare_cpu_us": 36.4,
+    "gc_ms": 5.0, "gc_node_ms": 1.3, "fence_ms": 336.2, "unfence_ms": 300.2,
 }
 
 
@@ -634,23 +634,16 @@ def main():
     p("")
     p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    p("- **https:// reads the system trust store through its hash directory** (1354a47): "
-      "OpenSSL looks up the one CA a server's chain names (`/etc/ssl/certs/<hash>.0` on Debian) instead of "
-      "parsing the whole bundle on every ADD and DEL. New in this run: ADD and DEL over https:// (CA file, "
-      "system store, whole bundle) interleaved with http://.")
-    p("- **Readiness: the NIC's arrival in the pod is the sign to poll** (89c5a6e, 552db25): polls at "
-      "most every 5 ms (1% of the time waited later), and at once when the agent places the NIC. Previous "
-      f"run: ADD(d) - ADD(0) - d = {PREVIOUS['ready50_over']} ms at d = 50 ({PREVIOUS['ready50_requests']:.0f} "
-      f"REST requests), {PREVIOUS['ready500_over']} ms at d = 500 ({PREVIOUS['ready500_requests']:.0f}).")
-    p("- **The mock can answer a DELETE before its agent removes the NIC** (c2d96ab): "
-      "`--agent-unplugs-later`, a controller that hands the removal to its host agent; DEL is measured "
-      "against both agents.")
     fence_now = (fence_stores[0][1] if fence_stores else {})
-    p("- **Fence updates in parallel, the port list read entry by entry** (fa41918, 8aad26b): a pass's `PUT`s "
-      "go out over `updateConnections` (8) connections; mizarmp-client keeps no JSON tree of the list and reads "
-      "a body 64 KiB at a time; the mock writes its list port by port. Fence / unfence "
-      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> "
-      f"{fmt(fence_now.get('fence', {}).get('ms'))} / {fmt(fence_now.get('unfence', {}).get('ms'))} (SQLite).")
+    p("- **The mock keeps each port's JSON document serialised** (mock-server/port.h `PortRecord::text`): it is "
+      "renewed when the port changes, so a list of 10,000 ports copies 10,000 ready documents instead of "
+      "building and dumping each, and a `GET` or `PUT` answers with the same text. The plugin and "
+      "mizarmp-addons did not change. Fence / unfence "
+      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms (one pair) -> "
+      f"{fmt(fence_now.get('fence', {}).get('ms'))} / {fmt(fence_now.get('unfence', {}).get('ms'))} (SQLite, "
+      f"median of {fence_now.get('rounds', 1)} pairs).")
+    p("- **The fence figures are medians** of `--fence-rounds` fence/unfence pairs (every round checked); "
+      "the previous run measured one pair, whose time varied by about 15% between runs.")
     if pt_add and PREVIOUS["ptp_add"]:
         p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
           "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
@@ -860,13 +853,18 @@ def main():
           "the replica first wins the election (a fence of an address no port has), so the figures do not "
           "include it.")
         p("")
+        p(f"Each row: the median of {fence.get('rounds', 1)} fence/unfence pairs (time range over the pairs in "
+          "brackets); REST calls, ports down and ListClusterFence from the last pair; wrong: the worst pair.")
+        p("")
         p("| store | RPC | time | REST calls | per REST call | CPU mizarmp-addons | CPU mock | ports down after | wrong | ListClusterFence after |")
         p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for store_name, f in fence_stores:
             for name, r in (("FenceClusterNetwork", f.get("fence", {})), ("UnfenceClusterNetwork", f.get("unfence", {}))):
                 if r.get("measured"):
                     per = r["ms"] / r["rest_requests"] if r.get("rest_requests") else None
-                    p(f"| {store_name} | {name} | {fmt(r['ms'])} | {r.get('rest_requests')} | {fmt(per, 'ms', 3)} | "
+                    span = r.get("ms_rounds") or [r["ms"]]
+                    p(f"| {store_name} | {name} | {fmt(r['ms'])} ({fmt(min(span))}–{fmt(max(span))}) | "
+                      f"{r.get('rest_requests')} | {fmt(per, 'ms', 3)} | "
                       f"{fmt(r.get('addons_cpu_ms'), 'ms', 0)} | {fmt(r.get('mock_cpu_ms'), 'ms', 0)} | "
                       f"{r.get('ports_down_after')} | {r.get('ports_wrong')} | {r.get('list_cluster_fence_cidrs', '')} |")
                 else:
@@ -1152,14 +1150,15 @@ def main():
                   f"{fmt(r.get('mock_cpu_ms'), 'ms', 0)}: on {cores} cores the RPC cannot take less than "
                   f"{fmt(cpu / cores, 'ms', 0)} however many connections carry the updates, so it is bound by "
                   "CPU, not by round trips.")
-        p("- Where that CPU goes: the port list (~480 bytes of JSON per port) and the `PUT`s. mizarmp-client "
-          "reads the list entry by entry (no tree of the whole list, 64 KiB reads), but still builds a small "
-          "tree per entry and copies it into a `Port`; the mock serialises a JSON document per port on every "
-          "list, and answers each `PUT` through cpp-httplib's regex routes, two parses of its body and a "
-          "JSON document of the port.")
-        p("- What would move it: a SAX reader straight into ports on the client side; on the controller side, "
-          "a list of only the fields the fence needs, or a bulk update. The `PUT`s already overlap, so more "
-          "connections would not help on these cores.")
+        p("- Where that CPU goes: the port list (~500 bytes of JSON per port, 5 MB) and the `PUT`s. The mock "
+          "now copies ready documents into the list; mizarmp-client reads it entry by entry (no tree of the "
+          "whole list, 64 KiB reads) with nlohmann/json, whose lexer alone is the larger part of the list's "
+          "time; then one `PUT` per fenced port, each a round trip with an HTTP parse and a port document "
+          "on both sides.")
+        p("- What would move it: a faster JSON reader for the list on the client side (a SAX reader such as "
+          "RapidJSON or simdjson; a dependency choice); on the controller side, a list of only the fields "
+          "the fence needs, or a bulk update. The `PUT`s already overlap, so more connections would not help "
+          "on these cores.")
         p("")
     print("\n".join(o))
 

@@ -36,7 +36,7 @@ done
 
 if [[ -n ${BENCH_QUICK:-} ]]; then
   CNI_ARGS=(--iterations 10 --warmup 2 --ready-iterations 4 --burst-rounds 1 --version-iterations 20)
-  ADDONS_ARGS=(--seconds 1 --rounds 2 --getclients-calls 5)
+  ADDONS_ARGS=(--seconds 1 --rounds 2 --getclients-calls 5 --fence-rounds 1)
   SOAK_ARGS=(--cycles 100 --sample-every 10 --seconds 10 --sample-seconds 1)
   STORE_ARGS=(--rounds 3 --seconds 1 --failovers 2)
 else

@@ -228,19 +228,17 @@ Result<std::vector<client::FixedIp>> Model::TakeAddresses(
   return fixed;
 }
 
-Result<json> Model::GetPort(const std::string& id) {
+Result<PortText> Model::GetPort(const std::string& id) {
   Activate(id);
   std::lock_guard<std::mutex> lk(mu_);
   auto it = ports_.find(id);
   if (it == ports_.end()) return NotFoundError("port " + id + " not found");
   PortRecord& r = it->second;
-  json document = PortDocument(r);
   if (++r.gets == options_.gets_before_ready) WakeTimer();
-  return document;
+  return r.text;
 }
 
-void Model::ListPorts(const std::multimap<std::string, std::string>& query,
-                      const std::function<void(const json&)>& each) {
+std::vector<PortText> Model::ListPorts(const std::multimap<std::string, std::string>& query) {
   std::vector<std::string> due;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -256,15 +254,17 @@ void Model::ListPorts(const std::multimap<std::string, std::string>& query,
   for (const auto& [id, r] : ports_) in_creation_order.push_back(&r);
   std::sort(in_creation_order.begin(), in_creation_order.end(),
             [](const PortRecord* a, const PortRecord* b) { return a->seq < b->seq; });
+  std::vector<PortText> texts;
+  texts.reserve(in_creation_order.size());
   for (const PortRecord* r : in_creation_order) {
-    const json document = PortDocument(*r);
-    if (MatchesQuery(document, query)) each(document);
+    if (query.empty() || MatchesQuery(PortDocument(*r), query)) texts.push_back(r->text);
   }
+  return texts;
 }
 
-Result<json> Model::UpdatePort(const std::string& id, const json& patch) {
+Result<PortText> Model::UpdatePort(const std::string& id, const json& patch) {
   bool admin_changed = false;
-  json document;
+  PortText document;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = ports_.find(id);
@@ -272,7 +272,7 @@ Result<json> Model::UpdatePort(const std::string& id, const json& patch) {
     PortRecord& r = it->second;
     const bool placed = agent_ != nullptr && r.phase != Phase::kPending;
     MZ_ASSIGN_OR_RETURN(admin_changed, ApplyUpdate(r, patch, placed));
-    document = PortDocument(r);
+    document = r.text;
     MZ_LOG(kDebug) << "port " << id << " updated: " << Dump(patch);
   }
   if (admin_changed && agent_) {
@@ -366,6 +366,7 @@ std::vector<PortSummary> Model::Summaries() const {
 void Model::SetPhase(PortRecord& r, Phase phase) const {
   r.phase = phase;
   r.port.status = StatusWord(options_.dialect, phase);
+  RenewText(r);
 }
 
 bool Model::Due(const PortRecord& r, Clock::time_point now) const {

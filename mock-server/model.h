@@ -52,16 +52,15 @@ class Model {
                                                   const Faults& faults);
   // The port's document; moves it on first if it is due, then counts this read toward
   // gets_before_ready. NOT_FOUND "port ID not found".
-  Result<nlohmann::json> GetPort(const std::string& id);
-  // Hands `each` the document of every port matching `query` (see MatchesQuery), in creation
-  // order, one at a time (a list of 10,000 ports is written out as it is made, never held as
-  // 10,000 documents); moves every due port on first. `each` runs under the model's lock.
-  void ListPorts(const std::multimap<std::string, std::string>& query,
-                 const std::function<void(const nlohmann::json&)>& each);
+  Result<PortText> GetPort(const std::string& id);
+  // The document of every port matching `query` (see MatchesQuery), in creation order; moves
+  // every due port on first. Shared with the ports, not copied: the list is written out after
+  // the model's lock is released.
+  std::vector<PortText> ListPorts(const std::multimap<std::string, std::string>& query);
   // Applies a PUT's port fields and returns the document; a changed admin_state_up is applied
   // to the agent's host end. NOT_FOUND, INVALID_ARGUMENT (see ApplyUpdate), INTERNAL with the
   // agent's message when the host end cannot be set.
-  Result<nlohmann::json> UpdatePort(const std::string& id, const nlohmann::json& patch);
+  Result<PortText> UpdatePort(const std::string& id, const nlohmann::json& patch);
   // Deletes the port, its addresses and its veth (or queues the veth for the agent, with
   // options.agent_unplugs_later). NOT_FOUND "port ID not found".
   Status DeletePort(const std::string& id);

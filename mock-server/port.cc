@@ -94,6 +94,10 @@ json PortDocument(const PortRecord& r) {
   return o;
 }
 
+void RenewText(PortRecord& r) {
+  r.text = std::make_shared<const std::string>(Dump(PortDocument(r)));
+}
+
 bool MatchesQuery(const json& document, const std::multimap<std::string, std::string>& query) {
   for (auto it = query.begin(); it != query.end();) {
     const auto range = query.equal_range(it->first);
@@ -190,6 +194,7 @@ Result<bool> ApplyUpdate(PortRecord& r, const json& patch, bool placed) {
     if (ReadOnlyFields().count(key) == 0) r.extra[key] = value;
   }
   if (bulk_spelling) r.extra["network_ns"] = patch["veth_namespace"];
+  RenewText(r);
   return admin_changed;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -23,6 +24,9 @@ enum class Phase { kPending, kActivating, kReady, kFailed };
 // created/ACTIVE/failed).
 std::string StatusWord(Dialect dialect, Phase phase);
 
+// A port's document as serialised JSON (PortRecord::text), shared and never changed.
+using PortText = std::shared_ptr<const std::string>;
+
 struct PortRecord {
   uint64_t seq = 0;  // creation order; also tells a re-created port from the one it replaced
   client::Port port;
@@ -36,10 +40,16 @@ struct PortRecord {
   std::string host_name;  // reserved host-end name (activating or plugged)
   bool plugged = false;   // the agent's veth exists
   std::string error;      // why the port failed
+  // PortDocument() serialised, shared with the answers being written: a list of 10,000 ports is
+  // then copied, not built and dumped again. Whatever changes `port` or `extra` renews it
+  // (RenewText: ApplyUpdate, Model::SetPhase).
+  PortText text;
 };
 
 // The port document: the request's own fields with the controller's on top.
 nlohmann::json PortDocument(const PortRecord& record);
+// Serialises the record's document into record.text again, after a change.
+void RenewText(PortRecord& record);
 
 // Whether a port document matches every key of a list query (?binding:host_id=node-a); a key
 // given several times matches any of its values.

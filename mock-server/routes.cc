@@ -38,6 +38,16 @@ json MalformedPort(int i) {
               {"fixed_ips", json{{"ip_address", "10.0.0.1"}}}};
 }
 
+// {"port":<document>}, 200.
+Reply PortReply(const std::string& document) {
+  std::string text;
+  text.reserve(document.size() + 16);
+  text += "{\"port\":";
+  text += document;
+  text += '}';
+  return Reply{200, json(), std::move(text)};
+}
+
 void Send(httplib::Response& res, const Reply& r) {
   res.status = r.status;
   res.set_content(Dump(r.body), "application/json");
@@ -257,7 +267,7 @@ Reply Routes::GetPort(const std::string& id) {
   auto port = model_.GetPort(id);
   if (port.status().IsNotFound()) return UnknownPort(id);
   if (!port.ok()) return FailureReply(port.status());
-  return Reply{200, json{{"port", std::move(port).value()}}};
+  return PortReply(**port);
 }
 
 // An unknown port reads as {"port":null} in v0.1 and as 404 in Alcor.
@@ -266,17 +276,23 @@ Reply Routes::UnknownPort(const std::string& id) const {
   return Reply{200, json{{"port", nullptr}}};
 }
 
-// {"ports":[...]} written port by port; the malformed_ports fault appends its entries after the
-// real ports.
+// {"ports":[...]}, the ports' documents copied once into a body of the right size; the
+// malformed_ports fault appends its entries after the real ports.
 Reply Routes::ListPorts(const httplib::Request& req) {
-  std::string text = "{\"ports\":[";
-  const auto append = [&text](const json& port) {
-    if (text.back() != '[') text += ',';
-    text += Dump(port);
-  };
-  model_.ListPorts(req.params, append);
+  std::vector<PortText> entries = model_.ListPorts(req.params);
   const int malformed = faults_.Get().malformed_ports;
-  for (int i = 1; i <= malformed; ++i) append(MalformedPort(i));
+  for (int i = 1; i <= malformed; ++i) {
+    entries.push_back(std::make_shared<const std::string>(Dump(MalformedPort(i))));
+  }
+  size_t size = 0;
+  for (const auto& e : entries) size += e->size() + 1;
+  std::string text;
+  text.reserve(size + 16);
+  text += "{\"ports\":[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) text += ',';
+    text += *entries[i];
+  }
   text += "]}";
   return Reply{200, json(), std::move(text)};
 }
@@ -298,7 +314,7 @@ Reply Routes::UpdatePort(const std::string& id, const httplib::Request& req) {
   auto port = model_.UpdatePort(id, *patch);
   if (!port.ok()) return FailureReply(port.status());
   if (faults_.Get().update_no_content) return Reply{204, json()};
-  return Reply{200, json{{"port", std::move(port).value()}}};
+  return PortReply(**port);
 }
 
 // Deleting an unknown port succeeds in v0.1 and is 404 in Alcor.

@@ -199,6 +199,13 @@ TEST_P(MockTest, CreateGetListUpdateDelete) {
   ASSERT_EQ(up.status, 200) << up.Describe();
   EXPECT_EQ(up.j["port"]["admin_state_up"], false);
   EXPECT_EQ(Get(PortPath("p-1")).j["port"]["admin_state_up"], false);
+  // The list shows the port as it is now: ready (a change the mock made) and down (the PUT).
+  Http listed = Get(Ports());
+  ASSERT_EQ(listed.status, 200) << listed.Describe();
+  ASSERT_EQ(listed.j["ports"].size(), 2u) << listed.body;
+  EXPECT_EQ(listed.j["ports"][0]["id"], "p-1") << listed.body;
+  EXPECT_EQ(listed.j["ports"][0]["status"], Ready()) << listed.body;
+  EXPECT_EQ(listed.j["ports"][0]["admin_state_up"], false) << listed.body;
   Http bad_put = Put(PortPath("p-1"), json{{"port", {{"admin_state_up", "no"}}}});
   EXPECT_EQ(bad_put.status, 400) << bad_put.Describe();
   EXPECT_TRUE(Contains(bad_put.j.value("error", ""), "admin_state_up")) << bad_put.body;
