@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // How many requests are handled at once; more wait in the queue.
 constexpr size_t kThreads = 32;
+constexpr size_t kRequestsPerConnection = 1000;
 constexpr auto kStartTimeout = std::chrono::seconds(10);
 
 Status CheckTls(const Options& o) {
@@ -124,6 +125,10 @@ Status HttpServer::Start(const std::function<void(httplib::Server&)>& install) {
   httplib::Server& s = *server_;
   s.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   s.set_keep_alive_timeout(1);
+  // cpp-httplib closes a connection after 5 requests by default, so a client updating 1,000
+  // ports over kept-alive connections would reconnect 200 times. A controller behind nginx keeps
+  // one for 1,000 requests (keepalive_requests), Go's net/http for any number.
+  s.set_keep_alive_max_count(kRequestsPerConnection);
   s.set_read_timeout(5, 0);
   s.set_write_timeout(5, 0);
   // Small JSON replies on kept-alive connections: without TCP_NODELAY each one waits out the

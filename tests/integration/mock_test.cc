@@ -4,12 +4,18 @@
 // The host agent is off here (see mock_agent_test.cc), so no root is needed.
 #include "mock-server/mock.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -256,6 +262,49 @@ TEST_P(MockTest, BulkCreateOnBothUrls) {
   Http not_array = Post(Ports() + "/bulk", json{{"port", PortDoc("b-6")}});
   EXPECT_EQ(not_array.status, 400) << not_array.Describe();
   EXPECT_TRUE(Contains(not_array.j.value("error", ""), "ports")) << not_array.body;
+}
+
+// Sends `request` on the connected socket `fd` and reads one whole answer (headers, then a body
+// of Content-Length bytes); "" when the connection closed or failed first.
+std::string ExchangeOn(int fd, const std::string& request) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    return "";
+  }
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    const size_t end = got.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      const size_t at = got.find("Content-Length: ");
+      const size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
+      if (got.size() >= end + 4 + length) return got;
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return "";
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// A client updating many ports keeps its connections: the mock answers request after request on
+// one connection (cpp-httplib's own default closes it after 5).
+TEST_P(MockTest, KeepsAConnectionForManyRequests) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  timeval timeout{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << std::strerror(errno);
+  for (int i = 1; i <= 50; ++i) {
+    const std::string answer = ExchangeOn(fd, "GET /healthz HTTP/1.1\r\nHost: mock\r\n\r\n");
+    ASSERT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << "request " << i << ": " << answer;
+    EXPECT_FALSE(Contains(answer, "Connection: close")) << "request " << i << ": " << answer;
+  }
+  ::close(fd);
 }
 
 TEST_P(MockTest, RequestErrors) {
