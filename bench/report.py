@@ -1155,10 +1155,13 @@ def main():
           "whole list, 64 KiB reads) with nlohmann/json, whose lexer alone is the larger part of the list's "
           "time; then one `PUT` per fenced port, each a round trip with an HTTP parse and a port document "
           "on both sides.")
-        p("- What would move it: a faster JSON reader for the list on the client side (a SAX reader such as "
-          "RapidJSON or simdjson; a dependency choice); on the controller side, a list of only the fields "
-          "the fence needs, or a bulk update. The `PUT`s already overlap, so more connections would not help "
-          "on these cores.")
+        p("- What would move it: a faster JSON reader for the list on the client side. Of Debian's, simdjson "
+          "is maintained but ships only as a shared library, and the static plugin lists ports too (GC); "
+          "RapidJSON's last release is from 2016 (Debian's 1.1.0): the fix for CVE-2024-38517 is only on its "
+          "master branch and CVE-2024-39684 (both in its number parser) is open, so it is no reader for a "
+          "controller's bytes. On the controller side: a "
+          "list of only the fields the fence needs, or a bulk update. The `PUT`s already overlap, so more "
+          "connections would not help on these cores.")
         p("")
     print("\n".join(o))
 
