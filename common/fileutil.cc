@@ -23,6 +23,19 @@ std::string BaseName(const std::string& path) {
   return pos == std::string::npos ? path : path.substr(pos + 1);
 }
 
+FileVersion VersionOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return FileVersion{};
+  return FileVersion{st.st_dev, st.st_ino, st.st_size,
+                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                     int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+std::string FileVersion::ToString() const {
+  return std::to_string(dev) + ":" + std::to_string(ino) + ":" + std::to_string(size) + ":" +
+         std::to_string(mtime_ns) + ":" + std::to_string(ctime_ns);
+}
+
 Result<std::string> ReadAllFd(int fd) {
   std::string out;
   char buf[16384];
@@ -70,7 +83,8 @@ static Status FsyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode) {
+Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode,
+                       Durability durability) {
   const std::string dir = DirName(path);
   // Unique per writer: pid plus a random suffix, so concurrent writers never share a temp file.
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -95,7 +109,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
     }
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0) {
+  const bool durable = durability == Durability::kDurable;
+  if (durable && ::fsync(fd.get()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
     return ErrnoError("fsync " + tmp, e);
@@ -106,7 +121,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
     ::unlink(tmp.c_str());
     return ErrnoError("rename " + tmp + " to " + path, e);
   }
-  return FsyncDir(dir);
+  return durable ? FsyncDir(dir) : Status::Ok();
 }
 
 Status RemoveFileDurable(const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,10 +21,16 @@ Result<std::string> ReadFile(const std::string& path);
 Result<std::string> ReadAllFd(int fd);
 Status WriteAllFd(int fd, std::string_view data);
 
-// Writes `data` to `path` atomically and durably: a temp file in the same directory is written
-// with `mode`, fsync'ed, renamed over `path`, and the directory fsync'ed. Readers see the old
-// content or the new, never a torn file.
-Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode = 0600);
+// How a WriteFileAtomic lasts. kDurable: the file and then its directory are fsync'ed, so the
+// new content survives a crash. kCache: neither is, for a file whose loss only costs time (a
+// cache): after a crash it may hold the old content, or nothing, and its readers must cope.
+enum class Durability { kDurable, kCache };
+
+// Writes `data` to `path` atomically: a temp file in the same directory is written with `mode`
+// and renamed over `path` (with kDurable, after an fsync, and the directory fsync'ed after).
+// Readers see the old content or the new, never a torn file.
+Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode = 0600,
+                       Durability durability = Durability::kDurable);
 
 // Removes `path` and fsyncs its directory. A missing file is success.
 Status RemoveFileDurable(const std::string& path);
@@ -50,6 +57,20 @@ class FileLock {
   UniqueFd fd_;
   std::string path_;
 };
+
+// What identifies one version of a file: a rewrite in place changes its times or size, a
+// replacement (rename, a Kubernetes secret's symlink swap) its inode. All zero when absent.
+struct FileVersion {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  friend bool operator==(const FileVersion&, const FileVersion&) = default;
+  // "dev:ino:size:mtime:ctime", to compare versions kept in a file.
+  std::string ToString() const;
+};
+FileVersion VersionOf(const std::string& path);
 
 // Directory part and base part of a path ("a/b/c" -> "a/b", "c").
 std::string DirName(const std::string& path);

@@ -1,7 +1,5 @@
 #include "mizarmp-client/client.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
@@ -94,25 +92,6 @@ Status CheckReadable(const std::string& path, const char* what) {
                                 " is not readable: " + content.status().message());
   }
   return Status::Ok();
-}
-
-// What identifies one version of a file: a rewrite in place changes its times or size, a
-// replacement (rename, a Kubernetes secret's symlink swap) its inode. All zero when absent.
-struct FileVersion {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  int64_t mtime_ns = 0;
-  int64_t ctime_ns = 0;
-  friend bool operator==(const FileVersion&, const FileVersion&) = default;
-};
-
-FileVersion VersionOf(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return FileVersion{};
-  return FileVersion{st.st_dev, st.st_ino, st.st_size,
-                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
-                     int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
 }
 
 // The one bearer token in `path` (surrounding white space trimmed). INVALID_ARGUMENT naming the
