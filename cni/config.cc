@@ -287,6 +287,8 @@ client::ClientConfig ClientConfigFor(const NetConf& conf) {
   cc.request_timeout = conf.request_timeout;
   cc.max_attempts = std::max(1, conf.retries);  // attempts in all; 0 and 1 mean no retry
   cc.tls = conf.tls;
+  // A dot entry: the record store takes every other directory there for a network's.
+  cc.tls.session_dir = conf.state_dir + "/" + kTlsSessionDirName;
   cc.token_file = conf.token_file;
   return cc;
 }

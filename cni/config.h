@@ -15,6 +15,8 @@
 namespace mizarmp::cni {
 
 inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
+// Where in the state dir TLS sessions are kept between plugin processes (one file per server).
+inline constexpr const char* kTlsSessionDirName = ".tls-sessions";
 inline constexpr const char* kDefaultHostIdFile = "/etc/mizarmp/hostid";
 // The largest network configuration read from stdin: real ones are a few KiB, and the plugin
 // must not hold (or make a runtime wait on) an unbounded input.

@@ -639,6 +639,8 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   return client;
 }
 
+TlsHandshakes Client::tls_handshakes() const { return impl_->transport->handshakes(); }
+
 Result<Port> Client::CreatePort(const PortSpec& spec) {
   if (spec.id.empty()) return InvalidArgumentError("CreatePort: empty port id");
   const std::string body = DumpBody(json{{"port", PortSpecToJson(spec)}});

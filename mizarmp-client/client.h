@@ -30,6 +30,19 @@ struct TlsConfig {
   std::string cert_file;  // client certificate for mutual TLS
   std::string key_file;   // its private key
   bool insecure_skip_verify = false;
+  // Where TLS sessions are kept between processes, so that a later process resumes one rather
+  // than making a full handshake (tls_session.h); empty: none are kept. For a short-lived
+  // process (the plugin: its state dir); a long-lived one keeps its connections instead. Not
+  // used with insecure_skip_verify.
+  std::string session_dir;
+};
+
+// The TLS handshakes a client made: full ones, ones that resumed a kept session, and kept
+// sessions the server failed a handshake over (each followed by a full one).
+struct TlsHandshakes {
+  uint64_t full = 0;
+  uint64_t resumed = 0;
+  uint64_t refused = 0;
 };
 
 // One REST call as an observer sees it (after its retries), for metrics.
@@ -130,6 +143,8 @@ class Client {
 
   // HTTP requests sent so far (every attempt counts), for benchmarks and tests.
   uint64_t requests_sent() const { return requests_sent_; }
+  // TLS handshakes made so far, for benchmarks and tests.
+  TlsHandshakes tls_handshakes() const;
 
  private:
   explicit Client(ClientConfig config);

@@ -16,8 +16,11 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "common/fileutil.h"
+#include "common/log.h"
 #include "common/strings.h"
 #include "common/version.h"
+#include "mizarmp-client/tls_session.h"
 #include "mizarmp-client/trust_store.h"
 
 namespace mizarmp::client {
@@ -44,7 +47,7 @@ int64_t ElapsedMs(Clock::time_point since) {
 // any other OpenSSL call of the transport). In the static plugin a host's configuration could
 // make the built-in libcrypto dlopen that host's providers or engines, built for another libc
 // and another OpenSSL. What Debian's file would set (TLS 1.2 at least, security level 2) is set
-// on the context instead (MakeTlsContext), so every build behaves the same on every host.
+// on the context instead (MakeTlsSetup), so every build behaves the same on every host.
 // Nor is OpenSSL's legacy name table of every cipher filled: libssl 3 fetches the ciphers it
 // uses from the provider by name, and filling the table was an eighth of an https ADD's
 // instructions. (The digests' table stays: the certificate checks look digests up in it, and
@@ -98,25 +101,89 @@ Status ExpectHost(ssl::context& ctx, const std::string& host) {
   return Status::Ok();
 }
 
-// The TLS settings every connection of a Transport shares.
-Result<std::unique_ptr<ssl::context>> MakeTlsContext(const Endpoint& endpoint,
-                                                     const TlsConfig& tls) {
-  InitOpenSslWithoutHostConfig();
-  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression |
-                   ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                   ssl::context::no_tlsv1_1);
-  SSL_CTX_set_security_level(ctx->native_handle(), 2);
-  MZ_RETURN_IF_ERROR(UseClientCertificate(*ctx, tls));
-  if (tls.insecure_skip_verify) {
-    ctx->set_verify_mode(ssl::verify_none);
-    return ctx;
+// The CAs a full handshake checks the server's chain against, loaded by the first check: a
+// resumed session has no chain to check, and loading a CA was an eighth of an https ADD.
+struct LazyTrust {
+  TrustLocation where;
+  bool loaded = false;
+  std::optional<Status> failed;  // why the last handshake's check could not load it
+};
+
+// OpenSSL's chain check, the trust loaded first (SSL_CTX_set_cert_verify_callback). A load that
+// fails is tried again by the next full handshake (the operator may mend the file meanwhile).
+int VerifyChainLoadingTrust(X509_STORE_CTX* chain, void* arg) {
+  auto* trust = static_cast<LazyTrust*>(arg);
+  if (!trust->loaded) {
+    Status load = LoadTrust(X509_STORE_CTX_get0_store(chain), trust->where);
+    if (!load.ok()) {
+      trust->failed = std::move(load);
+      X509_STORE_CTX_set_error(chain, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+      return 0;
+    }
+    trust->loaded = true;
   }
-  MZ_RETURN_IF_ERROR(tls.ca_file.empty() ? LoadSystemTrust(ctx->native_handle())
-                                         : LoadCaFile(ctx->native_handle(), tls.ca_file));
-  MZ_RETURN_IF_ERROR(ExpectHost(*ctx, endpoint.host));
-  ctx->set_verify_mode(ssl::verify_peer);
-  return ctx;
+  return X509_verify_cert(chain);
+}
+
+// The slot of an SSL_CTX that points at its TlsSessionFile, for the new-session callback.
+int SessionFileSlot() {
+  static const int slot = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+// Keeps a session the server's ticket made after a full handshake (SSL_CTX_sess_set_new_cb);
+// a resumed one's file is already there. Returns 0: OpenSSL keeps no extra reference.
+int KeepNewSession(SSL* ssl, SSL_SESSION* session) {
+  const auto* file = static_cast<const TlsSessionFile*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), SessionFileSlot()));
+  if (file != nullptr && SSL_session_reused(ssl) == 0) file->Save(session);
+  return 0;
+}
+
+// What the sessions of `endpoint` are bound to: the server, the trust that checked its
+// certificate, and the client's own certificate and key.
+std::string SessionBinding(const Endpoint& endpoint, const TlsConfig& tls,
+                           const TrustLocation& trust) {
+  return "server " + endpoint.host_header + "\ntrust " + trust.Version() + "\nclient " +
+         tls.cert_file + " " + VersionOf(tls.cert_file).ToString() + " " + tls.key_file + " " +
+         VersionOf(tls.key_file).ToString();
+}
+
+// The TLS settings every connection of a Transport shares, and what they rest on (declared
+// before the context, whose callbacks point at them, so that they outlive it).
+struct TlsSetup {
+  LazyTrust trust;
+  std::optional<TlsSessionFile> sessions;  // with TlsConfig::session_dir
+  std::unique_ptr<ssl::context> context;
+};
+
+// Fills `setup` (its address is registered with OpenSSL: it must not move).
+Status MakeTlsSetup(const Endpoint& endpoint, const TlsConfig& tls, TlsSetup* setup) {
+  InitOpenSslWithoutHostConfig();
+  setup->context = std::make_unique<ssl::context>(ssl::context::tls_client);
+  ssl::context& ctx = *setup->context;
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_compression |
+                  ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                  ssl::context::no_tlsv1_1);
+  SSL_CTX_set_security_level(ctx.native_handle(), 2);
+  MZ_RETURN_IF_ERROR(UseClientCertificate(ctx, tls));
+  if (tls.insecure_skip_verify) {
+    ctx.set_verify_mode(ssl::verify_none);
+    return Status::Ok();
+  }
+  MZ_ASSIGN_OR_RETURN(setup->trust.where, FindTrust(tls.ca_file));
+  SSL_CTX_set_cert_verify_callback(ctx.native_handle(), VerifyChainLoadingTrust, &setup->trust);
+  MZ_RETURN_IF_ERROR(ExpectHost(ctx, endpoint.host));
+  ctx.set_verify_mode(ssl::verify_peer);
+  if (!tls.session_dir.empty()) {
+    setup->sessions.emplace(tls.session_dir, endpoint.host_header,
+                            SessionBinding(endpoint, tls, setup->trust.where));
+    SSL_CTX_set_session_cache_mode(ctx.native_handle(),
+                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_set_ex_data(ctx.native_handle(), SessionFileSlot(), &*setup->sessions);
+    SSL_CTX_sess_set_new_cb(ctx.native_handle(), KeepNewSession);
+  }
+  return Status::Ok();
 }
 
 TransportFailure Retryable(std::string text, bool timed_out = false) {
@@ -133,11 +200,12 @@ TransportFailure Final(std::string text) {
   return f;
 }
 
-// Why the handshake failed. A certificate that does not verify fails the same way every time
-// (not retried); any other failure may be the network's.
-TransportFailure HandshakeFailure(const error_code& ec, long verify_result, const Endpoint& ep,
-                                  Clock::time_point started) {
+// Why the handshake failed. A certificate that does not verify, or CAs that cannot be read, fail
+// the same way every time (not retried); any other failure may be the network's.
+TransportFailure HandshakeFailure(const error_code& ec, long verify_result, const LazyTrust& trust,
+                                  const Endpoint& ep, Clock::time_point started) {
   ERR_clear_error();
+  if (trust.failed) return Final(trust.failed->message());
   if (verify_result == X509_V_ERR_HOSTNAME_MISMATCH ||
       verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH) {
     return Final("TLS: server certificate does not match the host name " + ep.host);
@@ -152,8 +220,10 @@ TransportFailure HandshakeFailure(const error_code& ec, long verify_result, cons
                      true);
   }
   const std::string detail = TlsDetail(ec);
-  return Retryable("TLS: handshake with " + ep.host_header + " failed" +
-                   (detail.empty() ? "" : ": " + detail));
+  TransportFailure f = Retryable("TLS: handshake with " + ep.host_header + " failed" +
+                                 (detail.empty() ? "" : ": " + detail));
+  f.tls_refused = ec.category() == asio::error::get_ssl_category();
+  return f;
 }
 
 // " (TLS: reason)" when OpenSSL ended a read or write (e.g. a TLS 1.3 server refusing a missing
@@ -219,7 +289,8 @@ struct Transport::Impl {
   milliseconds connect_timeout;
   size_t max_response_bytes;
   asio::io_context ioc;
-  std::unique_ptr<ssl::context> tls_context;                    // made by the first https Send
+  std::optional<TlsSetup> tls_setup;  // made by the first https Send
+  TlsHandshakes handshakes;
   std::optional<beast::tcp_stream> plain;                       // the http connection, or
   std::optional<beast::ssl_stream<beast::tcp_stream>> secured;  // the https one
   beast::flat_buffer buffer;  // what was read past the last answer
@@ -254,18 +325,45 @@ struct Transport::Impl {
 
   // Resolves and connects, then (https) shakes hands, each bounded by `stage_deadline`.
   std::optional<TransportFailure> Open(const Endpoint& ep, Clock::time_point stage_deadline) {
-    const auto started = Clock::now();
-    if (ep.https && !tls_context) {
-      auto made = MakeTlsContext(ep, tls);
-      if (!made.ok()) return Final(made.status().message());
-      tls_context = std::move(made).value();
+    if (ep.https && !tls_setup) {
+      tls_setup.emplace();
+      if (Status made = MakeTlsSetup(ep, tls, &*tls_setup); !made.ok()) {
+        tls_setup.reset();
+        return Final(made.message());
+      }
     }
+    const TlsSessionFile* sessions =
+        ep.https && tls_setup->sessions ? &*tls_setup->sessions : nullptr;
+    for (;;) {
+      std::optional<beast::tcp_stream> stream;
+      if (auto failed = Connect(ep, stage_deadline, &stream)) return failed;
+      if (!ep.https) {
+        plain.emplace(std::move(*stream));
+        return std::nullopt;
+      }
+      SSL_SESSION* kept = sessions != nullptr ? sessions->Load() : nullptr;
+      auto failed = Handshake(ep, std::move(*stream), stage_deadline, kept);
+      SSL_SESSION_free(kept);
+      // TLS lets a server ignore a session it will not resume; one that fails the handshake
+      // over it instead gets a full handshake on a new connection.
+      if (!failed || kept == nullptr || !failed->tls_refused) return failed;
+      MZ_LOG(kInfo) << "TLS: " << ep.host_header << " refused a kept session (" << failed->text
+                    << "); no more are offered to it";
+      ++handshakes.refused;
+      sessions->Refuse();
+      sessions = nullptr;
+    }
+  }
+
+  std::optional<TransportFailure> Connect(const Endpoint& ep, Clock::time_point stage_deadline,
+                                          std::optional<beast::tcp_stream>* connected) {
+    const auto started = Clock::now();
     error_code ec;
     tcp::resolver resolver(ioc);
     const auto addresses =
         resolver.resolve(ep.host, std::to_string(ep.port), tcp::resolver::numeric_service, ec);
     if (ec) return Retryable("cannot connect to " + ep.host_header);
-    beast::tcp_stream stream(ioc);
+    beast::tcp_stream& stream = connected->emplace(ioc);
     stream.expires_at(stage_deadline);
     stream.async_connect(addresses, [&](const error_code& e, const tcp::endpoint&) { ec = e; });
     Run();
@@ -276,27 +374,35 @@ struct Transport::Impl {
     }
     if (ec) return Retryable("cannot connect to " + ep.host_header);
     stream.socket().set_option(tcp::no_delay(true), ec);  // small requests: no Nagle delay
-    if (!ep.https) {
-      plain.emplace(std::move(stream));
-      return std::nullopt;
-    }
-    return Handshake(ep, std::move(stream), stage_deadline);
+    return std::nullopt;
   }
 
+  // The TLS handshake over `stream`, offering `kept` (a session kept by an earlier process) when
+  // there is one.
   std::optional<TransportFailure> Handshake(const Endpoint& ep, beast::tcp_stream stream,
-                                            Clock::time_point stage_deadline) {
+                                            Clock::time_point stage_deadline, SSL_SESSION* kept) {
     const auto started = Clock::now();
-    secured.emplace(std::move(stream), *tls_context);
+    secured.emplace(std::move(stream), *tls_setup->context);
+    SSL* ssl = secured->native_handle();
     // SNI names the host; RFC 6066 allows no IP address there.
-    if (!IsIpAddress(ep.host)) SSL_set_tlsext_host_name(secured->native_handle(), ep.host.c_str());
+    if (!IsIpAddress(ep.host)) SSL_set_tlsext_host_name(ssl, ep.host.c_str());
+    if (kept != nullptr) SSL_set_session(ssl, kept);
+    tls_setup->trust.failed.reset();
     beast::get_lowest_layer(*secured).expires_at(stage_deadline);
     error_code ec;
     secured->async_handshake(ssl::stream_base::client, [&](const error_code& e) { ec = e; });
     Run();
-    if (!ec) return std::nullopt;
-    const long verify_result = SSL_get_verify_result(secured->native_handle());
+    if (!ec) {
+      const bool resumed = SSL_session_reused(ssl) == 1;
+      ++(resumed ? handshakes.resumed : handshakes.full);
+      MZ_LOG(kDebug) << "TLS: "
+                     << (resumed ? "resumed a kept session with " : "full handshake with ")
+                     << ep.host_header << " (" << SSL_get_version(ssl) << ")";
+      return std::nullopt;
+    }
+    const long verify_result = SSL_get_verify_result(ssl);
     secured.reset();
-    return HandshakeFailure(ec, verify_result, ep, started);
+    return HandshakeFailure(ec, verify_result, tls_setup->trust, ep, started);
   }
 
   // Writes the request and reads the whole response (body bounded by max_response_bytes), all
@@ -349,6 +455,8 @@ Transport::Transport(Endpoint endpoint, TlsConfig tls, milliseconds connect_time
       impl_(std::make_unique<Impl>(std::move(tls), connect_timeout, max_response_bytes)) {}
 
 Transport::~Transport() = default;
+
+const TlsHandshakes& Transport::handshakes() const { return impl_->handshakes; }
 
 std::optional<TransportFailure> Transport::Send(const HttpRequest& request, milliseconds timeout,
                                                 HttpReply* reply) {

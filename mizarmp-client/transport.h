@@ -38,11 +38,12 @@ struct HttpReply {
 
 // How one HTTP exchange ended when it produced no complete response.
 struct TransportFailure {
-  std::string text;        // "cannot connect to 127.0.0.1:9090", "TLS: ..."
-  bool retryable = false;  // the server may not have seen or answered the request
-  bool timed_out = false;  // the attempt's time ran out
-  int partial_http = 0;    // the status line arrived, then the body was cut short
-  bool too_large = false;  // the body passed max_response_bytes
+  std::string text;          // "cannot connect to 127.0.0.1:9090", "TLS: ..."
+  bool retryable = false;    // the server may not have seen or answered the request
+  bool timed_out = false;    // the attempt's time ran out
+  int partial_http = 0;      // the status line arrived, then the body was cut short
+  bool too_large = false;    // the body passed max_response_bytes
+  bool tls_refused = false;  // the server ended the TLS handshake (an alert), not the network
 };
 
 class Transport {
@@ -55,6 +56,7 @@ class Transport {
   Transport& operator=(const Transport&) = delete;
 
   const Endpoint& endpoint() const { return endpoint_; }
+  const TlsHandshakes& handshakes() const;
 
   // Sends `request` over the kept connection (opened, or re-opened if the server closed it) and
   // reads the whole answer into *reply, all within `timeout`: connecting and the TLS handshake

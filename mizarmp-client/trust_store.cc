@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/fileutil.h"
 #include "common/strings.h"
 
 namespace mizarmp::client {
@@ -46,30 +47,30 @@ bool IsHashLinkName(const char* name) {
   return true;
 }
 
-Status LoadLocations(SSL_CTX* ctx, const char* file, const char* dir, const std::string& what) {
-  if (SSL_CTX_load_verify_locations(ctx, file, dir) == 1) return Status::Ok();
-  ERR_clear_error();
-  return UnavailableError("TLS: cannot load CA certificates from " + what);
-}
-
 // SSL_CERT_FILE and SSL_CERT_DIR, when either is set.
-std::optional<Status> LoadFromEnvironment(SSL_CTX* ctx) {
+std::optional<TrustLocation> FromEnvironment() {
   const char* file = std::getenv("SSL_CERT_FILE");
   const char* dir = std::getenv("SSL_CERT_DIR");
-  const bool has_file = file != nullptr && *file != '\0';
-  const bool has_dir = dir != nullptr && *dir != '\0';
-  if (!has_file && !has_dir) return std::nullopt;
+  TrustLocation where;
   std::vector<std::string> named;
-  if (has_file) named.push_back("SSL_CERT_FILE=" + std::string(file));
-  if (has_dir) named.push_back("SSL_CERT_DIR=" + std::string(dir));
-  return LoadLocations(ctx, has_file ? file : nullptr, has_dir ? dir : nullptr,
-                       Joined(named, " "));
+  if (file != nullptr && *file != '\0') {
+    where.file = file;
+    named.push_back("SSL_CERT_FILE=" + where.file);
+  }
+  if (dir != nullptr && *dir != '\0') {
+    where.dir = dir;
+    named.push_back("SSL_CERT_DIR=" + where.dir);
+  }
+  if (named.empty()) return std::nullopt;
+  where.what = Joined(named, " ");
+  return where;
 }
 
 }  // namespace
 
-Status LoadCaFile(SSL_CTX* ctx, const std::string& path) {
-  return LoadLocations(ctx, path.c_str(), nullptr, path);
+std::string TrustLocation::Version() const {
+  return "file " + file + " " + VersionOf(file).ToString() + ", dir " + dir + " " +
+         VersionOf(dir).ToString();
 }
 
 bool HasHashLinks(const std::string& dir) {
@@ -86,8 +87,9 @@ bool HasHashLinks(const std::string& dir) {
   return found;
 }
 
-Status LoadSystemTrust(SSL_CTX* ctx) {
-  if (auto from_env = LoadFromEnvironment(ctx)) return *from_env;
+Result<TrustLocation> FindTrust(const std::string& ca_file) {
+  if (!ca_file.empty()) return TrustLocation{ca_file, "", ca_file};
+  if (auto from_env = FromEnvironment()) return *from_env;
   std::vector<std::string> looked_at;
   for (const SystemStore& store : kSystemStores) {
     // The bundle says the store is there; its hash directory, when kept, is read on demand.
@@ -96,13 +98,21 @@ Status LoadSystemTrust(SSL_CTX* ctx) {
       continue;
     }
     if (*store.hash_dir != '\0' && HasHashLinks(store.hash_dir)) {
-      return LoadLocations(ctx, nullptr, store.hash_dir, store.hash_dir);
+      return TrustLocation{"", store.hash_dir, store.hash_dir};
     }
-    return LoadCaFile(ctx, store.bundle);
+    return TrustLocation{store.bundle, "", store.bundle};
   }
   return UnavailableError(
       "TLS: no system CA store found (SSL_CERT_FILE and SSL_CERT_DIR are unset, and none of " +
       Joined(looked_at, ", ") + " exists); configure a CA file");
+}
+
+Status LoadTrust(X509_STORE* store, const TrustLocation& where) {
+  const char* file = where.file.empty() ? nullptr : where.file.c_str();
+  const char* dir = where.dir.empty() ? nullptr : where.dir.c_str();
+  if (X509_STORE_load_locations(store, file, dir) == 1) return Status::Ok();
+  ERR_clear_error();
+  return UnavailableError("TLS: cannot load CA certificates from " + where.what);
 }
 
 }  // namespace mizarmp::client

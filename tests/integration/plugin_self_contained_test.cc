@@ -186,6 +186,22 @@ TEST_P(PluginSelfContainedTest, AddCheckDelInAnEmptyRootWithAHostNameInMpurl) {
   EXPECT_TRUE(mock_->Ports().empty());
   EXPECT_EQ(pod_->CountLinks(""), 0);
   EXPECT_FALSE(fs::exists(root_.path() + "/state/mzt-static/c1:eth0.json"));
+
+  // Over https the ADD kept its TLS session in the state dir, and the later processes resumed it.
+  const std::string sessions = root_.path() + "/state/.tls-sessions";
+  if (!https()) {
+    EXPECT_FALSE(fs::exists(sessions));
+    return;
+  }
+  EXPECT_NE(add.err.find("full handshake with"), std::string::npos) << add.err;
+  for (const ProcessResult* later : {&check, &del}) {
+    EXPECT_NE(later->err.find("resumed a kept session with"), std::string::npos) << later->err;
+  }
+  auto kept = ListDir(sessions);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ(fs::status(sessions + "/" + (*kept)[0]).permissions(),
+            fs::perms::owner_read | fs::perms::owner_write);
 }
 
 // No trust store in the root at all: the handshake is never tried, and the error says where the
