@@ -92,6 +92,7 @@ class Bench {
     state_dir_ = o_.work_dir + "/state";
     ipam_dir_ = o_.work_dir + "/ipam";
     fs::remove_all(state_dir_);
+    fs::remove_all(state_dir_ + "-full-handshake");
     fs::remove_all(ipam_dir_);
     host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbh"));
     ptp_host_ = std::make_unique<mb::Netns>(mb::UniqueName("mzbq"));
@@ -188,7 +189,7 @@ class Bench {
   mb::ExecResult RunCni(const std::string& plugin, const std::string& command,
                         const std::string& container, const std::string& netns,
                         const json& config) {
-    return RunSide({plugin, plugin, config, {}, ""}, command, container, netns);
+    return RunSide({plugin, plugin, config, {}, "", false}, command, container, netns);
   }
 
   // -------------------------------------------------------------------------------- latency
@@ -199,10 +200,14 @@ class Bench {
     json config;
     std::map<std::string, std::string> env;  // added to the runtime's environment
     std::string mountns;                     // run in this mount namespace when set
+    bool full_handshake = false;  // its kept TLS sessions removed before each exec (untimed)
   };
 
   mb::ExecResult RunSide(const Side& side, const std::string& command,
                          const std::string& container, const std::string& netns) {
+    if (side.full_handshake) {
+      fs::remove_all(side.config["stateDir"].get<std::string>() + "/.tls-sessions");
+    }
     mb::Exec e = CniExec(side.plugin, command, container, netns, side.config);
     e.env.insert(side.env.begin(), side.env.end());
     e.mountns_path = side.mountns;
@@ -220,7 +225,10 @@ class Bench {
   // variant); mizarmp against a mock whose agent removes a deleted port's NIC after answering;
   // mizarmp over https with the CA from tls.caFile, from the system trust store (a hash
   // directory, in a mount namespace where the test CA is one of the system's), and from the
-  // whole system bundle (SSL_CERT_FILE: every CA parsed, as the plugin did before).
+  // whole system bundle (SSL_CERT_FILE: every CA parsed, as the plugin did before), each
+  // resuming the TLS session the plugin keeps in its state dir as a node's plugin does after its
+  // first https call; and tls.caFile again with no kept session, so every ADD and DEL makes a
+  // full handshake (a node's first call, or the first after a CA rotation).
   bool Latency() {
     mizarmp::testing::Pki pki;
     if (!pki.error.empty()) return Fail("making the TLS certificates failed: " + pki.error);
@@ -235,15 +243,18 @@ class Bench {
     mb::TrustStoreWith trust(pki.ca, o_.work_dir);
     if (!trust.ok()) return Fail("system trust store with the bench CA: " + trust.error());
     const json with_ca_file = WithCaFile(MizarConfig(tls.url()), pki);
+    json full_handshakes = with_ca_file;
+    full_handshakes["stateDir"] = state_dir_ + "-full-handshake";
     const std::vector<Side> sides = {
-        {"mizarmp", "mizarmp", MizarConfig(mock.url()), {}, ""},
-        {"ptp", "ptp", PtpConfig(), {}, ""},
-        {"mizarmp_dynamic", "mizarmp-bench-variant-dynamic", MizarConfig(mock.url()), {}, ""},
-        {"agent_unplugs_later", "mizarmp", MizarConfig(later.url()), {}, ""},
-        {"https_ca_file", "mizarmp", with_ca_file, {}, ""},
-        {"https_system_store", "mizarmp", MizarConfig(tls.url()), {}, trust.mountns_path()},
+        {"mizarmp", "mizarmp", MizarConfig(mock.url()), {}, "", false},
+        {"ptp", "ptp", PtpConfig(), {}, "", false},
+        {"mizarmp_dynamic", "mizarmp-bench-variant-dynamic", MizarConfig(mock.url()), {}, "", false},
+        {"agent_unplugs_later", "mizarmp", MizarConfig(later.url()), {}, "", false},
+        {"https_ca_file", "mizarmp", with_ca_file, {}, "", false},
+        {"https_system_store", "mizarmp", MizarConfig(tls.url()), {}, trust.mountns_path(), false},
         {"https_system_bundle", "mizarmp", MizarConfig(tls.url()),
-         {{"SSL_CERT_FILE", trust.bundle()}}, ""},
+         {{"SSL_CERT_FILE", trust.bundle()}}, "", false},
+        {"https_full_handshake", "mizarmp", full_handshakes, {}, "", true},
     };
     const size_t n = sides.size();
     std::vector<std::vector<double>> add(n), del(n), rss(n), cpu(n);
@@ -291,7 +302,8 @@ class Bench {
     j["add_ratio_p99"] = ratio("mizarmp", "ptp", "add", "p99_ms");
     j["del_ratio_p99"] = ratio("mizarmp", "ptp", "del", "p99_ms");
     j["unplug_later_del_ratio_median"] = ratio("agent_unplugs_later", "ptp", "del", "median_ms");
-    for (const char* https : {"https_ca_file", "https_system_store", "https_system_bundle"}) {
+    for (const char* https :
+         {"https_ca_file", "https_system_store", "https_system_bundle", "https_full_handshake"}) {
       j[std::string(https) + "_add_ratio_median"] = ratio(https, "mizarmp", "add", "median_ms");
     }
     auto st = mock.State();
@@ -306,7 +318,8 @@ class Bench {
               << j["agent_unplugs_later"]["del"]["median_ms"] << " ms); https ADD: CA file "
               << j["https_ca_file"]["add"]["median_ms"] << ", system store "
               << j["https_system_store"]["add"]["median_ms"] << ", system bundle "
-              << j["https_system_bundle"]["add"]["median_ms"] << " ms\n";
+              << j["https_system_bundle"]["add"]["median_ms"] << ", full handshake "
+              << j["https_full_handshake"]["add"]["median_ms"] << " ms\n";
     return fails == 0;
   }
 
@@ -634,8 +647,9 @@ class Bench {
   }
 
   // -------------------------------------------------------------------------------- profile
-  // One ADD and one DEL over http://, and one ADD over https:// (tls.caFile), each run under
-  // --profile-wrap ("%c" in it becomes the case's name: ADD, DEL, ADD-https).
+  // One ADD and one DEL over http://, and two ADDs over https:// (tls.caFile), each run under
+  // --profile-wrap ("%c" in it becomes the case's name: ADD, DEL, ADD-https-full, ADD-https):
+  // the first https ADD makes a full handshake and keeps its session, the second resumes it.
   bool Profile() {
     if (o_.profile_wrap.empty()) return Fail("--profile-wrap not given");
     mizarmp::testing::Pki pki;
@@ -648,9 +662,11 @@ class Bench {
       json config;
     };
     const json http = MizarConfig(mock.url());
+    const json https = WithCaFile(MizarConfig(tls.url()), pki);
     const std::vector<Case> cases = {{"ADD", "ADD", http},
                                      {"DEL", "DEL", http},
-                                     {"ADD-https", "ADD", WithCaFile(MizarConfig(tls.url()), pki)}};
+                                     {"ADD-https-full", "ADD", https},
+                                     {"ADD-https", "ADD", https}};
     bool ok = true;
     for (const Case& profiled : cases) {
       mb::Netns pod(mb::UniqueName("mzbf"));

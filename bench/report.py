@@ -20,6 +20,7 @@ PREVIOUS = {
     "rss_kib": 7596, "version_ms": 5.53, "version_ptp_ms": 11.63, "libs": 0, "probe_ratio": 0.97,
     "list_ratio": 0.79, "list_cpu_us": 52.4, "list_bare_cpu_us": 36.4,
     "gc_ms": 5.0, "gc_node_ms": 1.3, "fence_ms": 336.2, "unfence_ms": 300.2,
+    "https_ca_add": 18.64, "https_store_add": 18.22, "https_bundle_add": 41.32, "https_ca_rss_kib": 6828,
 }
 
 
@@ -474,11 +475,12 @@ def main():
                      f"{fmt(g(lat, side, 'add', 'median_ms'))} / {fmt(g(lat, 'mizarmp', 'add', 'median_ms'))} = "
                      f"**{fmt(ratio, '', 2)}** (p99 {fmt(g(lat, side, 'add', 'p99_ms'))})",
                      verdict(None if ratio is None else ratio <= 1.3)))
-    rows.append(("2. ADD median over https:// / over http://, the whole system bundle parsed "
-                 "(`SSL_CERT_FILE`; what the plugin did before)", "report",
-                 f"{fmt(g(lat, 'https_system_bundle', 'add', 'median_ms'))} / "
-                 f"{fmt(g(lat, 'mizarmp', 'add', 'median_ms'))} = "
-                 f"**{fmt(lat.get('https_system_bundle_add_ratio_median'), '', 2)}**", "reported"))
+    for side, label in (("https_system_bundle", "the whole system bundle (`SSL_CERT_FILE`)"),
+                        ("https_full_handshake", "`tls.caFile` and no kept session: a full handshake "
+                                                 "(a node's first https call, or the first after a CA rotation)")):
+        rows.append((f"2. ADD median over https:// / over http://, {label}", "report",
+                     f"{fmt(g(lat, side, 'add', 'median_ms'))} / {fmt(g(lat, 'mizarmp', 'add', 'median_ms'))} = "
+                     f"**{fmt(lat.get(side + '_add_ratio_median'), '', 2)}**", "reported"))
     ver_ratio = (g(st, "version_mizarmp", "median_ms") / g(st, "version_ptp", "median_ms")
                  if g(st, "version_mizarmp", "median_ms") and g(st, "version_ptp", "median_ms") else None)
     rows.append(("3. VERSION (process start-up) median, mizarmp / ptp", "<= 1.3",
@@ -487,7 +489,8 @@ def main():
                  f"previous run mizarmp {PREVIOUS['version_ms']} ms",
                  verdict(None if ver_ratio is None else ver_ratio <= 1.3)))
     rss_sides = [s_ for s_ in ("mizarmp", "agent_unplugs_later", "https_ca_file", "https_system_store",
-                               "https_system_bundle") if g(lat, s_, "add_maxrss_kib", "max")]
+                               "https_system_bundle", "https_full_handshake")
+                 if g(lat, s_, "add_maxrss_kib", "max")]
     rss = max((g(lat, s_, "add_maxrss_kib", "max") for s_ in rss_sides), default=None)
     rows.append(("3. peak RSS of one mizarmp ADD (largest over every http and https side)", "<= 6 MiB (6144 KiB)",
                  f"**{fmt(rss, 'KiB', 0)}**: " + ", ".join(
@@ -644,6 +647,15 @@ def main():
       f"median of {fence_now.get('rounds', 1)} pairs).")
     p("- **The fence figures are medians** of `--fence-rounds` fence/unfence pairs (every round checked); "
       "the previous run measured one pair, whose time varied by about 15% between runs.")
+    p("- **https:// resumes a TLS session kept in the state dir** (mizarmp-client/tls_session.h): a later plugin "
+      "process resumes the session an earlier one made instead of a full handshake, so it reads no CA, checks "
+      "no chain and verifies no signature; the CA is loaded only when a full handshake checks a chain. ADD "
+      f"over https:// {PREVIOUS['https_ca_add']} / {PREVIOUS['https_store_add']} / {PREVIOUS['https_bundle_add']} ms "
+      "(CA file / system store / whole bundle, each a full handshake) -> "
+      f"{fmt(g(lat, 'https_ca_file', 'add', 'median_ms'))} / {fmt(g(lat, 'https_system_store', 'add', 'median_ms'))} / "
+      f"{fmt(g(lat, 'https_system_bundle', 'add', 'median_ms'))} resumed, "
+      f"{fmt(g(lat, 'https_full_handshake', 'add', 'median_ms'))} with a full handshake; peak RSS of the CA-file "
+      f"side {PREVIOUS['https_ca_rss_kib']} -> {fmt(g(lat, 'https_ca_file', 'add_maxrss_kib', 'max'), 'KiB', 0)}.")
     if pt_add and PREVIOUS["ptp_add"]:
         p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
           "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
@@ -683,11 +695,13 @@ def main():
 
     p("### 1-3. ADD and DEL latency (ports ready at once), http:// and https://")
     p("")
-    p("Seven sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
+    p("Eight sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
     p("host agent; the https:// sides against a second mock serving TLS with a throwaway P-256 CA, the CA")
     p("given as `tls.caFile`, or made one of the system's in a mount namespace where `/etc/ssl/certs` is a copy")
     p("of the machine's with the CA added as Debian's tools add one (a hash link, a line in the bundle), or")
-    p("as `SSL_CERT_FILE` pointing at that whole bundle.")
+    p("as `SSL_CERT_FILE` pointing at that whole bundle. Those three resume the TLS session the plugin keeps in")
+    p("its state dir (as a node's plugin does after its first https call); the last side has its kept sessions")
+    p("removed before every ADD and DEL (outside the timed window), so each makes a full handshake.")
     p("")
     p("| side | ADD median | ADD p90 | ADD p99 | DEL median | DEL p90 | DEL p99 | ADD CPU (user+sys) median | ADD peak RSS max | n |")
     p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -699,6 +713,7 @@ def main():
         "https_ca_file": "mizarmp, https://, `tls.caFile`",
         "https_system_store": "mizarmp, https://, system trust store (hash directory)",
         "https_system_bundle": "mizarmp, https://, whole system bundle (`SSL_CERT_FILE`)",
+        "https_full_handshake": "mizarmp, https://, `tls.caFile`, no kept TLS session (full handshakes)",
     }
     for key in lat.get("sides", []):
         s = lat.get(key)
@@ -943,40 +958,45 @@ def main():
         if cg_del:
             p(f"- Instructions of one DEL: {mi(cg_del)}.")
         p("")
-    for side, label in (("https_ca_file", "`tls.caFile`"), ("https_system_store", "the system trust store")):
-        ratio = lat.get(side + "_add_ratio_median")
-        if ratio is None or ratio <= 1.3:
-            continue
-        extra = g(lat, side, "add", "median_ms") - mz_add
-        p(f"### 2. ADD over https:// with {label}")
+    https_misses = [(side, label) for side, label in
+                    (("https_ca_file", "`tls.caFile`"), ("https_system_store", "the system trust store"))
+                    if (lat.get(side + "_add_ratio_median") or 0) > 1.3]
+    if https_misses:
+        p("### 2. ADD over https://")
         p("")
-        p(f"- {fmt(g(lat, side, 'add', 'median_ms'))} against {fmt(mz_add)} over http://: TLS adds {fmt(extra)} "
-          f"(CPU {fmt(g(lat, side, 'add_cpu', 'median_ms'), 'ms', 2)} against {fmt(g(lat, 'mizarmp', 'add_cpu', 'median_ms'), 'ms', 2)}): "
-          "one handshake per ADD (ECDHE and the certificate check on one kept-alive connection for all of the "
-          "ADD's requests), the CA read, and OpenSSL's initialisation.")
+        for side, label in https_misses:
+            p(f"- With {label}: {fmt(g(lat, side, 'add', 'median_ms'))} against {fmt(mz_add)} over http://, TLS "
+              f"adds {fmt(g(lat, side, 'add', 'median_ms') - mz_add)} (CPU "
+              f"{fmt(g(lat, side, 'add_cpu', 'median_ms'), 'ms', 2)} against "
+              f"{fmt(g(lat, 'mizarmp', 'add_cpu', 'median_ms'), 'ms', 2)}; peak RSS "
+              f"{fmt(g(lat, side, 'add_maxrss_kib', 'max'), 'KiB', 0)} against "
+              f"{fmt(g(lat, 'mizarmp', 'add_maxrss_kib', 'max'), 'KiB', 0)}), with the session resumed.")
+        cg_full = callgrind_total(os.path.join(P, "callgrind.ADD-https-full"))
         if cg_https and cg_add:
             parts = {name: inclusive(ann_https, name) for name in
-                     ("SSL_CTX_new_ex", "ssl_load_ciphers", "OPENSSL_init_ssl", "SSL_CTX_load_verify_locations",
-                      "SSL_do_handshake", "tls_process_server_certificate", "ECDSA_verify", "EC_POINT_mul")}
-            p(f"- Instructions (callgrind) of one ADD over https:// with `tls.caFile`: {mi(cg_https)} against "
-              f"{mi(cg_add)} over http://. Of the difference: `SSL_CTX_new` {mi(parts['SSL_CTX_new_ex'])} (of which "
-              f"`ssl_load_ciphers` {mi(parts['ssl_load_ciphers'])}: OpenSSL 3 fetches every cipher and digest the "
-              "TLS code knows from its provider, and the first fetch of each kind constructs every algorithm the "
-              f"provider offers), `OPENSSL_init_ssl` {mi(parts['OPENSSL_init_ssl'])}, reading the one CA "
-              f"{mi(parts['SSL_CTX_load_verify_locations'])} (its key decoded through OpenSSL 3's decoder set-up), "
-              f"the handshake {mi(parts['SSL_do_handshake'])} (the server's certificate decoded and checked "
-              f"{mi(parts['tls_process_server_certificate'])}, ECDSA verification {mi(parts['ECDSA_verify'])}, "
-              f"the ECDHE multiplication {mi(parts['EC_POINT_mul'])}). Top of its profile (inclusive):")
+                     ("SSL_CTX_new_ex", "ssl_load_ciphers", "OPENSSL_init_crypto", "ERR_load_strings_const",
+                      "SSL_do_handshake", "ssl_derive", "EVP_PKEY_keygen", "d2i_SSL_SESSION")}
+            p(f"- Instructions (callgrind) of one ADD over https:// that resumes: {mi(cg_https)} ({mi(cg_full)} "
+              f"with a full handshake) against {mi(cg_add)} over http://. Of the difference: `SSL_CTX_new` "
+              f"{mi(parts['SSL_CTX_new_ex'])} (of which `ssl_load_ciphers` {mi(parts['ssl_load_ciphers'])}: "
+              "OpenSSL 3 fetches every cipher and digest the TLS code knows from its provider, and the first "
+              "fetch of each kind constructs every algorithm the provider offers), OpenSSL's error strings "
+              f"{mi(parts['ERR_load_strings_const'])} (loaded by libcrypto whenever a thread first touches its "
+              f"error queue), the resumed handshake {mi(parts['SSL_do_handshake'])} (the ECDHE key share "
+              f"{mi(parts['EVP_PKEY_keygen'])} and its derivation {mi(parts['ssl_derive'])}, the key schedule), "
+              f"reading the kept session {mi(parts['d2i_SSL_SESSION'])}. Top of its profile (inclusive):")
             p("")
             o.extend(profile_table(ann_https, 14))
             p("")
-            p("- What bounds it: a fresh process per ADD pays OpenSSL 3's one-time set-up (`SSL_CTX_new` and the "
-              "decoders) before its first byte of TLS; that alone is several times the http:// ADD's own "
-              "instructions, and a resumed session (no certificate to check) would still pay it and the ECDHE. "
-              "What would move it (for mizarmp-client owners): a TLS library without OpenSSL 3's provider "
-              "construction behind the transport (Debian ships mbed TLS with static archives), or a long-lived "
-              "node process that keeps the controller connection and that the plugin reaches over a unix socket "
-              "(Cilium's and Calico's plugins hand their work to a node agent this way).")
+        p("- What bounds it: every plugin process is new, so it pays OpenSSL 3's set-up (`SSL_CTX_new`'s "
+          "provider construction, the error strings) and the pages it touches before its first byte of TLS; "
+          "with the certificate work gone (the resumed session), that set-up is most of what is left, and "
+          "it alone is several times the http:// ADD's own instructions. A filtering provider that offers "
+          "libssl only the ciphers and digests TLS uses (tried: OpenSSL's own test suite builds one) cut a "
+          "handshake's instructions by about a tenth, too little for the complexity. What would move it: no "
+          "TLS in the plugin process: a long-lived node process that keeps the controller connection and "
+          "that the plugin reaches over a unix socket (Cilium's and Calico's plugins hand their work to a "
+          "node agent this way).")
         p("")
     if ver_ratio is not None and ver_ratio > 1.3:
         p("### 3. VERSION")

@@ -99,7 +99,7 @@ mkdir -p "$P"
 "$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$P/callgrind.json" \
   --sections profile --profile-wrap "$(command -v valgrind) --tool=callgrind --callgrind-out-file=$P/callgrind.%c" \
   >"$P/callgrind.log" 2>&1 || true
-for c in ADD DEL ADD-https; do
+for c in ADD DEL ADD-https-full ADD-https; do
   [[ -f $P/callgrind.$c ]] && callgrind_annotate --inclusive=yes "$P/callgrind.$c" >"$P/annotate.$c.txt" 2>/dev/null || true
 done
 # The same for process start-up alone and for the library initialisations, one at a time.
