@@ -80,19 +80,25 @@ std::string WithoutPeerCertificate(const std::string& der) {
   if (ASN1_get_object(&p, &length, &tag, &cls, static_cast<long>(der.size())) !=
           V_ASN1_CONSTRUCTED ||
       tag != V_ASN1_SEQUENCE || cls != V_ASN1_UNIVERSAL) {
+    ERR_clear_error();
     return "";
   }
   const unsigned char* const end = p + length;
   std::string fields;
   while (p < end) {
     const unsigned char* field = p;
-    if ((ASN1_get_object(&p, &length, &tag, &cls, end - p) & 0x80) != 0) return "";
+    if ((ASN1_get_object(&p, &length, &tag, &cls, end - p) & 0x80) != 0) {
+      ERR_clear_error();
+      return "";
+    }
     p += length;
     if (cls == V_ASN1_CONTEXT_SPECIFIC && tag == kPeerCertificateTag) continue;
     fields.append(reinterpret_cast<const char*>(field), static_cast<size_t>(p - field));
   }
   const int body = static_cast<int>(fields.size());
-  std::string out(static_cast<size_t>(ASN1_object_size(1, body, V_ASN1_SEQUENCE)), '\0');
+  const int total = ASN1_object_size(1, body, V_ASN1_SEQUENCE);
+  if (total <= body) return "";
+  std::string out(static_cast<size_t>(total), '\0');
   auto* q = reinterpret_cast<unsigned char*>(out.data());
   ASN1_put_object(&q, 1, body, V_ASN1_SEQUENCE, V_ASN1_UNIVERSAL);
   std::copy(fields.begin(), fields.end(), q);
