@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/fileutil.h"
+#include "common/flags.h"
 #include "common/log.h"
 
 namespace mizarmp::client {
@@ -118,12 +119,10 @@ std::optional<std::string> TlsSessionFile::ReadKept() const {
   if (text.substr(0, kMagic.size()) != kMagic) return std::nullopt;
   text.remove_prefix(kMagic.size());
   const size_t eol = text.find('\n');
-  if (eol == std::string_view::npos || eol == 0 || eol > 5) return std::nullopt;
-  size_t length = 0;
-  for (char c : text.substr(0, eol)) {
-    if (std::isdigit(static_cast<unsigned char>(c)) == 0) return std::nullopt;
-    length = length * 10 + static_cast<size_t>(c - '0');
-  }
+  if (eol == std::string_view::npos) return std::nullopt;
+  const auto parsed = ParseInt(text.substr(0, eol), 0, kMaxFileBytes);
+  if (!parsed.ok()) return std::nullopt;
+  const auto length = static_cast<size_t>(*parsed);
   text.remove_prefix(eol + 1);
   if (text.size() < length || text.substr(0, length) != binding_) return std::nullopt;
   return std::string(text.substr(length));
