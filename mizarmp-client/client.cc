@@ -755,8 +755,16 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
       case PollWait::kCancelled:
         return cancelled_error();
       case PollWait::kSign:
+        // The agent places the NIC before its controller hears the port is ready, so a GET at
+        // the sign itself would nearly always find it pending: the poll comes `after_sign` later,
+        // and the re-polls after it grow from there.
         --signs_left;
         interval = std::clamp(options.after_sign, milliseconds(1), cap);
+        if (WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), 0) ==
+            PollWait::kCancelled) {
+          return cancelled_error();
+        }
+        interval = std::min(cap, std::chrono::duration_cast<milliseconds>(interval * factor));
         continue;
       case PollWait::kDue:
         break;

@@ -103,9 +103,10 @@ struct PollOptions {
   // may be ready now (the plugin: the pod's NIC appearing in its namespace, which the agent
   // places just before the controller reports the port ready). Unset: sleeps.
   std::function<bool(std::chrono::steady_clock::time_point)> wait_until;
-  // After a sign the next poll is at once, and re-polls start again from `after_sign`, growing
-  // as above: the controller may take a moment to report what its agent did. At most
-  // `max_signs` signs are followed, so a flapping link cannot make the polls a flood.
+  // After a sign the next poll is `after_sign` later, not at the interval's end, and re-polls
+  // grow from there as above: the controller takes a moment to report what its agent did, so a
+  // poll at the sign itself would be one GET wasted. At most `max_signs` signs are followed, so
+  // a flapping link cannot make the polls a flood.
   std::chrono::milliseconds after_sign{1};
   int max_signs = 3;
 };
