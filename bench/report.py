@@ -1170,18 +1170,29 @@ def main():
                   f"{fmt(r.get('mock_cpu_ms'), 'ms', 0)}: on {cores} cores the RPC cannot take less than "
                   f"{fmt(cpu / cores, 'ms', 0)} however many connections carry the updates, so it is bound by "
                   "CPU, not by round trips.")
-        p("- Where that CPU goes: the port list (~500 bytes of JSON per port, 5 MB) and the `PUT`s. The mock "
-          "now copies ready documents into the list; mizarmp-client reads it entry by entry (no tree of the "
-          "whole list, 64 KiB reads) with nlohmann/json, whose lexer alone is the larger part of the list's "
-          "time; then one `PUT` per fenced port, each a round trip with an HTTP parse and a port document "
-          "on both sides.")
-        p("- What would move it: a faster JSON reader for the list on the client side. Of Debian's, simdjson "
-          "is maintained but ships only as a shared library, and the static plugin lists ports too (GC); "
-          "RapidJSON's last release is from 2016 (Debian's 1.1.0): the fix for CVE-2024-38517 is only on its "
-          "master branch and CVE-2024-39684 (both in its number parser) is open, so it is no reader for a "
-          "controller's bytes. On the controller side: a "
-          "list of only the fields the fence needs, or a bulk update. The `PUT`s already overlap, so more "
-          "connections would not help on these cores.")
+        p("- Where that CPU goes: the port list, which asks only for the members the fence reads "
+          "(`?fields=`: ~180 bytes of JSON per port, 1.8 MB rather than 5 MB whole), and the `PUT`s. The mock "
+          "cuts each selection from its ready documents; mizarmp-client reads the list entry by entry (no "
+          "tree of the whole list, 64 KiB reads) with nlohmann/json; then one `PUT` per fenced port, each a "
+          "round trip with an HTTP parse and a port document on both sides.")
+        sqlite = dict(fence_stores).get("SQLite", {})
+        if store_name == "etcd" and sqlite.get("fence", {}).get("measured"):
+            p(f"- The same RPCs on the SQLite store took {fmt(sqlite['fence'].get('ms'))} and "
+              f"{fmt(sqlite.get('unfence', {}).get('ms'))}: the rest is the store. A pass changes it three "
+              "times (the fence or unfence itself, the held ports before the first update, what it completed "
+              "after the last), and reads it once more for its plan; each change is a linearizable read of "
+              "the whole prefix, parsed, then a transaction that a quorum of the three members, which share "
+              "these cores, fsyncs before it answers.")
+            p("- What would move it: commit each change against the state and guard revision the previous "
+              "transaction left (a compare that fails re-reads, as it does now), which saves the read before "
+              "each change; on the Mizar-MP side, a bulk update.")
+        else:
+            p("- What would move it: a faster JSON reader for the list on the client side. Of Debian's, "
+              "simdjson is maintained but ships only as a shared library, and the static plugin lists ports too "
+              "(GC); RapidJSON's last release is from 2016 (Debian's 1.1.0): the fix for CVE-2024-38517 is only "
+              "on its master branch and CVE-2024-39684 (both in its number parser) is open, so it is no reader "
+              "for a controller's bytes. On the controller side, a bulk update. The `PUT`s already overlap, so "
+              "more connections would not help on these cores.")
         p("")
     print("\n".join(o))
 

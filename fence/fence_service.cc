@@ -295,7 +295,7 @@ Result<EnforceReport> FenceService::EnforcePass() {
   if (snap.fences.empty() && snap.unfences.empty()) return EnforceReport{};
 
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
-  auto ports = mp->ListPorts();
+  auto ports = mp->ListPorts({}, kFencePortFields);
   if (!ports.ok()) {
     return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
                                                ports.status().ToString() + "); " + WhatLeft(snap));
@@ -386,7 +386,7 @@ Status FenceService::AddPortListAddresses(const std::string& only, NodeAddresses
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
   std::map<std::string, std::string> filters;
   if (!only.empty()) filters["binding:host_id"] = only;
-  auto ports = mp->ListPorts(filters);
+  auto ports = mp->ListPorts(filters, kFencePortFields);
   if (!ports.ok()) {
     return DependencyError(ports.status(),
                            MizarMpName() + ": listing ports failed: " + ports.status().ToString());

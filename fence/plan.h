@@ -67,6 +67,12 @@ struct EnforcementPlan {
   std::vector<std::string> unreadable;
 };
 
+// The members of a port the fence service reads (the plan, and the addresses GetFenceClients
+// answers with): all it asks a port list for (client::Client::ListPorts' `fields`), about a third
+// of each port's document, so a list of 10,000 ports is that much less to read.
+inline const std::vector<std::string> kFencePortFields = {"id", "fixed_ips", "binding:host_id",
+                                                          "admin_state_up"};
+
 // The fixed IPs of `port` that parse (Mizar-MP could in principle return garbage: the others are
 // logged and skipped).
 std::vector<IpAddress> PortIps(const client::Port& port);

@@ -811,16 +811,19 @@ Status Client::DeletePort(const std::string& port_id) {
   return r.Error();
 }
 
-Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& filters) {
+Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& filters,
+                                   const std::vector<std::string>& fields) {
   std::string path = impl_->ProjectPath() + "/ports";
   char sep = '?';
-  for (const auto& [k, v] : filters) {
+  auto add_parameter = [&](const std::string& k, const std::string& v) {
     path += sep;
     path += Escape(k, ":");  // keep "binding:host_id" readable; servers decode either way
     path += '=';
     path += Escape(v);
     sep = '&';
-  }
+  };
+  for (const auto& [k, v] : filters) add_parameter(k, v);
+  for (const std::string& field : fields) add_parameter("fields", field);
   PortListReader reader;
   MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, true, std::nullopt,
                                               false, reader.Callback()));

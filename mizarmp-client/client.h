@@ -136,7 +136,11 @@ class Client {
   // GET /project/{p}/ports?k=v&... e.g. {{"binding:host_id", "node-a"}}. An entry that does not
   // parse as a port does not fail the list: it is named in `unreadable`, and the caller decides
   // what a list with holes may be trusted for.
-  Result<PortList> ListPorts(const std::map<std::string, std::string>& filters = {});
+  // `fields` asks for only those members of each port (`&fields=id&fields=fixed_ips`, Neutron's
+  // and Alcor's field selection): the ports then leave every other member at its default. A
+  // controller without field selection answers whole ports, which read the same.
+  Result<PortList> ListPorts(const std::map<std::string, std::string>& filters = {},
+                             const std::vector<std::string>& fields = {});
   // PUT /project/{p}/ports/{id} {"port": fields}, e.g. {"admin_state_up": false}. The updated
   // port; a controller that answers 204 or a 2xx with an empty body has done the update, and
   // the port is then read back with GET (an error then says the update itself went through).

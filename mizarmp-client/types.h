@@ -24,6 +24,7 @@ enum class Dialect {
 struct FixedIp {
   std::string subnet_id;
   std::string ip_address;
+  bool operator==(const FixedIp&) const = default;
 };
 
 // What the plugin asks for. Serialised with both "network_ns" and "veth_namespace" (the seed

@@ -22,7 +22,8 @@ json FaultsToJson(const Faults& f) {
               {"reject_creates", f.reject_creates},
               {"malformed_ports", f.malformed_ports},
               {"update_no_content", f.update_no_content},
-              {"reject_updates", f.reject_updates}};
+              {"reject_updates", f.reject_updates},
+              {"ignore_fields", f.ignore_fields}};
 }
 
 namespace {
@@ -57,7 +58,8 @@ Result<Faults> FaultsFromJson(const json& j) {
                                             {"reject_updates", &f.reject_updates}};
   const std::map<std::string, bool*> bools = {{"never_ready", &f.never_ready},
                                               {"fail_ready", &f.fail_ready},
-                                              {"update_no_content", &f.update_no_content}};
+                                              {"update_no_content", &f.update_no_content},
+                                              {"ignore_fields", &f.ignore_fields}};
   for (const auto& [key, value] : j.items()) {
     if (auto it = ints.find(key); it != ints.end()) {
       if (!value.is_number_integer() || value.get<int64_t>() < 0 ||

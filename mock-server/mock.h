@@ -6,7 +6,8 @@
 //   POST   /ports/bulk       {"ports":[...]} -> 201 {"ports":[...]}   (Alcor)
 //   GET    /ports/{id}       -> 200 {"port":{...}}; unknown: v0.1 200 {"port":null}, Alcor 404
 //   GET    /ports?k=v        -> 200 {"ports":[...]} filtered on any top-level field, e.g.
-//                            binding:host_id
+//                            binding:host_id; fields=NAME (once per member) answers only
+//                            those members of each port, as Neutron and Alcor do
 //   PUT    /ports/{id}       {"port":{fields}} -> 200 {"port":{...}}; admin_state_up=false
 //                            takes the host end of the agent's veth down, true brings it up
 //   DELETE /ports/{id}       -> 200 (v0.1: also for unknown ids) / 404 unknown (Alcor)
@@ -56,6 +57,9 @@ struct Faults {
   // as some controllers do.
   bool update_no_content = false;
   int reject_updates = 0;  // the next N PUT ports/{id} answer 400 (and change nothing)
+  // Port lists (until changed) answer whole documents whatever `fields` asks for, as a
+  // controller without field selection does.
+  bool ignore_fields = false;
 };
 
 struct Options {

@@ -238,7 +238,8 @@ Result<PortText> Model::GetPort(const std::string& id) {
   return r.text;
 }
 
-std::vector<PortText> Model::ListPorts(const std::multimap<std::string, std::string>& query) {
+std::vector<PortText> Model::ListPorts(const std::multimap<std::string, std::string>& filters,
+                                       const std::vector<std::string>& fields) {
   std::vector<std::string> due;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -257,7 +258,8 @@ std::vector<PortText> Model::ListPorts(const std::multimap<std::string, std::str
   std::vector<PortText> texts;
   texts.reserve(in_creation_order.size());
   for (const PortRecord* r : in_creation_order) {
-    if (query.empty() || MatchesQuery(PortDocument(*r), query)) texts.push_back(r->text);
+    if (!filters.empty() && !MatchesQuery(PortDocument(*r), filters)) continue;
+    texts.push_back(fields.empty() ? r->text : Projection(*r, fields));
   }
   return texts;
 }

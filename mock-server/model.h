@@ -53,10 +53,12 @@ class Model {
   // The port's document; moves it on first if it is due, then counts this read toward
   // gets_before_ready. NOT_FOUND "port ID not found".
   Result<PortText> GetPort(const std::string& id);
-  // The document of every port matching `query` (see MatchesQuery), in creation order; moves
-  // every due port on first. Shared with the ports, not copied: the list is written out after
-  // the model's lock is released.
-  std::vector<PortText> ListPorts(const std::multimap<std::string, std::string>& query);
+  // The document of every port matching `filters` (see MatchesQuery), in creation order; moves
+  // every due port on first. Whole documents are shared with the ports, not copied, and the list
+  // is written out after the model's lock is released; with `fields`, only those members
+  // (Projection).
+  std::vector<PortText> ListPorts(const std::multimap<std::string, std::string>& filters,
+                                  const std::vector<std::string>& fields);
   // Applies a PUT's port fields and returns the document; a changed admin_state_up is applied
   // to the agent's host end. NOT_FOUND, INVALID_ARGUMENT (see ApplyUpdate), INTERNAL with the
   // agent's message when the host end cannot be set.

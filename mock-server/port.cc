@@ -1,5 +1,6 @@
 #include "mock-server/port.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <set>
@@ -95,7 +96,32 @@ json PortDocument(const PortRecord& r) {
 }
 
 void RenewText(PortRecord& r) {
-  r.text = std::make_shared<const std::string>(Dump(PortDocument(r)));
+  // Serialised member by member, which is how Dump writes an object: the same text, and where
+  // each member lies in it.
+  std::string text = "{";
+  r.members.clear();
+  const json document = PortDocument(r);
+  for (const auto& [key, value] : document.items()) {
+    if (text.size() > 1) text += ',';
+    const size_t begin = text.size();
+    text += Dump(json(key));
+    text += ':';
+    text += Dump(value);
+    r.members.push_back({key, begin, text.size() - begin});
+  }
+  text += '}';
+  r.text = std::make_shared<const std::string>(std::move(text));
+}
+
+PortText Projection(const PortRecord& r, const std::vector<std::string>& fields) {
+  std::string text = "{";
+  for (const MemberSpan& m : r.members) {
+    if (std::find(fields.begin(), fields.end(), m.key) == fields.end()) continue;
+    if (text.size() > 1) text += ',';
+    text.append(*r.text, m.begin, m.size);
+  }
+  text += '}';
+  return std::make_shared<const std::string>(std::move(text));
 }
 
 bool MatchesQuery(const json& document, const std::multimap<std::string, std::string>& query) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "mizarmp-client/types.h"
@@ -27,6 +28,13 @@ std::string StatusWord(Dialect dialect, Phase phase);
 // A port's document as serialised JSON (PortRecord::text), shared and never changed.
 using PortText = std::shared_ptr<const std::string>;
 
+// Where one top-level member ("key":value) of a port's serialised document lies in it.
+struct MemberSpan {
+  std::string key;
+  size_t begin = 0;
+  size_t size = 0;
+};
+
 struct PortRecord {
   uint64_t seq = 0;  // creation order; also tells a re-created port from the one it replaced
   client::Port port;
@@ -44,12 +52,17 @@ struct PortRecord {
   // then copied, not built and dumped again. Whatever changes `port` or `extra` renews it
   // (RenewText: ApplyUpdate, Model::SetPhase).
   PortText text;
+  // Each member of `text`, so a list asking for some `fields` is cut from it rather than built.
+  std::vector<MemberSpan> members;
 };
 
 // The port document: the request's own fields with the controller's on top.
 nlohmann::json PortDocument(const PortRecord& record);
-// Serialises the record's document into record.text again, after a change.
+// Serialises the record's document into record.text (and its members) again, after a change.
 void RenewText(PortRecord& record);
+// The record's document with only the members named in `fields` (Neutron's and Alcor's
+// `?fields=` of a list; names no port has are ignored), in the document's order.
+PortText Projection(const PortRecord& record, const std::vector<std::string>& fields);
 
 // Whether a port document matches every key of a list query (?binding:host_id=node-a); a key
 // given several times matches any of its values.

@@ -276,12 +276,23 @@ Reply Routes::UnknownPort(const std::string& id) const {
   return Reply{200, json{{"port", nullptr}}};
 }
 
-// {"ports":[...]}, the ports' documents copied once into a body of the right size; the
-// malformed_ports fault appends its entries after the real ports.
+// {"ports":[...]}, the ports' documents copied once into a body of the right size. Every query
+// parameter filters but `fields`, which names the members to answer with (given once per member,
+// as Neutron and Alcor take it). The malformed_ports fault appends its entries after the real
+// ports.
 Reply Routes::ListPorts(const httplib::Request& req) {
-  std::vector<PortText> entries = model_.ListPorts(req.params);
-  const int malformed = faults_.Get().malformed_ports;
-  for (int i = 1; i <= malformed; ++i) {
+  const Faults faults = faults_.Get();
+  std::multimap<std::string, std::string> filters;
+  std::vector<std::string> fields;
+  for (const auto& [key, value] : req.params) {
+    if (key != "fields") {
+      filters.emplace(key, value);
+    } else if (!faults.ignore_fields) {
+      fields.push_back(value);
+    }
+  }
+  std::vector<PortText> entries = model_.ListPorts(filters, fields);
+  for (int i = 1; i <= faults.malformed_ports; ++i) {
     entries.push_back(std::make_shared<const std::string>(Dump(MalformedPort(i))));
   }
   size_t size = 0;

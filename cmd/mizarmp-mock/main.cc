@@ -135,6 +135,8 @@ FlagTable Flags(Config* c) {
         kMaxCount, &f.malformed_ports);
   t.Switch("update-no-content", "fault: a port update is answered 204 without a body",
            &f.update_no_content);
+  t.Switch("ignore-fields", "fault: port lists answer whole documents whatever ?fields= asks for",
+           &f.ignore_fields);
   t.Add({"log-level", "LEVEL", "debug|info|warn|error|off (default info); logs go to stderr",
          [c](std::string_view v) -> Status {
            MZ_ASSIGN_OR_RETURN(c->log_level, mizarmp::log::ParseLevel(v));

@@ -165,6 +165,25 @@ TEST_P(ClientMockTest, CreateGetListUpdateDelete) {
   EXPECT_TRUE(none->ports.empty());
   EXPECT_TRUE(none->unreadable.empty());
 
+  // Only the fields asked for come back (the rest at their defaults); from a controller without
+  // field selection the whole ports, which read the same.
+  const std::vector<std::string> fields = {"id", "fixed_ips", "binding:host_id"};
+  for (const bool ignored : {false, true}) {
+    mock::Faults f;
+    f.ignore_fields = ignored;
+    server_->SetFaults(f);
+    auto selected = client_->ListPorts({{"binding:host_id", "node-a"}}, fields);
+    ASSERT_TRUE(selected.ok()) << selected.status().ToString();
+    ASSERT_EQ(selected->ports.size(), 1u);
+    const Port& p = selected->ports[0];
+    EXPECT_EQ(p.id, "port-a");
+    EXPECT_EQ(p.host_id, "node-a");
+    EXPECT_EQ(p.fixed_ips, a->fixed_ips);
+    EXPECT_EQ(p.veth_name.empty(), !ignored) << p.veth_name;
+    EXPECT_EQ(p.network_ns.empty(), !ignored) << p.network_ns;
+  }
+  server_->SetFaults(mock::Faults{});
+
   auto updated = client_->UpdatePort("port-a", json{{"admin_state_up", false}});
   ASSERT_TRUE(updated.ok()) << updated.status().ToString();
   EXPECT_FALSE(updated->admin_state_up);

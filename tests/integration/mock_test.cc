@@ -624,6 +624,42 @@ TEST_P(MockTest, MalformedPortsFaultPutsHolesInTheListOnly) {
   EXPECT_TRUE(Contains(bad.body, "malformed_ports")) << bad.body;
 }
 
+// ?fields=NAME, once per member: each port of the list carries only those members, filters still
+// apply, a name no port has is ignored; the ignore_fields fault answers whole documents.
+TEST_P(MockTest, ListFieldsSelectMembers) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_EQ(Create(PortDoc("f-0", "node-a")).status, 201);
+  ASSERT_EQ(Create(PortDoc("f-1", "node-b")).status, 201);
+  const json whole = Get(PortPath("f-0")).j["port"];
+  ASSERT_TRUE(whole.contains("name")) << whole.dump();
+
+  Http r = Get(Ports() + "?fields=id&fields=fixed_ips&fields=binding:host_id&fields=no_such");
+  ASSERT_EQ(r.status, 200) << r.Describe();
+  ASSERT_EQ(r.j["ports"].size(), 2u) << r.body;
+  const json& first = r.j["ports"][0];
+  EXPECT_EQ(first, (json{{"id", "f-0"},
+                         {"fixed_ips", whole["fixed_ips"]},
+                         {"binding:host_id", "node-a"}}))
+      << first.dump();
+  EXPECT_EQ(r.j["ports"][1]["id"], "f-1");
+  EXPECT_FALSE(r.j["ports"][1].contains("name")) << r.body;
+
+  Http filtered = Get(Ports() + "?binding:host_id=node-a&fields=id");
+  ASSERT_EQ(filtered.status, 200) << filtered.Describe();
+  EXPECT_EQ(filtered.j["ports"], (json::array({{{"id", "f-0"}}}))) << filtered.body;
+
+  // After an update the selection reads the new document.
+  ASSERT_EQ(Put(PortPath("f-0"), json{{"port", {{"admin_state_up", false}}}}).status, 200);
+  EXPECT_EQ(Get(Ports() + "?fields=admin_state_up").j["ports"][0],
+            (json{{"admin_state_up", false}}));
+
+  SetFaults({{"ignore_fields", true}});
+  Http ignored = Get(Ports() + "?fields=id");
+  ASSERT_EQ(ignored.status, 200) << ignored.Describe();
+  EXPECT_EQ(ignored.j["ports"][1], Get(PortPath("f-1")).j["port"]) << ignored.body;
+  EXPECT_EQ(Get("/mock/state").j["faults"]["ignore_fields"], true);
+}
+
 TEST_P(MockTest, UpdateNoContentFaultAnswers204WithoutABody) {
   ASSERT_NO_FATAL_FAILURE(Start());
   ASSERT_EQ(Create(PortDoc("u-0")).status, 201);
