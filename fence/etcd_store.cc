@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "common/strings.h"
@@ -63,6 +64,7 @@ struct EtcdFenceStore::State {
   std::map<std::string, StoredEntry> entries;  // canonical CIDR -> entry
   std::array<json, kShards> unreadable;        // per shard: entries that did not parse
   std::array<std::string, kShards> text;       // each shard as read ("" absent)
+  std::array<int64_t, kShards> shard_revision{};  // each shard's mod_revision (0 absent)
 };
 
 namespace {
@@ -78,15 +80,25 @@ json EntryJson(const StoredEntry& e) {
   return j;
 }
 
-// A shard's document as it is written; "" for a shard with nothing in it (deleted).
-std::string ShardText(const State& state, int shard) {
-  json doc = {{"fences", json::object()}, {"unfences", json::object()}};
-  if (!state.unreadable[shard].is_null()) doc.update(state.unreadable[shard], /*merge=*/true);
-  for (const auto& [text, e] : state.entries) {
-    if (ShardOf(text) == shard) doc[e.fence ? "fences" : "unfences"][text] = EntryJson(e);
+// Every shard's document as it is written; "" for a shard with nothing in it (deleted). One pass
+// over the entries, each hashed once.
+std::array<std::string, kShards> ShardTexts(const State& state) {
+  std::array<json, kShards> docs;
+  for (int shard = 0; shard < kShards; ++shard) {
+    docs[shard] = {{"fences", json::object()}, {"unfences", json::object()}};
+    if (!state.unreadable[shard].is_null()) {
+      docs[shard].update(state.unreadable[shard], /*merge=*/true);
+    }
   }
-  if (doc["fences"].empty() && doc["unfences"].empty()) return "";
-  return doc.dump();
+  for (const auto& [text, e] : state.entries) {
+    docs[ShardOf(text)][e.fence ? "fences" : "unfences"][text] = EntryJson(e);
+  }
+  std::array<std::string, kShards> texts;
+  for (int shard = 0; shard < kShards; ++shard) {
+    const json& doc = docs[shard];
+    if (!doc["fences"].empty() || !doc["unfences"].empty()) texts[shard] = doc.dump();
+  }
+  return texts;
 }
 
 // Reads one entry; false when it does not parse.
@@ -319,8 +331,20 @@ Result<EtcdFenceStore::State> EtcdFenceStore::Load() const {
       continue;
     }
     MZ_RETURN_IF_ERROR(ParseShard(key, shard, kv.value(), state));
+    state.shard_revision[shard] = kv.mod_revision();
   }
+  Remember(state);
   return state;
+}
+
+void EtcdFenceStore::Remember(const State& state) const {
+  std::lock_guard<std::mutex> lock(last_mu_);
+  last_ = std::make_unique<State>(state);
+}
+
+std::unique_ptr<EtcdFenceStore::State> EtcdFenceStore::TakeLast() const {
+  std::lock_guard<std::mutex> lock(last_mu_);
+  return std::move(last_);
 }
 
 template <typename Change>
@@ -336,8 +360,14 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
     return what +
            (maybe_stored ? ": it may or may not have been stored" : ": nothing of it was stored");
   };
+  // The state this replica last read or committed, if any: when nobody wrote since, the change
+  // commits without reading the store first; when somebody did, the compare below fails and the
+  // change is applied to a fresh read.
+  std::unique_ptr<State> last = TakeLast();
   for (int races = 0; races < kMaxRaces;) {
-    auto read = Load();
+    const bool from_last = last != nullptr;
+    Result<State> read = from_last ? Result<State>(std::move(*last)) : Load();
+    last.reset();
     if (!read.ok()) {
       if (retry_while_unavailable(read.status())) continue;
       return Named(read.status().WithContext(outcome()));
@@ -351,9 +381,19 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
     guard->set_target(etcdserverpb::Compare::MOD);
     guard->set_result(etcdserverpb::Compare::EQUAL);
     guard->set_mod_revision(read->guard_revision);
+    const std::array<std::string, kShards> texts = ShardTexts(next);
+    std::vector<int> written;
     for (int shard = 0; shard < kShards; ++shard) {
-      const std::string text = ShardText(next, shard);
+      const std::string& text = texts[shard];
       if (text == read->text[shard]) continue;
+      written.push_back(shard);
+      // Each shard written must also be as read: a writer that went around the guard (an
+      // operator's etcdctl) is then re-read rather than overwritten.
+      auto* unchanged = txn.add_compare();
+      unchanged->set_key(Key(ShardName(shard)));
+      unchanged->set_target(etcdserverpb::Compare::MOD);
+      unchanged->set_result(etcdserverpb::Compare::EQUAL);
+      unchanged->set_mod_revision(read->shard_revision[shard]);
       if (text.empty()) {
         txn.add_success()->mutable_request_delete_range()->set_key(Key(ShardName(shard)));
       } else {
@@ -362,15 +402,28 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
         put->set_value(text);
       }
     }
-    if (txn.success().empty()) return Status::Ok();  // nothing changes
+    if (txn.success().empty()) {  // nothing changes
+      Remember(*read);
+      return Status::Ok();
+    }
     auto* put_guard = txn.add_success()->mutable_request_put();
     put_guard->set_key(Key("revision"));
     put_guard->set_value(records::NowRfc3339());
 
     auto answer = client_->Txn(txn);
-    if (answer.ok() && answer->succeeded()) return Status::Ok();
+    if (answer.ok() && answer->succeeded()) {
+      // What etcd now holds: the shards as written, the guard at the transaction's revision.
+      const int64_t revision = answer->header().revision();
+      next.text = texts;
+      next.guard_revision = revision;
+      for (int shard : written) next.shard_revision[shard] = texts[shard].empty() ? 0 : revision;
+      Remember(next);
+      return Status::Ok();
+    }
     if (answer.ok()) {
-      ++races;  // another replica wrote since the read: apply the change to what it wrote
+      // Another replica wrote since the read (or since this replica's last read or commit):
+      // apply the change to what it wrote. Only a fresh read that lost counts as a race.
+      if (!from_last) ++races;
       continue;
     }
     if (!RefusedUnapplied(answer.status())) maybe_stored = true;

@@ -17,12 +17,13 @@
 // CIDRs; one key for everything would rewrite the whole store on every change. With 64 shards
 // any change is at most 64 puts and the guard, so a fence of 1,000 CIDRs is one transaction.
 //
-// Every change is one transaction: one linearizable Range of the whole prefix (every shard and
-// the guard, at one revision), the change applied to that state in memory with exactly the
-// SQLite store's semantics (fence/store.h), then a Txn that writes the changed shards and the
-// guard only if the guard's mod_revision is still the one read. If another replica wrote in
-// between, the compare fails and the change is re-applied to a fresh read: no read-modify-write
-// race between replicas, and no lock. A transaction whose answer was lost (a member died under
+// Every change is one transaction: the state of the whole prefix (every shard and the guard, at
+// one revision), the change applied to it in memory with exactly the SQLite store's semantics
+// (fence/store.h), then a Txn that writes the changed shards and the guard only if the guard's
+// mod_revision is still the one of that state. The state is the one this replica's last read or
+// commit left (a pass's changes follow each other and its read, so they read nothing more), or
+// else one linearizable Range. If another replica wrote in between, the compare fails and the
+// change is re-applied to a fresh read: no read-modify-write race between replicas, and no lock. A transaction whose answer was lost (a member died under
 // it) may or may not have committed; it is re-run the same way, which is safe because every
 // change is idempotent on a state that already has it. A write that changes nothing sends
 // nothing. What a transaction returned is committed by a quorum of etcd members, each of which
@@ -41,6 +42,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -80,8 +82,12 @@ class EtcdFenceStore final : public FenceStore {
                  std::unique_ptr<etcd::Client> client);
 
   Status EnsureMeta();
-  // One read of the whole prefix, parsed.
+  // One read of the whole prefix, parsed; remembered as the last state seen.
   Result<State> Load() const;
+  // The last state this replica read or committed (with its guard revision), which the next
+  // change starts from; taken, so a change that fails starts the one after from a fresh read.
+  void Remember(const State& state) const;
+  std::unique_ptr<State> TakeLast() const;
   // Applies `change` to a fresh read and commits it (see above); `what` names it in errors.
   template <typename Change>
   Status Mutate(const std::string& what, Change&& change);
@@ -97,6 +103,8 @@ class EtcdFenceStore final : public FenceStore {
   const std::string location_;
   const EtcdStoreOptions options_;
   std::unique_ptr<etcd::Client> client_;
+  mutable std::mutex last_mu_;
+  mutable std::unique_ptr<State> last_;  // guarded by last_mu_
 };
 
 }  // namespace mizarmp::fence

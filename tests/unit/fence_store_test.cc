@@ -465,6 +465,15 @@ class EtcdFenceStoreTest : public ::testing::Test {
     put->set_value(value);
     ASSERT_TRUE(client->Txn(txn).ok());
   }
+  // The value at `name` under this test's prefix, as etcd holds it ("" absent).
+  std::string Value(const std::string& name) {
+    auto client = EtcdBackend::Client();
+    if (client == nullptr) return "";
+    etcdserverpb::RangeRequest range;
+    range.set_key(dir_.path() + "/" + name);
+    auto answer = client->Range(range);
+    return answer.ok() && answer->kvs_size() == 1 ? answer->kvs(0).value() : "";
+  }
   testing::TempDir dir_;
 };
 
@@ -494,6 +503,23 @@ TEST_F(EtcdFenceStoreTest, ReplicasWritingAtOnceLoseNothing) {
       EXPECT_EQ(f.held_ports.size(), 100u);
     }
   }
+}
+
+// A change starts from the state this replica last committed; a writer that went around the guard
+// (an operator's etcdctl) since is read, not overwritten, since each shard written is compared.
+TEST_F(EtcdFenceStoreTest, AWriteAroundTheGuardIsReadNotOverwritten) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AddFences({C("10.0.0.0/24")}).ok());  // shard 09
+  ASSERT_NE(Value("shards/09"), "");
+  Put("shards/09", R"({"fences":{"10.0.0.0/24":{"state":"pending","created_at":"2026-01-01T00:00:00Z",)"
+                   R"("updated_at":"2026-01-01T00:00:00Z","tracked":true,"held_ports":["p-by-hand"]},)"
+                   R"("not-a-cidr":{"state":"pending"}},"unfences":{}})");
+  ASSERT_TRUE(store->MarkEnforced({C("10.0.0.0/24")}).ok());
+  EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=enforced"}));
+  const std::string shard = Value("shards/09");
+  EXPECT_NE(shard.find("not-a-cidr"), std::string::npos) << shard;
+  EXPECT_NE(shard.find("p-by-hand"), std::string::npos) << shard;
 }
 
 TEST_F(EtcdFenceStoreTest, AThousandCidrFenceIsOneTransaction) {
@@ -643,7 +669,14 @@ TEST(EtcdFenceStoreQuorum, WithoutAQuorumChangesAreUnavailableNotHung) {
   Status s = (*store)->AddFences({C("10.0.2.0/24")});
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
   EXPECT_NE(s.message().find("etcd at"), std::string::npos) << s.ToString();
-  // Without a quorum the read before the transaction already fails: nothing went out.
+  // The change starts from the state this replica's last commit left, so its transaction went
+  // out, and without a quorum nobody answered it: whether it was stored is unknown.
+  EXPECT_NE(s.message().find("may or may not have been stored"), std::string::npos)
+      << s.ToString();
+  // The next change reads the store first, and without a quorum that read already fails:
+  // nothing of it went out.
+  s = (*store)->AddFences({C("10.0.3.0/24")});
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
   EXPECT_NE(s.message().find("nothing of it was stored"), std::string::npos) << s.ToString();
   EXPECT_EQ((*store)->Check().code(), Code::kUnavailable);
   ASSERT_TRUE(cluster.Restart(1));
