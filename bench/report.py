@@ -12,15 +12,13 @@ import os
 import re
 import sys
 
-# The previous run (commit 3102d11, 2026-11-25), for "what changed and what it moved".
+# The previous run (commit 69994bc, 2026-11-26), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "3102d11",
-    "add": 13.3, "ptp_add": 32.8, "del": 22.6, "ptp_del": 46.9, "ready0": 13.6,
-    "ready50_over": 1.35, "ready500_over": -0.13, "ready50_requests": 11.0, "ready500_requests": 94.0,
-    "rss_kib": 7596, "version_ms": 5.53, "version_ptp_ms": 11.63, "libs": 0, "probe_ratio": 0.97,
-    "list_ratio": 0.79, "list_cpu_us": 52.4, "list_bare_cpu_us": 36.4,
-    "gc_ms": 5.0, "gc_node_ms": 1.3, "fence_ms": 336.2, "unfence_ms": 300.2,
-    "https_ca_add": 18.64, "https_store_add": 18.22, "https_bundle_add": 41.32, "https_ca_rss_kib": 6828,
+    "commit": "69994bc",
+    "add": 5.7, "ptp_add": 10.7, "del": 23.1, "ptp_del": 27.3,
+    "ready50_over": 1.61, "ready50_gets": 12, "ready500_over": 1.67, "ready500_gets": 97,
+    "rss_kib": 7108, "version_ms": 1.51, "version_ptp_ms": 3.12, "probe_ratio": 1.00, "list_ratio": 0.78,
+    "fence_ms": 171.6, "unfence_ms": 185.9, "etcd_fence_ms": 231.1, "etcd_unfence_ms": 215.7,
 }
 
 
@@ -251,8 +249,9 @@ def store_lines(store):
         p(f"| ListClusterFence, 1,000 fences (calls/s) | {a:,.0f} | {b:,.0f} | {ratio} |" if a and b else
           "| ListClusterFence, 1,000 fences (calls/s) | — | — | — |")
         p("")
-        p("What bounds etcd here: every change reads the whole prefix and commits one transaction, which a quorum of")
-        p("members fsyncs before it answers (the SQLite file fsyncs once, locally); every ListClusterFence is a")
+        p("What bounds etcd here: every change commits one transaction, which a quorum of members fsyncs before it")
+        p("answers (the SQLite file fsyncs once, locally), and a change that does not follow this replica's own last")
+        p("read or commit reads the whole prefix first; every ListClusterFence is a")
         p("linearizable read of every shard, parsed again, where the SQLite store answers repeated reads of an")
         p("unchanged file from memory. A snapshot cached against the guard's revision would close most of the list gap.")
         p("")
@@ -637,25 +636,30 @@ def main():
     p("")
     p(f"The previous run (commit {PREVIOUS['commit']}) measured the same harness before these product changes:")
     p("")
-    fence_now = (fence_stores[0][1] if fence_stores else {})
-    p("- **The mock keeps each port's JSON document serialised** (mock-server/port.h `PortRecord::text`): it is "
-      "renewed when the port changes, so a list of 10,000 ports copies 10,000 ready documents instead of "
-      "building and dumping each, and a `GET` or `PUT` answers with the same text. The plugin and "
-      "mizarmp-addons did not change. Fence / unfence "
-      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms (one pair) -> "
-      f"{fmt(fence_now.get('fence', {}).get('ms'))} / {fmt(fence_now.get('unfence', {}).get('ms'))} (SQLite, "
-      f"median of {fence_now.get('rounds', 1)} pairs).")
-    p("- **The fence figures are medians** of `--fence-rounds` fence/unfence pairs (every round checked); "
-      "the previous run measured one pair, whose time varied by about 15% between runs.")
-    p("- **https:// resumes a TLS session kept in the state dir** (mizarmp-client/tls_session.h): a later plugin "
-      "process resumes the session an earlier one made instead of a full handshake, so it reads no CA, checks "
-      "no chain and verifies no signature; the CA is loaded only when a full handshake checks a chain. ADD "
-      f"over https:// {PREVIOUS['https_ca_add']} / {PREVIOUS['https_store_add']} / {PREVIOUS['https_bundle_add']} ms "
-      "(CA file / system store / whole bundle, each a full handshake) -> "
-      f"{fmt(g(lat, 'https_ca_file', 'add', 'median_ms'))} / {fmt(g(lat, 'https_system_store', 'add', 'median_ms'))} / "
-      f"{fmt(g(lat, 'https_system_bundle', 'add', 'median_ms'))} resumed, "
-      f"{fmt(g(lat, 'https_full_handshake', 'add', 'median_ms'))} with a full handshake; peak RSS of the CA-file "
-      f"side {PREVIOUS['https_ca_rss_kib']} -> {fmt(g(lat, 'https_ca_file', 'add_maxrss_kib', 'max'), 'KiB', 0)}.")
+    stores_now = dict(fence_stores)
+
+    def fence_pair(store):
+        f = stores_now.get(store, {})
+        return f"{fmt(f.get('fence', {}).get('ms'))} / {fmt(f.get('unfence', {}).get('ms'))}"
+
+    p("- **The fence's port list asks only for the members the fence reads** (`?fields=id&fields=fixed_ips&...`, "
+      "Neutron's field selection as Alcor's port manager implements it; `fence::kFencePortFields`): ~1.8 MB of "
+      "JSON for 10,000 ports instead of 5 MB, so a third of the lexing. The mock cuts each selection from its "
+      "serialised documents. Fence / unfence, SQLite store: "
+      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}.")
+    p("- **The etcd fence store starts a change from the state this replica last read or committed** "
+      "(fence/etcd_store.h), so a pass's changes after its snapshot read nothing more; each shard written is "
+      "compared as well as the guard. Fence / unfence, etcd store: "
+      f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (with the list "
+      "change above).")
+    r50 = next((r for r in ready if r.get("ready_delay_ms") == 50), None) if ready else None
+    p("- **A sign of readiness (the NIC arriving in the pod) brings the next poll forward to 1 ms after it** "
+      "rather than polling at once: the agent places the NIC before its controller reports the port ready, so "
+      "the GET at the sign nearly always found it pending. Readiness d = 50 ms: "
+      f"{PREVIOUS['ready50_gets']} GETs, {PREVIOUS['ready50_over']} ms over -> "
+      f"{fmt(readiness_gets(r50, 'default'), '', 0) if r50 else 'n/a'} GETs, "
+      f"{fmt(g(r50, 'default', 'median_ms') - base0 - 50, 'ms', 2) if r50 and base0 else 'n/a'} over.")
+    p("- The plugin's https:// path did not change; its figures below move with the machine.")
     if pt_add and PREVIOUS["ptp_add"]:
         p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
           "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
@@ -1166,10 +1170,13 @@ def main():
         for name, r in (("fence", ff), ("unfence", uf)):
             cpu = (r.get("addons_cpu_ms") or 0) + (r.get("mock_cpu_ms") or 0)
             if cpu:
+                floor = cpu / cores
+                bound = ("so it is bound by CPU, not by round trips." if floor >= 0.85 * r.get("ms", 0) else
+                         f"so CPU explains {fmt(floor, 'ms', 0)} of its {fmt(r.get('ms'), 'ms', 0)}; the rest "
+                         "is waiting on round trips.")
                 p(f"- {name}: mizarmp-addons used {fmt(r.get('addons_cpu_ms'), 'ms', 0)} of CPU and the mock "
                   f"{fmt(r.get('mock_cpu_ms'), 'ms', 0)}: on {cores} cores the RPC cannot take less than "
-                  f"{fmt(cpu / cores, 'ms', 0)} however many connections carry the updates, so it is bound by "
-                  "CPU, not by round trips.")
+                  f"{fmt(floor, 'ms', 0)} however many connections carry the updates, {bound}")
         p("- Where that CPU goes: the port list, which asks only for the members the fence reads "
           "(`?fields=`: ~180 bytes of JSON per port, 1.8 MB rather than 5 MB whole), and the `PUT`s. The mock "
           "cuts each selection from its ready documents; mizarmp-client reads the list entry by entry (no "
@@ -1178,14 +1185,17 @@ def main():
         sqlite = dict(fence_stores).get("SQLite", {})
         if store_name == "etcd" and sqlite.get("fence", {}).get("measured"):
             p(f"- The same RPCs on the SQLite store took {fmt(sqlite['fence'].get('ms'))} and "
-              f"{fmt(sqlite.get('unfence', {}).get('ms'))}: the rest is the store. A pass changes it three "
+              f"{fmt(sqlite.get('unfence', {}).get('ms'))}: the rest is the store. An RPC changes it three "
               "times (the fence or unfence itself, the held ports before the first update, what it completed "
-              "after the last), and reads it once more for its plan; each change is a linearizable read of "
-              "the whole prefix, parsed, then a transaction that a quorum of the three members, which share "
-              "these cores, fsyncs before it answers.")
-            p("- What would move it: commit each change against the state and guard revision the previous "
-              "transaction left (a compare that fails re-reads, as it does now), which saves the read before "
-              "each change; on the Mizar-MP side, a bulk update.")
+              "after the last), each a transaction that a quorum of the three members, which share these cores "
+              "and one disk, fsyncs before it answers; and it reads the whole prefix three times (the fence "
+              "limit's check, the pass's plan, the metrics after the pass), each a linearizable read of 64 "
+              "shards parsed again. The changes start from the state the last read or commit left, so they "
+              "read nothing more.")
+            p("- What would move it: fewer round trips to the quorum in an RPC: the held ports written in the "
+              "same transaction as the fence (the port list read before the fence is stored), the metrics "
+              "taken from the state the pass committed rather than read again; on the Mizar-MP side, a bulk "
+              "update.")
         else:
             p("- What would move it: a faster JSON reader for the list on the client side. Of Debian's, "
               "simdjson is maintained but ships only as a shared library, and the static plugin lists ports too "

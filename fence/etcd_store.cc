@@ -60,10 +60,10 @@ struct StoredEntry {
 };
 
 struct EtcdFenceStore::State {
-  int64_t guard_revision = 0;                  // the guard's mod_revision; 0: absent
-  std::map<std::string, StoredEntry> entries;  // canonical CIDR -> entry
-  std::array<json, kShards> unreadable;        // per shard: entries that did not parse
-  std::array<std::string, kShards> text;       // each shard as read ("" absent)
+  int64_t guard_revision = 0;                     // the guard's mod_revision; 0: absent
+  std::map<std::string, StoredEntry> entries;     // canonical CIDR -> entry
+  std::array<json, kShards> unreadable;           // per shard: entries that did not parse
+  std::array<std::string, kShards> text;          // each shard as read ("" absent)
   std::array<int64_t, kShards> shard_revision{};  // each shard's mod_revision (0 absent)
 };
 

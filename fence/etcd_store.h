@@ -20,14 +20,17 @@
 // Every change is one transaction: the state of the whole prefix (every shard and the guard, at
 // one revision), the change applied to it in memory with exactly the SQLite store's semantics
 // (fence/store.h), then a Txn that writes the changed shards and the guard only if the guard's
-// mod_revision is still the one of that state. The state is the one this replica's last read or
-// commit left (a pass's changes follow each other and its read, so they read nothing more), or
-// else one linearizable Range. If another replica wrote in between, the compare fails and the
-// change is re-applied to a fresh read: no read-modify-write race between replicas, and no lock. A transaction whose answer was lost (a member died under
-// it) may or may not have committed; it is re-run the same way, which is safe because every
-// change is idempotent on a state that already has it. A write that changes nothing sends
-// nothing. What a transaction returned is committed by a quorum of etcd members, each of which
-// has fsynced it: losing a minority of members loses no acknowledged fence.
+// mod_revision, and each written shard's, are still the state's. The state is the one this
+// replica's last read or commit left (a pass's changes follow its read and each other, so they
+// read nothing more), or else one linearizable Range. If another replica wrote in between, the
+// compare fails and the change is re-applied to a fresh read: no read-modify-write race between
+// replicas, and no lock; comparing the written shards too means a writer that went around the
+// guard (an operator's etcdctl) is re-read rather than overwritten. A transaction whose answer
+// was lost (a member died under it) may or may not have committed; it is re-run from a fresh
+// read, which is safe because every change is idempotent on a state that already has it. A
+// write that changes nothing sends nothing. What a transaction returned is committed by a
+// quorum of etcd members, each of which has fsynced it: losing a minority of members loses no
+// acknowledged fence.
 //
 // Errors name the store ("fence store etcd://..."): UNAVAILABLE when etcd has no quorum or no
 // member answers, after retrying for the call timeout times the number of endpoints, at least

@@ -637,9 +637,8 @@ TEST_P(MockTest, ListFieldsSelectMembers) {
   ASSERT_EQ(r.status, 200) << r.Describe();
   ASSERT_EQ(r.j["ports"].size(), 2u) << r.body;
   const json& first = r.j["ports"][0];
-  EXPECT_EQ(first, (json{{"id", "f-0"},
-                         {"fixed_ips", whole["fixed_ips"]},
-                         {"binding:host_id", "node-a"}}))
+  EXPECT_EQ(first,
+            (json{{"id", "f-0"}, {"fixed_ips", whole["fixed_ips"]}, {"binding:host_id", "node-a"}}))
       << first.dump();
   EXPECT_EQ(r.j["ports"][1]["id"], "f-1");
   EXPECT_FALSE(r.j["ports"][1].contains("name")) << r.body;

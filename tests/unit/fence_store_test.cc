@@ -512,9 +512,10 @@ TEST_F(EtcdFenceStoreTest, AWriteAroundTheGuardIsReadNotOverwritten) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->AddFences({C("10.0.0.0/24")}).ok());  // shard 09
   ASSERT_NE(Value("shards/09"), "");
-  Put("shards/09", R"({"fences":{"10.0.0.0/24":{"state":"pending","created_at":"2026-01-01T00:00:00Z",)"
-                   R"("updated_at":"2026-01-01T00:00:00Z","tracked":true,"held_ports":["p-by-hand"]},)"
-                   R"("not-a-cidr":{"state":"pending"}},"unfences":{}})");
+  Put("shards/09",
+      R"({"fences":{"10.0.0.0/24":{"state":"pending","created_at":"2026-01-01T00:00:00Z",)"
+      R"("updated_at":"2026-01-01T00:00:00Z","tracked":true,"held_ports":["p-by-hand"]},)"
+      R"("not-a-cidr":{"state":"pending"}},"unfences":{}})");
   ASSERT_TRUE(store->MarkEnforced({C("10.0.0.0/24")}).ok());
   EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=enforced"}));
   const std::string shard = Value("shards/09");
@@ -671,8 +672,7 @@ TEST(EtcdFenceStoreQuorum, WithoutAQuorumChangesAreUnavailableNotHung) {
   EXPECT_NE(s.message().find("etcd at"), std::string::npos) << s.ToString();
   // The change starts from the state this replica's last commit left, so its transaction went
   // out, and without a quorum nobody answered it: whether it was stored is unknown.
-  EXPECT_NE(s.message().find("may or may not have been stored"), std::string::npos)
-      << s.ToString();
+  EXPECT_NE(s.message().find("may or may not have been stored"), std::string::npos) << s.ToString();
   // The next change reads the store first, and without a quorum that read already fails:
   // nothing of it went out.
   s = (*store)->AddFences({C("10.0.3.0/24")});
