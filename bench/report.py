@@ -653,9 +653,10 @@ def main():
       f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (with the list "
       "change above).")
     r50 = next((r for r in ready if r.get("ready_delay_ms") == 50), None) if ready else None
-    p("- **A sign of readiness (the NIC arriving in the pod) brings the next poll forward to 1 ms after it** "
-      "rather than polling at once: the agent places the NIC before its controller reports the port ready, so "
-      "the GET at the sign nearly always found it pending. Readiness d = 50 ms: "
+    p("- **A sign of readiness (the NIC arriving in the pod) that arrives during a wait brings the next poll to 1 ms "
+      "after it** rather than at once (one already there when the wait began is still polled at once): the agent "
+      "places the NIC before its controller reports the port ready, so a GET the moment the NIC appeared nearly "
+      "always found it pending. Readiness d = 50 ms: "
       f"{PREVIOUS['ready50_gets']} GETs, {PREVIOUS['ready50_over']} ms over -> "
       f"{fmt(readiness_gets(r50, 'default'), '', 0) if r50 else 'n/a'} GETs, "
       f"{fmt(g(r50, 'default', 'median_ms') - base0 - 50, 'ms', 2) if r50 and base0 else 'n/a'} over.")

@@ -203,7 +203,13 @@ class AddCommand {
       client::PollOptions poll = PollOptionsFor(conf_);
       if (inv_.Cancellable()) poll.cancelled = [this] { return inv_.Cancelled(); };
       std::optional<netns::LinkWatch> nic = WatchForNic();
-      if (nic) poll.wait_until = [&nic](auto until) { return nic->WaitUntil(until); };
+      if (nic) {
+        poll.wait_until = [&nic](auto until) {
+          if (nic->Seen()) return client::ReadinessSign::kEarlier;
+          return nic->WaitUntil(until) ? client::ReadinessSign::kJustNow
+                                       : client::ReadinessSign::kNone;
+        };
+      }
       auto ready = client_->WaitPortReady(record_.port_id, poll);
       if (!ready.ok()) return FromStatus(ready.status(), Stage::kPortWait);
       port_ = std::move(ready).value();

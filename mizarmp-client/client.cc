@@ -690,7 +690,7 @@ Result<Port> Client::GetPort(const std::string& port_id) { return impl_->Get(por
 
 namespace {
 
-enum class PollWait { kDue, kSign, kCancelled };
+enum class PollWait { kDue, kSignEarlier, kSignJustNow, kCancelled };
 
 // Waits until `wake` in slices of at most 10 ms, so cancellation is noticed promptly; through
 // options.wait_until while signs may still be followed, else by sleeping.
@@ -701,7 +701,14 @@ PollWait WaitForNextPoll(const PollOptions& options, Clock::time_point wake, int
     if (options.cancelled && options.cancelled()) return PollWait::kCancelled;
     const auto slice_end = std::min<Clock::time_point>(wake, now + milliseconds(10));
     if (options.wait_until && signs_left > 0) {
-      if (options.wait_until(slice_end)) return PollWait::kSign;
+      switch (options.wait_until(slice_end)) {
+        case ReadinessSign::kEarlier:
+          return PollWait::kSignEarlier;
+        case ReadinessSign::kJustNow:
+          return PollWait::kSignJustNow;
+        case ReadinessSign::kNone:
+          break;
+      }
     } else {
       std::this_thread::sleep_until(slice_end);
     }
@@ -754,10 +761,14 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
     switch (WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), signs_left)) {
       case PollWait::kCancelled:
         return cancelled_error();
-      case PollWait::kSign:
+      case PollWait::kSignEarlier:
+        --signs_left;
+        interval = std::clamp(options.after_sign, milliseconds(1), cap);
+        continue;
+      case PollWait::kSignJustNow:
         // The agent places the NIC before its controller hears the port is ready, so a GET at
-        // the sign itself would nearly always find it pending: the poll comes `after_sign` later,
-        // and the re-polls after it grow from there.
+        // the moment the NIC appears would nearly always find it pending: the poll comes
+        // `after_sign` later, and the re-polls after it grow from there.
         --signs_left;
         interval = std::clamp(options.after_sign, milliseconds(1), cap);
         if (WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), 0) ==

@@ -87,6 +87,13 @@ struct ClientConfig {
 // overflow the stack.
 inline constexpr size_t kMaxResponseDepth = 64;
 
+// What a wait for a sign of readiness saw (PollOptions::wait_until).
+enum class ReadinessSign {
+  kNone,     // nothing until the time given
+  kEarlier,  // a sign that came before the wait began: the agent has had a while since
+  kJustNow,  // a sign that came during the wait: the agent may still be finishing
+};
+
 struct PollOptions {
   std::chrono::milliseconds initial{5};  // first re-poll this soon after the first GET
   // The interval grows by `factor` up to this cap, so a port that becomes ready within the first
@@ -99,14 +106,15 @@ struct PollOptions {
   std::chrono::milliseconds deadline{60000};  // overall, from the call
   // Checked between polls; when it returns true the wait ends with CANCELLED.
   std::function<bool()> cancelled;
-  // Waits between polls until the given time; true when woken early by a sign that the port
-  // may be ready now (the plugin: the pod's NIC appearing in its namespace, which the agent
-  // places just before the controller reports the port ready). Unset: sleeps.
-  std::function<bool(std::chrono::steady_clock::time_point)> wait_until;
-  // After a sign the next poll is `after_sign` later, not at the interval's end, and re-polls
-  // grow from there as above: the controller takes a moment to report what its agent did, so a
-  // poll at the sign itself would be one GET wasted. At most `max_signs` signs are followed, so
-  // a flapping link cannot make the polls a flood.
+  // Waits between polls until the given time, or less when a sign says the port may be ready now
+  // (the plugin: the pod's NIC appearing in its namespace, which the agent places just before
+  // the controller reports the port ready). Unset: sleeps.
+  std::function<ReadinessSign(std::chrono::steady_clock::time_point)> wait_until;
+  // After a sign the next poll is at once when the sign came before the wait began (it is at
+  // least a poll's round trip old), or `after_sign` later when it came during the wait: the
+  // controller takes a moment to report what its agent just did, and a poll at that very moment
+  // would be one GET wasted. Re-polls grow from `after_sign` as above. At most `max_signs` signs
+  // are followed, so a flapping link cannot make the polls a flood.
   std::chrono::milliseconds after_sign{1};
   int max_signs = 3;
 };

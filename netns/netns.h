@@ -111,6 +111,8 @@ class LinkWatch {
   // Waits until `until`. True as soon as a link named as watched appeared or changed (or the
   // kernel dropped notifications, so one may have been missed); false at `until`.
   bool WaitUntil(std::chrono::steady_clock::time_point until);
+  // The same without waiting: whether that happened since the last look.
+  bool Seen() { return Drain(); }
 
  private:
   friend class Netlink;  // WaitForLink watches through its own namespace descriptor

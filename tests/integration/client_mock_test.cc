@@ -357,25 +357,40 @@ TEST_P(ClientMockTest, PollNoticesReadySoonAfterReadyDelay) {
   EXPECT_LT(elapsed, 900) << "ready after 50 ms but noticed after " << elapsed << " ms";
 }
 
-// A sign (the plugin: the NIC arriving in the pod) brings the next poll forward to `after_sign`
-// after it instead of the interval's end.
+// A sign (the plugin: the NIC arriving in the pod) brings the next poll forward from the end of
+// its interval: at once for a sign that came before the wait began, `after_sign` later for one
+// that came during it (the agent may still be finishing).
 TEST_P(ClientMockTest, ASignBringsThePollForward) {
-  mock::Options o = MockOptions();
-  o.gets_before_ready = 1;  // the first GET finds it pending, the second ready
-  ASSERT_NO_FATAL_FAILURE(StartMock(o));
-  client_ = MakeClient(Config());
-  ASSERT_NE(client_, nullptr);
-  ASSERT_TRUE(client_->CreatePort(Spec("signalled")).ok());
-  PollOptions po = Poll(milliseconds(60000));
-  po.initial = po.max = milliseconds(30000);
-  int waits = 0;
-  po.wait_until = [&waits](Clock::time_point) { return ++waits > 0; };
-  const auto start = Clock::now();
-  auto p = client_->WaitPortReady("signalled", po);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  EXPECT_EQ(p->state(), PortState::kReady);
-  EXPECT_EQ(waits, 1);
-  EXPECT_LT(MsSince(start), 20000) << "the poll waited out its 30 s interval";
+  for (const ReadinessSign sign : {ReadinessSign::kEarlier, ReadinessSign::kJustNow}) {
+    SCOPED_TRACE(sign == ReadinessSign::kEarlier ? "earlier" : "just now");
+    mock::Options o = MockOptions();
+    o.gets_before_ready = 1;  // the first GET finds it pending, the second ready
+    ASSERT_NO_FATAL_FAILURE(StartMock(o));
+    client_ = MakeClient(Config());
+    ASSERT_NE(client_, nullptr);
+    ASSERT_TRUE(client_->CreatePort(Spec("signalled")).ok());
+    PollOptions po = Poll(milliseconds(60000));
+    po.initial = po.max = milliseconds(30000);
+    po.after_sign = milliseconds(400);
+    int waits = 0;
+    po.wait_until = [&waits, sign](Clock::time_point) {
+      ++waits;
+      return sign;
+    };
+    const auto start = Clock::now();
+    auto p = client_->WaitPortReady("signalled", po);
+    const int64_t took = MsSince(start);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->state(), PortState::kReady);
+    EXPECT_EQ(waits, 1);
+    EXPECT_LT(took, 20000) << "the poll waited out its 30 s interval";
+    if (sign == ReadinessSign::kJustNow) {
+      EXPECT_GE(took, 400) << "a sign that came during the wait was polled at once";
+    } else {
+      EXPECT_LT(took, 400) << "a sign that came before the wait waited for after_sign";
+    }
+    server_->Stop();
+  }
 }
 
 // A link that keeps changing signs without end: only max_signs signs are followed, then the
@@ -391,7 +406,10 @@ TEST_P(ClientMockTest, OnlyMaxSignsAreFollowed) {
   PollOptions po = Poll(milliseconds(500));
   po.initial = po.max = po.after_sign = milliseconds(100);
   int waits = 0;
-  po.wait_until = [&waits](Clock::time_point) { return ++waits > 0; };
+  po.wait_until = [&waits](Clock::time_point) {
+    ++waits;
+    return ReadinessSign::kJustNow;
+  };
   auto p = client_->WaitPortReady("flapping", po);
   EXPECT_CODE(p.status(), Code::kDeadlineExceeded);
   EXPECT_EQ(waits, po.max_signs);
