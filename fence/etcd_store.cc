@@ -307,7 +307,7 @@ Status EtcdFenceStore::EnsureMeta() {
   return Status::Ok();
 }
 
-Result<EtcdFenceStore::State> EtcdFenceStore::Load() const {
+Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Load() const {
   etcdserverpb::RangeRequest range;
   range.set_key(options_.prefix);
   range.set_range_end(PrefixEnd(options_.prefix));
@@ -333,16 +333,17 @@ Result<EtcdFenceStore::State> EtcdFenceStore::Load() const {
     MZ_RETURN_IF_ERROR(ParseShard(key, shard, kv.value(), state));
     state.shard_revision[shard] = kv.mod_revision();
   }
-  Remember(state);
-  return state;
+  auto read = std::make_shared<const State>(std::move(state));
+  Remember(read);
+  return read;
 }
 
-void EtcdFenceStore::Remember(const State& state) const {
+void EtcdFenceStore::Remember(StatePtr state) const {
   std::lock_guard<std::mutex> lock(last_mu_);
-  last_ = std::make_unique<State>(state);
+  last_ = std::move(state);
 }
 
-std::unique_ptr<EtcdFenceStore::State> EtcdFenceStore::TakeLast() const {
+EtcdFenceStore::StatePtr EtcdFenceStore::TakeLast() const {
   std::lock_guard<std::mutex> lock(last_mu_);
   return std::move(last_);
 }
@@ -363,14 +364,16 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
   // The state this replica last read or committed, if any: when nobody wrote since, the change
   // commits without reading the store first; when somebody did, the compare below fails and the
   // change is applied to a fresh read.
-  std::unique_ptr<State> last = TakeLast();
+  StatePtr read = TakeLast();
   for (int races = 0; races < kMaxRaces;) {
-    const bool from_last = last != nullptr;
-    Result<State> read = from_last ? Result<State>(std::move(*last)) : Load();
-    last.reset();
-    if (!read.ok()) {
-      if (retry_while_unavailable(read.status())) continue;
-      return Named(read.status().WithContext(outcome()));
+    const bool from_last = read != nullptr;
+    if (!from_last) {
+      auto loaded = Load();
+      if (!loaded.ok()) {
+        if (retry_while_unavailable(loaded.status())) continue;
+        return Named(loaded.status().WithContext(outcome()));
+      }
+      read = std::move(loaded).value();
     }
     State next = *read;
     change(next);
@@ -403,7 +406,7 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
       }
     }
     if (txn.success().empty()) {  // nothing changes
-      Remember(*read);
+      Remember(std::move(read));
       return Status::Ok();
     }
     auto* put_guard = txn.add_success()->mutable_request_put();
@@ -417,9 +420,10 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
       next.text = texts;
       next.guard_revision = revision;
       for (int shard : written) next.shard_revision[shard] = texts[shard].empty() ? 0 : revision;
-      Remember(next);
+      Remember(std::make_shared<const State>(std::move(next)));
       return Status::Ok();
     }
+    read = nullptr;  // whatever happened next, the change goes on from a fresh read
     if (answer.ok()) {
       // Another replica wrote since the read (or since this replica's last read or commit):
       // apply the change to what it wrote. Only a fresh read that lost counts as a race.
@@ -528,7 +532,7 @@ Status EtcdFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
 Result<StoreSnapshot> EtcdFenceStore::Snapshot() const {
   auto state = Retrying([&] { return Load(); });
   if (!state.ok()) return Named(state.status().WithContext("reading"));
-  return ToSnapshot(*state);
+  return ToSnapshot(**state);
 }
 
 Result<std::vector<FenceEntry>> EtcdFenceStore::ListFences() const {

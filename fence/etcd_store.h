@@ -85,12 +85,14 @@ class EtcdFenceStore final : public FenceStore {
                  std::unique_ptr<etcd::Client> client);
 
   Status EnsureMeta();
+  // A state is shared, never changed: the last one seen is kept without a copy.
+  using StatePtr = std::shared_ptr<const State>;
   // One read of the whole prefix, parsed; remembered as the last state seen.
-  Result<State> Load() const;
+  Result<StatePtr> Load() const;
   // The last state this replica read or committed (with its guard revision), which the next
   // change starts from; taken, so a change that fails starts the one after from a fresh read.
-  void Remember(const State& state) const;
-  std::unique_ptr<State> TakeLast() const;
+  void Remember(StatePtr state) const;
+  StatePtr TakeLast() const;
   // Applies `change` to a fresh read and commits it (see above); `what` names it in errors.
   template <typename Change>
   Status Mutate(const std::string& what, Change&& change);
@@ -107,7 +109,7 @@ class EtcdFenceStore final : public FenceStore {
   const EtcdStoreOptions options_;
   std::unique_ptr<etcd::Client> client_;
   mutable std::mutex last_mu_;
-  mutable std::unique_ptr<State> last_;  // guarded by last_mu_
+  mutable StatePtr last_;  // guarded by last_mu_
 };
 
 }  // namespace mizarmp::fence

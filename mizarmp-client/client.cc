@@ -758,27 +758,23 @@ Result<Port> Client::WaitPortReady(const std::string& port_id, const PollOptions
       case PortState::kPending:
         break;
     }
-    switch (WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), signs_left)) {
-      case PollWait::kCancelled:
-        return cancelled_error();
-      case PollWait::kSignEarlier:
-        --signs_left;
-        interval = std::clamp(options.after_sign, milliseconds(1), cap);
-        continue;
-      case PollWait::kSignJustNow:
+    const PollWait woke =
+        WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), signs_left);
+    if (woke == PollWait::kCancelled) return cancelled_error();
+    if (woke != PollWait::kDue) {  // a sign
+      --signs_left;
+      interval = std::clamp(options.after_sign, milliseconds(1), cap);
+      if (woke == PollWait::kSignJustNow) {
         // The agent places the NIC before its controller hears the port is ready, so a GET at
         // the moment the NIC appears would nearly always find it pending: the poll comes
         // `after_sign` later, and the re-polls after it grow from there.
-        --signs_left;
-        interval = std::clamp(options.after_sign, milliseconds(1), cap);
         if (WaitForNextPoll(options, std::min(Clock::now() + interval, deadline), 0) ==
             PollWait::kCancelled) {
           return cancelled_error();
         }
         interval = std::min(cap, std::chrono::duration_cast<milliseconds>(interval * factor));
-        continue;
-      case PollWait::kDue:
-        break;
+      }
+      continue;
     }
     const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
     const milliseconds cap_now =
