@@ -1,6 +1,7 @@
 // The step that applies an enforcement plan (fence/plan.h) at Mizar-MP.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@ struct EnforceReport {
   int failed = 0;              // port updates that failed
   std::vector<Cidr> enforced;  // fences completely enforced by this pass
   std::vector<Cidr> unfenced;  // pending unfences completed by this pass
+  int64_t store_revision = 0;  // the fence store's revision the pass planned from
 };
 
 // What applying a plan did, and what it leaves for the store and the caller's error.

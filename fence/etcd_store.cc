@@ -26,6 +26,9 @@ constexpr int kSchema = 1;
 constexpr int kMaxRaces = 50;
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
 constexpr size_t kShownMetaBytes = 200;  // of a foreign P meta, in the error refusing it
+// Own commits remembered for RevisionAfterOwnChanges(): more than a pass makes (three changes),
+// few enough to look through at every leader's tick.
+constexpr size_t kOwnCommitsKept = 16;
 
 // FNV-1a: stable across builds and machines, so every replica puts a CIDR in the same shard.
 int ShardOf(const std::string& canonical) {
@@ -38,6 +41,14 @@ std::string ShardName(int shard) {
   char name[16];
   std::snprintf(name, sizeof(name), "shards/%02d", shard);
   return name;
+}
+
+// The shard a key's name under the prefix ("shards/NN") stands for; -1 for any other name.
+int ShardIndex(const std::string& name) {
+  for (int shard = 0; shard < kShards; ++shard) {
+    if (name == ShardName(shard)) return shard;
+  }
+  return -1;
 }
 
 // The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
@@ -60,7 +71,9 @@ struct StoredEntry {
 };
 
 struct EtcdFenceStore::State {
-  int64_t guard_revision = 0;                     // the guard's mod_revision; 0: absent
+  int64_t read_revision = 0;   // the store's revision when the prefix was last read whole
+  int64_t key_count = 0;       // keys under the prefix, as that read and later commits left them
+  int64_t guard_revision = 0;  // the guard's mod_revision; 0: absent
   std::map<std::string, StoredEntry> entries;     // canonical CIDR -> entry
   std::array<json, kShards> unreadable;           // per shard: entries that did not parse
   std::array<std::string, kShards> text;          // each shard as read ("" absent)
@@ -167,6 +180,7 @@ Status ParseShard(const std::string& key, int shard, const std::string& value, S
 
 StoreSnapshot ToSnapshot(const State& state) {
   StoreSnapshot snap;
+  snap.revision = state.guard_revision;
   for (const auto& [text, e] : state.entries) {
     std::vector<std::string> held(e.held.begin(), e.held.end());
     if (e.fence) {
@@ -313,6 +327,8 @@ Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Load() const {
   range.set_range_end(PrefixEnd(options_.prefix));
   MZ_ASSIGN_OR_RETURN(const auto answer, client_->Range(range));
   State state;
+  state.read_revision = answer.header().revision();
+  state.key_count = answer.count();
   const std::string shards = Key("shards/");
   for (const auto& kv : answer.kvs()) {
     const std::string& key = kv.key();
@@ -321,11 +337,7 @@ Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Load() const {
       continue;
     }
     if (!key.starts_with(shards)) continue;  // meta, the leader's key
-    const std::string name = key.substr(options_.prefix.size());
-    int shard = -1;
-    for (int i = 0; i < kShards; ++i) {
-      if (name == ShardName(i)) shard = i;
-    }
+    const int shard = ShardIndex(key.substr(options_.prefix.size()));
     if (shard < 0) {
       MZ_LOG(kWarn) << "fence store " << location_ << ": ignoring unknown key " << LogEscaped(key);
       continue;
@@ -336,6 +348,39 @@ Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Load() const {
   auto read = std::make_shared<const State>(std::move(state));
   Remember(read);
   return read;
+}
+
+Result<bool> EtcdFenceStore::Unchanged(const State& state) const {
+  etcdserverpb::RangeRequest probe;
+  probe.set_key(options_.prefix);
+  probe.set_range_end(PrefixEnd(options_.prefix));
+  probe.set_keys_only(true);
+  probe.set_min_mod_revision(state.read_revision + 1);
+  MZ_ASSIGN_OR_RETURN(const auto answer, client_->Range(probe));
+  // etcd counts every key of the range, before the revision filter: a deleted key shows here.
+  if (answer.count() != state.key_count) return false;
+  for (const auto& kv : answer.kvs()) {
+    const std::string name = kv.key().substr(options_.prefix.size());
+    const int shard = ShardIndex(name);
+    const int64_t known = name == "revision" ? state.guard_revision
+                          : shard >= 0       ? state.shard_revision[shard]
+                                             : -1;  // meta, the leader's key, an unknown key
+    if (kv.mod_revision() != known) return false;
+  }
+  return true;
+}
+
+Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Current() const {
+  StatePtr last;
+  {
+    std::lock_guard<std::mutex> lock(last_mu_);
+    last = last_;
+  }
+  if (last != nullptr) {
+    MZ_ASSIGN_OR_RETURN(const bool unchanged, Unchanged(*last));
+    if (unchanged) return last;
+  }
+  return Load();
 }
 
 void EtcdFenceStore::Remember(StatePtr state) const {
@@ -415,11 +460,17 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
 
     auto answer = client_->Txn(txn);
     if (answer.ok() && answer->succeeded()) {
-      // What etcd now holds: the shards as written, the guard at the transaction's revision.
+      // What etcd now holds: the shards as written (each created or deleted one counted), the
+      // guard at the transaction's revision.
       const int64_t revision = answer->header().revision();
       next.text = texts;
       next.guard_revision = revision;
-      for (int shard : written) next.shard_revision[shard] = texts[shard].empty() ? 0 : revision;
+      next.key_count += read->guard_revision == 0 ? 1 : 0;
+      for (int shard : written) {
+        next.shard_revision[shard] = texts[shard].empty() ? 0 : revision;
+        next.key_count += (read->text[shard].empty() ? 1 : 0) - (texts[shard].empty() ? 1 : 0);
+      }
+      NoteOwnCommit(read->guard_revision, revision);
       Remember(std::make_shared<const State>(std::move(next)));
       return Status::Ok();
     }
@@ -530,7 +581,7 @@ Status EtcdFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
 }
 
 Result<StoreSnapshot> EtcdFenceStore::Snapshot() const {
-  auto state = Retrying([&] { return Load(); });
+  auto state = Retrying([&] { return Current(); });
   if (!state.ok()) return Named(state.status().WithContext("reading"));
   return ToSnapshot(**state);
 }
@@ -546,6 +597,20 @@ Result<int64_t> EtcdFenceStore::Revision() const {
   auto answer = client_->Range(range);
   if (!answer.ok()) return Named(answer.status().WithContext("reading the revision"));
   return answer->kvs().empty() ? int64_t{0} : answer->kvs(0).mod_revision();
+}
+
+void EtcdFenceStore::NoteOwnCommit(int64_t from, int64_t to) {
+  std::lock_guard<std::mutex> lock(last_mu_);
+  own_commits_[from] = to;
+  while (own_commits_.size() > kOwnCommitsKept) own_commits_.erase(own_commits_.begin());
+}
+
+int64_t EtcdFenceStore::RevisionAfterOwnChanges(int64_t from) const {
+  std::lock_guard<std::mutex> lock(last_mu_);
+  for (auto it = own_commits_.find(from); it != own_commits_.end(); it = own_commits_.find(from)) {
+    from = it->second;
+  }
+  return from;
 }
 
 Status EtcdFenceStore::Check() const { return Revision().status(); }

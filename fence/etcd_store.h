@@ -28,7 +28,11 @@
 // guard (an operator's etcdctl) is re-read rather than overwritten. A transaction whose answer
 // was lost (a member died under it) may or may not have committed; it is re-run from a fresh
 // read, which is safe because every change is idempotent on a state that already has it. A
-// write that changes nothing sends nothing. What a transaction returned is committed by a
+// write that changes nothing sends nothing. A read (Snapshot, ListFences) whose last state is
+// still what etcd holds costs one linearizable keys-only Range of the keys changed since that
+// state was read whole (each must be one this replica wrote, at the revision it wrote it) and of
+// the prefix's key count (a deleted key lowers it); any other writer's change, or any other
+// difference, reads the whole prefix again. What a transaction returned is committed by a
 // quorum of etcd members, each of which has fsynced it: losing a minority of members loses no
 // acknowledged fence.
 //
@@ -44,6 +48,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -75,6 +80,7 @@ class EtcdFenceStore final : public FenceStore {
   Status Check() const override;
   // The guard's mod_revision (0 before the first change).
   Result<int64_t> Revision() const override;
+  int64_t RevisionAfterOwnChanges(int64_t from) const override;
   // An etcd::Election on P leader with the configured lease.
   std::unique_ptr<Leadership> JoinElection(const std::string& candidate) override;
 
@@ -89,10 +95,18 @@ class EtcdFenceStore final : public FenceStore {
   using StatePtr = std::shared_ptr<const State>;
   // One read of the whole prefix, parsed; remembered as the last state seen.
   Result<StatePtr> Load() const;
+  // Whether etcd still holds exactly `state`: one keys-only read of what changed since the state
+  // was read, every key of which must be one this replica wrote as `state` has it, and the
+  // prefix's key count (which shows a deleted key).
+  Result<bool> Unchanged(const State& state) const;
+  // The store as it is now: the last state seen when Unchanged(), else Load().
+  Result<StatePtr> Current() const;
   // The last state this replica read or committed (with its guard revision), which the next
   // change starts from; taken, so a change that fails starts the one after from a fresh read.
   void Remember(StatePtr state) const;
   StatePtr TakeLast() const;
+  // Records that this replica's change moved the guard from revision `from` to `to`.
+  void NoteOwnCommit(int64_t from, int64_t to);
   // Applies `change` to a fresh read and commits it (see above); `what` names it in errors.
   template <typename Change>
   Status Mutate(const std::string& what, Change&& change);
@@ -109,7 +123,8 @@ class EtcdFenceStore final : public FenceStore {
   const EtcdStoreOptions options_;
   std::unique_ptr<etcd::Client> client_;
   mutable std::mutex last_mu_;
-  mutable StatePtr last_;  // guarded by last_mu_
+  mutable StatePtr last_;                   // guarded by last_mu_
+  std::map<int64_t, int64_t> own_commits_;  // guarded by last_mu_: guard revision from -> to
 };
 
 }  // namespace mizarmp::fence

@@ -185,20 +185,20 @@ void FenceService::Tick() {
   if (!leads) return;
   const uint64_t terms = opened->leadership->terms();
   const bool new_term = terms != seen_terms_;
-  if (!new_term && revision == seen_revision_ && Clock::now() < next_reconcile_) return;
+  const bool due = new_term || Clock::now() >= next_reconcile_;
+  if (!due && revision == seen_revision_) return;
   if (new_term && shared) {
     MZ_LOG(kInfo) << "fence: " << options_.replica_id << " leads; first pass of its term";
   }
-  // Read before the pass: a change stored during it is seen by the next turn. (The pass's own
-  // writes move the revision too, so one confirming pass follows a pass that changed something.)
+  // Read before the pass: a change stored during it is seen by the next turn.
   seen_terms_ = terms;
   seen_revision_ = revision;
   next_reconcile_ = Clock::now() + options_.reconcile_interval;
-  ReconcileAndLog();
+  ReconcileAndLog(due ? std::nullopt : std::optional<int64_t>(revision));
 }
 
-void FenceService::ReconcileAndLog() {
-  auto report = Reconcile();
+void FenceService::ReconcileAndLog(std::optional<int64_t> changed_at) {
+  auto report = changed_at ? ReconcileChange(*changed_at) : Reconcile();
   if (!report.ok()) {
     MZ_LOG(kWarn) << "fence reconcile: " << report.status().message();
   } else if (report->disabled + report->enabled > 0) {
@@ -263,6 +263,14 @@ Result<EnforceReport> FenceService::Reconcile() {
   return EnforceLocked();
 }
 
+Result<EnforceReport> FenceService::ReconcileChange(int64_t changed_at) {
+  std::lock_guard<std::mutex> lock(enforce_mu_);
+  // The change may be this replica's own, or an RPC's pass may have run while the loop waited
+  // for the lock: a pass whose snapshot or own writes reached that revision accounted for it.
+  if (changed_at <= passed_revision_) return EnforceReport{};
+  return EnforceLocked();
+}
+
 FenceService::Clock::duration FenceService::UpdateBudget() const {
   return options_.mizarmp.connect_timeout + options_.mizarmp.request_timeout;
 }
@@ -270,9 +278,15 @@ FenceService::Clock::duration FenceService::UpdateBudget() const {
 Result<EnforceReport> FenceService::EnforceLocked() {
   auto report = EnforcePass();
   metrics_.ObservePass(report.ok());
+  auto opened = Store();
+  if (!opened.ok()) return report;
+  // A pass that succeeded accounted for the store as of its snapshot and for what it wrote since:
+  // the leader's tick passes again only for somebody else's change.
+  if (report.ok()) {
+    passed_revision_ = opened->store->RevisionAfterOwnChanges(report->store_revision);
+  }
   if (metrics_.registered()) {
-    auto opened = Store();
-    auto snap = opened.ok() ? opened->store->Snapshot() : Result<StoreSnapshot>(opened.status());
+    auto snap = opened->store->Snapshot();
     if (snap.ok()) metrics_.ObserveStore(*snap);
   }
   return report;
@@ -292,7 +306,9 @@ Result<EnforceReport> FenceService::EnforcePass() {
         (leader.empty() ? std::string("no leader is known yet") : "the leader is " + leader));
   }
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*store));
-  if (snap.fences.empty() && snap.unfences.empty()) return EnforceReport{};
+  if (snap.fences.empty() && snap.unfences.empty()) {
+    return EnforceReport{.store_revision = snap.revision};
+  }
 
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
   auto ports = mp->ListPorts({}, kFencePortFields);
@@ -322,6 +338,7 @@ Result<EnforceReport> FenceService::EnforcePass() {
                                "); left: " + Join(applied.left) + "; " + WhatLeft(snap));
   }
   if (!plan.unreadable.empty()) return ListWithHoles(plan, applied.report, snap);
+  applied.report.store_revision = snap.revision;
   return std::move(applied.report);
 }
 

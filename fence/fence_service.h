@@ -74,6 +74,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,7 +163,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // One turn of the loop once the store is open: polls a shared store's revision, and makes a
   // pass when this replica leads and a new term began, the store changed or the interval passed.
   void Tick();
-  void ReconcileAndLog();
+  // A pass (Reconcile), or with `changed_at` one for the store's change at that revision, logged.
+  void ReconcileAndLog(std::optional<int64_t> changed_at);
+  // A pass unless one already accounted for the change at revision `changed_at`.
+  Result<EnforceReport> ReconcileChange(int64_t changed_at);
   struct Opened {
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
@@ -224,6 +228,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   bool store_opening_ = true;
 
   std::mutex enforce_mu_;  // serialises fence, unfence and reconcile passes
+  // Guarded by enforce_mu_: the store's revision after the last pass that succeeded and its own
+  // writes. Up to it, the store holds nothing a pass has not accounted for.
+  int64_t passed_revision_ = -1;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -64,6 +64,7 @@ struct PortHold {
 struct StoreSnapshot {
   std::vector<FenceEntry> fences;      // sorted by CIDR (IPv4 first)
   std::vector<UnfenceEntry> unfences;  // pending unfences, sorted
+  int64_t revision = 0;  // Revision() as of this snapshot: a shared store's (0 for SQLite's)
 };
 
 class FenceStore {
@@ -107,6 +108,12 @@ class FenceStore {
   // A number that changes whenever Snapshot() may have changed, by this or any other writer;
   // cheap enough for the leader to read every few hundred milliseconds.
   virtual Result<int64_t> Revision() const = 0;
+
+  // The Revision() that this replica's own changes, each committed on top of the one before,
+  // carried the store to from `from` (a snapshot's revision): a Revision() equal to it holds
+  // nothing another writer changed since `from`. `from` itself when no change of this replica's
+  // was committed on top of it (and always, for a store nobody else writes).
+  virtual int64_t RevisionAfterOwnChanges(int64_t from) const { return from; }
 
   // This replica's candidacy for enforcing the store's fences, as `candidate` (its name); started
   // at once. The store must outlive it.

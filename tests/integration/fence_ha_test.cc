@@ -164,9 +164,11 @@ class FenceHaTest : public ::testing::Test {
     replicas_.clear();
   }
 
-  // Starts replica `name` against `location` (the whole cluster or one member) and waits until
-  // Probe says it is ready.
-  Replica& StartReplica(const std::string& name, const std::string& location) {
+  // Starts replica `name` against `location` (the whole cluster or one member), passing over
+  // the fences every `reconcile` besides when the store changes, and waits until Probe says it
+  // is ready.
+  Replica& StartReplica(const std::string& name, const std::string& location,
+                        std::chrono::milliseconds reconcile = 1s) {
     auto r = std::make_unique<Replica>();
     r->name = name;
     r->dir = dir_.path() + "/" + name;
@@ -183,7 +185,7 @@ class FenceHaTest : public ::testing::Test {
         {"etcdCallTimeoutMs", 1000},
         {"mpConnectTimeoutMs", 500},
         {"mpRequestTimeoutMs", 1000},
-        {"reconcileIntervalMs", 1000},
+        {"reconcileIntervalMs", reconcile.count()},
         {"logLevel", "debug"},
         {"logFile", r->dir + "/addons.log"},
     };
@@ -222,6 +224,14 @@ class FenceHaTest : public ::testing::Test {
     auto port = mp_->GetPort(port_id);
     EXPECT_TRUE(port.ok()) << port.status().ToString();
     return port.ok() && port->admin_state_up;
+  }
+
+  // How many REST requests the mock has answered.
+  int64_t MockRequests() {
+    httplib::Client http(mock_->base_url());
+    auto res = http.Get("/mock/state");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    return res ? json::parse(res->body).at("requests").get<int64_t>() : -1;
   }
 
   std::vector<Update> Journal() {
@@ -302,6 +312,26 @@ TEST_F(FenceHaTest, TheSurvivingReplicaKeepsTheFenceEnforcesItAndUnfencesExactly
   EXPECT_TRUE(Up(outside));
   EXPECT_EQ(r2.List(), std::vector<std::string>{});
   ExpectActedOneAfterTheOther("replica-1", "replica-2");
+}
+
+// The leader's pass accounts for its own writes: after a fence it enforced, it lists no ports
+// again while nothing else changes (the interval's pass is a minute away), yet a fence another
+// replica stores is enforced by the leader's next pass.
+TEST_F(FenceHaTest, TheLeaderPassesAgainForAnotherReplicasChangeNotForItsOwn) {
+  Replica& r1 = StartReplica("replica-1", etcd_->Location(), 60s);  // leads: it started first
+  Replica& r2 = StartReplica("replica-2", etcd_->Location(), 60s);
+  const std::string first = AddPort("10.242.0.5");
+  const std::string second = AddPort("10.242.0.20");
+  ASSERT_TRUE(r1.Fence({kFenced}).ok());
+  EXPECT_FALSE(Up(first));
+  const int64_t after_fence = MockRequests();
+  std::this_thread::sleep_for(1s);  // five of the leader's looks at the store
+  EXPECT_EQ(MockRequests(), after_fence) << "the leader passed again over its own fence";
+
+  const grpc::Status stored_by_follower = r2.Fence({"10.242.0.16/28"});
+  ASSERT_TRUE(stored_by_follower.ok()) << Text(stored_by_follower);
+  EXPECT_FALSE(Up(second));
+  EXPECT_TRUE(Up(AddPort("10.242.0.100")));
 }
 
 TEST_F(FenceHaTest, AMinorityOfEtcdLostLosesNothingAQuorumLostIsUnavailableUntilItReturns) {

@@ -465,6 +465,14 @@ class EtcdFenceStoreTest : public ::testing::Test {
     put->set_value(value);
     ASSERT_TRUE(client->Txn(txn).ok());
   }
+  // Deletes `name` under this test's prefix, as something that is not a FenceStore.
+  void Delete(const std::string& name) {
+    auto client = EtcdBackend::Client();
+    ASSERT_NE(client, nullptr);
+    etcdserverpb::TxnRequest txn;
+    txn.add_success()->mutable_request_delete_range()->set_key(dir_.path() + "/" + name);
+    ASSERT_TRUE(client->Txn(txn).ok());
+  }
   // The value at `name` under this test's prefix, as etcd holds it ("" absent).
   std::string Value(const std::string& name) {
     auto client = EtcdBackend::Client();
@@ -521,6 +529,63 @@ TEST_F(EtcdFenceStoreTest, AWriteAroundTheGuardIsReadNotOverwritten) {
   const std::string shard = Value("shards/09");
   EXPECT_NE(shard.find("not-a-cidr"), std::string::npos) << shard;
   EXPECT_NE(shard.find("p-by-hand"), std::string::npos) << shard;
+}
+
+// A read after this replica's own reads and writes still sees every other change: another
+// replica's, a shard rewritten or deleted around the guard (which leaves the guard as it was).
+TEST_F(EtcdFenceStoreTest, AReadSeesEveryChangeSinceTheLastOne) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->AddFences({C("10.0.0.0/24"), C("10.1.0.0/24")}).ok());  // shards 09 and 56
+  ASSERT_TRUE(a->MarkEnforced({C("10.1.0.0/24")}).ok());
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.0.0.0/24=pending", "10.1.0.0/24=enforced"}));
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.0.0.0/24=pending", "10.1.0.0/24=enforced"}));
+
+  ASSERT_TRUE(b->AddFences({C("10.2.0.0/24")}).ok());
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.0.0.0/24=pending", "10.1.0.0/24=enforced",
+                                                  "10.2.0.0/24=pending"}));
+  const std::string shard09 = Value("shards/09");
+  ASSERT_NE(shard09.find("10.0.0.0/24"), std::string::npos) << shard09;
+  Delete("shards/09");
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.1.0.0/24=enforced", "10.2.0.0/24=pending"}));
+  Put("shards/09", shard09);
+  EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.0.0.0/24=pending", "10.1.0.0/24=enforced",
+                                                  "10.2.0.0/24=pending"}));
+}
+
+// The revision a replica's own changes lead to from a snapshot's: the chain ends where another
+// replica's change came in between.
+TEST_F(EtcdFenceStoreTest, OwnChangesAreChainedUntilAnotherWriterComesBetween) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->AddFences({C("10.0.0.0/24")}).ok());
+  auto snap = a->Snapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  auto revision = a->Revision();
+  ASSERT_TRUE(revision.ok()) << revision.status().ToString();
+  EXPECT_EQ(snap->revision, *revision);
+  EXPECT_EQ(a->RevisionAfterOwnChanges(snap->revision), snap->revision);
+
+  ASSERT_TRUE(a->RecordHeldPorts({{C("10.0.0.0/24"), "p1"}}).ok());
+  ASSERT_TRUE(a->MarkEnforced({C("10.0.0.0/24")}).ok());
+  const auto own = a->Revision();
+  ASSERT_TRUE(own.ok());
+  EXPECT_GT(*own, snap->revision);
+  EXPECT_EQ(a->RevisionAfterOwnChanges(snap->revision), *own);
+
+  ASSERT_TRUE(b->AddFences({C("10.1.0.0/24")}).ok());
+  const auto others = a->Revision();
+  ASSERT_TRUE(others.ok());
+  ASSERT_TRUE(a->ReleasePorts({"p1"}).ok());  // lost the race, so re-read and committed on b's
+  const auto last = a->Revision();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(a->RevisionAfterOwnChanges(snap->revision), *own) << "b's change is not a's";
+  EXPECT_EQ(a->RevisionAfterOwnChanges(*others), *last);
+  EXPECT_EQ(b->RevisionAfterOwnChanges(snap->revision), snap->revision);
 }
 
 TEST_F(EtcdFenceStoreTest, AThousandCidrFenceIsOneTransaction) {
