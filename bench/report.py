@@ -12,13 +12,14 @@ import os
 import re
 import sys
 
-# The previous run (commit 69994bc, 2026-11-26), for "what changed and what it moved".
+# The previous run (commit 55d3b4d, 2026-11-26), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "69994bc",
-    "add": 5.7, "ptp_add": 10.7, "del": 23.1, "ptp_del": 27.3,
-    "ready50_over": 1.61, "ready50_gets": 12, "ready500_over": 1.67, "ready500_gets": 97,
-    "rss_kib": 7108, "version_ms": 1.51, "version_ptp_ms": 3.12, "probe_ratio": 1.00, "list_ratio": 0.78,
-    "fence_ms": 171.6, "unfence_ms": 185.9, "etcd_fence_ms": 231.1, "etcd_unfence_ms": 215.7,
+    "commit": "55d3b4d",
+    "add": 4.6, "ptp_add": 8.8, "del": 19.4, "ptp_del": 27.0,
+    "ready50_over": 1.05, "ready50_gets": 11, "ready500_over": 1.49, "ready500_gets": 96,
+    "rss_kib": 7204, "version_ms": 1.22, "version_ptp_ms": 2.66, "probe_ratio": 0.87, "list_ratio": 0.77,
+    "fence_ms": 140.6, "unfence_ms": 144.0, "etcd_fence_ms": 183.1, "etcd_unfence_ms": 154.0,
+    "etcd_fence_rest": 1002,
 }
 
 
@@ -251,9 +252,10 @@ def store_lines(store):
         p("")
         p("What bounds etcd here: every change commits one transaction, which a quorum of members fsyncs before it")
         p("answers (the SQLite file fsyncs once, locally), and a change that does not follow this replica's own last")
-        p("read or commit reads the whole prefix first; every ListClusterFence is a")
-        p("linearizable read of every shard, parsed again, where the SQLite store answers repeated reads of an")
-        p("unchanged file from memory. A snapshot cached against the guard's revision would close most of the list gap.")
+        p("read or commit reads the whole prefix first. Every ListClusterFence is a linearizable keys-only probe of")
+        p("what changed since this replica's last read or commit (the whole prefix again only when another writer")
+        p("changed it): a round trip to the etcd leader to confirm its commit index (ReadIndex) per call, where the")
+        p("SQLite store answers repeated reads of an unchanged file from memory.")
         p("")
     fo = store.get("failover", {})
     if fo:
@@ -642,25 +644,20 @@ def main():
         f = stores_now.get(store, {})
         return f"{fmt(f.get('fence', {}).get('ms'))} / {fmt(f.get('unfence', {}).get('ms'))}"
 
-    p("- **The fence's port list asks only for the members the fence reads** (`?fields=id&fields=fixed_ips&...`, "
-      "Neutron's field selection as Alcor's port manager implements it; `fence::kFencePortFields`): ~1.8 MB of "
-      "JSON for 10,000 ports instead of 5 MB, so a third of the lexing. The mock cuts each selection from its "
-      "serialised documents. Fence / unfence, SQLite store: "
-      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}.")
-    p("- **The etcd fence store starts a change from the state this replica last read or committed** "
-      "(fence/etcd_store.h), so a pass's changes after its snapshot read nothing more; each shard written is "
-      "compared as well as the guard. Fence / unfence, etcd store: "
-      f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (with the list "
-      "change above).")
-    r50 = next((r for r in ready if r.get("ready_delay_ms") == 50), None) if ready else None
-    p("- **A sign of readiness (the NIC arriving in the pod) that arrives during a wait brings the next poll to 1 ms "
-      "after it** rather than at once (one already there when the wait began is still polled at once): the agent "
-      "places the NIC before its controller reports the port ready, so a GET the moment the NIC appeared nearly "
-      "always found it pending. Readiness d = 50 ms: "
-      f"{PREVIOUS['ready50_gets']} GETs, {PREVIOUS['ready50_over']} ms over -> "
-      f"{fmt(readiness_gets(r50, 'default'), '', 0) if r50 else 'n/a'} GETs, "
-      f"{fmt(g(r50, 'default', 'median_ms') - base0 - 50, 'ms', 2) if r50 and base0 else 'n/a'} over.")
-    p("- The plugin's https:// path did not change; its figures below move with the machine.")
+    etcd_now = stores_now.get("etcd", {}).get("fence", {})
+    p("- **On the etcd fence store, a read whose last state etcd still holds no longer reads the whole prefix** "
+      "(fence/etcd_store.h): one keys-only Range of the keys changed since that state was read, each of which "
+      "must be one this replica wrote at the revision it wrote it, and the prefix's key count, which shows a "
+      "deleted key. An RPC's three reads (the fence limit's check, the pass's plan, the metrics after the pass) "
+      "are such probes when no other writer came between. **And the leader's loop no longer passes again over "
+      "its own writes**: a revision its last successful pass accounted for (the pass's snapshot and the "
+      "changes it committed on top of it, `FenceStore::RevisionAfterOwnChanges`) starts no pass, so a fence "
+      "RPC is no longer followed by a second list of every port. Fence / unfence, etcd store: "
+      f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')}; REST calls of "
+      f"the fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}. The SQLite store's "
+      f"path did not change: {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}.")
+    p("- The plugin did not change: its figures below (ADD, DEL, https://, readiness, VERSION) move with the "
+      "machine.")
     if pt_add and PREVIOUS["ptp_add"]:
         p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
           "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
@@ -891,8 +888,8 @@ def main():
                     p(f"| {store_name} | {name} | not measured: {r.get('why') or f.get('why') or 'not run'} | | | | | | | |")
         p("")
         p("CPU: user + system time of each process during the RPC (/proc/PID/stat), so the figure holds on a "
-          "shared machine too. On etcd the REST calls may include one more port list: the leader's loop makes a "
-          "confirming pass once the store's revision moved.")
+          "shared machine too. On etcd too the REST calls are the RPC's own: the leader's loop passes again only "
+          "for a change its last pass did not account for.")
         p("")
     elif fence:
         p(f"- FenceClusterNetwork: **not measured** — {fen.get('why', 'not run')}.")
@@ -1189,14 +1186,13 @@ def main():
               f"{fmt(sqlite.get('unfence', {}).get('ms'))}: the rest is the store. An RPC changes it three "
               "times (the fence or unfence itself, the held ports before the first update, what it completed "
               "after the last), each a transaction that a quorum of the three members, which share these cores "
-              "and one disk, fsyncs before it answers; and it reads the whole prefix three times (the fence "
-              "limit's check, the pass's plan, the metrics after the pass), each a linearizable read of 64 "
-              "shards parsed again. The changes start from the state the last read or commit left, so they "
-              "read nothing more.")
+              "and one disk, fsyncs before it answers, and each rewriting every shard it touches (a fence of "
+              "1,000 CIDRs touches all 64). It reads the store three times (the fence limit's check, the pass's "
+              "plan, the metrics after the pass), each a linearizable keys-only probe when nothing but this "
+              "replica changed the prefix; the changes start from the state the last read or commit left.")
             p("- What would move it: fewer round trips to the quorum in an RPC: the held ports written in the "
-              "same transaction as the fence (the port list read before the fence is stored), the metrics "
-              "taken from the state the pass committed rather than read again; on the Mizar-MP side, a bulk "
-              "update.")
+              "same transaction as the fence (the port list read before the fence is stored); on the Mizar-MP "
+              "side, a bulk update.")
         else:
             p("- What would move it: a faster JSON reader for the list on the client side. Of Debian's, "
               "simdjson is maintained but ships only as a shared library, and the static plugin lists ports too "
