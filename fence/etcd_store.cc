@@ -546,33 +546,21 @@ Status EtcdFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {
   });
 }
 
-Status EtcdFenceStore::ReleasePorts(const std::vector<std::string>& port_ids) {
-  if (port_ids.empty()) return Status::Ok();
-  return Mutate("releasing ports", [&](State& s) {
-    for (auto& [text, e] : s.entries) {
-      for (const std::string& id : port_ids) e.held.erase(id);
-    }
-  });
-}
-
-Status EtcdFenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
-  if (cidrs.empty()) return Status::Ok();
-  return Mutate("marking fences enforced", [&](State& s) {
+Status EtcdFenceStore::RecordCompleted(const Completed& done) {
+  if (done.empty()) return Status::Ok();
+  return Mutate("recording what a pass completed", [&](State& s) {
     const std::string now = records::NowRfc3339();
-    for (const Cidr& cidr : cidrs) {
+    for (const Cidr& cidr : done.enforced) {
       auto it = s.entries.find(CanonicalCidr(cidr));
       if (it == s.entries.end() || !it->second.fence) continue;
       if (it->second.state == FenceState::kEnforced) continue;
       it->second.state = FenceState::kEnforced;
       it->second.updated_at = now;
     }
-  });
-}
-
-Status EtcdFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
-  if (cidrs.empty()) return Status::Ok();
-  return Mutate("completing unfences", [&](State& s) {
-    for (const Cidr& cidr : cidrs) {
+    for (auto& [text, e] : s.entries) {
+      for (const std::string& id : done.released) e.held.erase(id);
+    }
+    for (const Cidr& cidr : done.unfenced) {
       auto it = s.entries.find(CanonicalCidr(cidr));
       // A CIDR fenced again keeps its record: it is the fence's now.
       if (it != s.entries.end() && !it->second.fence) s.entries.erase(it);

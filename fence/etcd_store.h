@@ -71,9 +71,7 @@ class EtcdFenceStore final : public FenceStore {
   Status AddFences(const std::vector<Cidr>& cidrs) override;
   Result<std::vector<Cidr>> RemoveFences(const std::vector<Cidr>& cidrs) override;
   Status RecordHeldPorts(const std::vector<PortHold>& holds) override;
-  Status ReleasePorts(const std::vector<std::string>& port_ids) override;
-  Status MarkEnforced(const std::vector<Cidr>& cidrs) override;
-  Status CompleteUnfences(const std::vector<Cidr>& cidrs) override;
+  Status RecordCompleted(const Completed& done) override;
   Result<StoreSnapshot> Snapshot() const override;
   Result<std::vector<FenceEntry>> ListFences() const override;
   // A linearizable read of the guard: fails without a quorum.

@@ -381,9 +381,8 @@ Result<StoreSnapshot> FenceService::ReadStore(FenceStore& store) {
 }
 
 Status FenceService::RecordCompletion(FenceStore& store, const AppliedPlan& applied) {
-  Status s = store.MarkEnforced(applied.newly_enforced);
-  if (s.ok()) s = store.ReleasePorts(applied.released);
-  if (s.ok()) s = store.CompleteUnfences(applied.report.unfenced);
+  Status s =
+      store.RecordCompleted({applied.newly_enforced, applied.released, applied.report.unfenced});
   if (!s.ok()) NoteStoreError(s);
   return s;
 }

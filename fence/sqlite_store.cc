@@ -330,41 +330,36 @@ Result<std::vector<Cidr>> SqliteFenceStore::RemoveFences(const std::vector<Cidr>
   return removed;
 }
 
-Status SqliteFenceStore::MarkEnforced(const std::vector<Cidr>& cidrs) {
-  if (cidrs.empty()) return Status::Ok();
+Status SqliteFenceStore::RecordCompleted(const Completed& done) {
+  if (done.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mu_);
   return InWriteTransaction([&]() -> Status {
     const std::string now = records::NowRfc3339();
-    Stmt upd;
-    if (!upd.Prepare(db_,
-                     "UPDATE fences SET state = 'enforced', updated_at = ?2 "
-                     "WHERE cidr = ?1 AND state <> 'enforced'")) {
-      return SqlError("preparing the state update");
-    }
-    for (const Cidr& cidr : cidrs) {
-      const std::string text = CanonicalCidr(cidr);
-      if (!upd.Run({text, now})) return SqlError("marking " + text + " enforced");
-    }
-    return Status::Ok();
-  });
-}
-
-Status SqliteFenceStore::CompleteUnfences(const std::vector<Cidr>& cidrs) {
-  if (cidrs.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(mu_);
-  return InWriteTransaction([&]() -> Status {
-    Stmt del;
+    Stmt enforced;
+    Stmt release;
+    Stmt unfenced;
     Stmt forget;
-    // The record goes with the unfence, unless the CIDR is fenced again (then it is the fence's).
-    if (!del.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1") ||
+    // An unfence's record goes with it, unless the CIDR is fenced again (then it is the fence's).
+    if (!enforced.Prepare(db_,
+                          "UPDATE fences SET state = 'enforced', updated_at = ?2 "
+                          "WHERE cidr = ?1 AND state <> 'enforced'") ||
+        !release.Prepare(db_, "DELETE FROM held_ports WHERE port_id = ?1") ||
+        !unfenced.Prepare(db_, "DELETE FROM unfences WHERE cidr = ?1") ||
         !forget.Prepare(db_,
                         "DELETE FROM held_ports WHERE cidr = ?1 "
                         "AND NOT EXISTS (SELECT 1 FROM fences WHERE cidr = ?1)")) {
-      return SqlError("preparing the unfence completion");
+      return SqlError("preparing the record of what a pass completed");
     }
-    for (const Cidr& cidr : cidrs) {
+    for (const Cidr& cidr : done.enforced) {
       const std::string text = CanonicalCidr(cidr);
-      if (!del.Run({text}) || !forget.Run({text})) {
+      if (!enforced.Run({text, now})) return SqlError("marking " + text + " enforced");
+    }
+    for (const std::string& id : done.released) {
+      if (!release.Run({id})) return SqlError("releasing port " + Quoted(id));
+    }
+    for (const Cidr& cidr : done.unfenced) {
+      const std::string text = CanonicalCidr(cidr);
+      if (!unfenced.Run({text}) || !forget.Run({text})) {
         return SqlError("completing unfence " + text);
       }
     }
@@ -387,21 +382,6 @@ Status SqliteFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {
       if (!add.Run({text, h.port_id})) {
         return SqlError("recording port " + Quoted(h.port_id) + " for fence " + text);
       }
-    }
-    return Status::Ok();
-  });
-}
-
-Status SqliteFenceStore::ReleasePorts(const std::vector<std::string>& port_ids) {
-  if (port_ids.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(mu_);
-  return InWriteTransaction([&]() -> Status {
-    Stmt del;
-    if (!del.Prepare(db_, "DELETE FROM held_ports WHERE port_id = ?1")) {
-      return SqlError("preparing the record update");
-    }
-    for (const std::string& id : port_ids) {
-      if (!del.Run({id})) return SqlError("releasing port " + Quoted(id));
     }
     return Status::Ok();
   });

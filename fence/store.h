@@ -61,6 +61,14 @@ struct PortHold {
   friend bool operator==(const PortHold&, const PortHold&) = default;
 };
 
+// What one pass completed (FenceStore::RecordCompleted).
+struct Completed {
+  std::vector<Cidr> enforced;         // fences now completely enforced
+  std::vector<std::string> released;  // ports no record should name any more
+  std::vector<Cidr> unfenced;         // pending unfences now complete
+  bool empty() const { return enforced.empty() && released.empty() && unfenced.empty(); }
+};
+
 struct StoreSnapshot {
   std::vector<FenceEntry> fences;      // sorted by CIDR (IPv4 first)
   std::vector<UnfenceEntry> unfences;  // pending unfences, sorted
@@ -86,14 +94,11 @@ class FenceStore {
   // are ignored (the fence was lifted meanwhile).
   virtual Status RecordHeldPorts(const std::vector<PortHold>& holds) = 0;
 
-  // Drops the listed port ids from every record (they are up again, or gone).
-  virtual Status ReleasePorts(const std::vector<std::string>& port_ids) = 0;
-
-  // Marks the listed fences enforced (those still stored; others are ignored).
-  virtual Status MarkEnforced(const std::vector<Cidr>& cidrs) = 0;
-
-  // Forgets the listed pending unfences and their records (their ports were re-enabled).
-  virtual Status CompleteUnfences(const std::vector<Cidr>& cidrs) = 0;
+  // Records what a pass completed, in this order and all or nothing: marks the `enforced` fences
+  // enforced (those still stored; others are ignored), drops the `released` port ids from every
+  // record (they are up again, or gone), forgets the `unfenced` pending unfences and their records
+  // (their ports were re-enabled). Nothing to record writes nothing.
+  virtual Status RecordCompleted(const Completed& done) = 0;
 
   // Every fence and pending unfence as of one point in time, including what other writers to
   // the same location committed.

@@ -161,7 +161,7 @@ TYPED_TEST(FenceStoreTest, FencesSurviveReopenInCanonicalOrder) {
     auto store = this->Open();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->AddFences({C("fd00::/64"), C("10.2.0.0/16"), C("10.1.0.5")}).ok());
-    ASSERT_TRUE(store->MarkEnforced({C("10.2.0.0/16")}).ok());
+    ASSERT_TRUE(store->RecordCompleted({.enforced = {C("10.2.0.0/16")}}).ok());
   }
   auto store = this->Open();
   ASSERT_NE(store, nullptr);
@@ -176,7 +176,7 @@ TYPED_TEST(FenceStoreTest, RepeatedFenceIsOneRowAndBecomesPendingAgain) {
   auto store = this->Open();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->AddFences({C("10.0.0.0/24"), C("10.0.0.0/24")}).ok());
-  ASSERT_TRUE(store->MarkEnforced({C("10.0.0.0/24")}).ok());
+  ASSERT_TRUE(store->RecordCompleted({.enforced = {C("10.0.0.0/24")}}).ok());
   EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=enforced"}));
   ASSERT_TRUE(store->AddFences({C("10.0.0.0/24")}).ok());
   EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=pending"}));
@@ -200,7 +200,7 @@ TYPED_TEST(FenceStoreTest, RemoveRecordsPendingUnfencesAcrossReopen) {
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.9.0.0/16=pending"}));
   EXPECT_EQ(Unfences(*store), (std::vector<std::string>{"10.0.0.0/24", "10.0.1.0/24"}));
-  ASSERT_TRUE(store->CompleteUnfences({C("10.0.0.0/24")}).ok());
+  ASSERT_TRUE(store->RecordCompleted({.unfenced = {C("10.0.0.0/24")}}).ok());
   EXPECT_EQ(Unfences(*store), (std::vector<std::string>{"10.0.1.0/24"}));
   // Fencing again drops the pending unfence of the same CIDR.
   ASSERT_TRUE(store->AddFences({C("10.0.1.0/24")}).ok());
@@ -233,7 +233,7 @@ TYPED_TEST(FenceStoreTest, RecordsFollowTheFenceThroughUnfenceAndRefence) {
   EXPECT_EQ(Records(*store),
             (std::vector<std::string>{"fence 10.0.1.0/25:p2", "unfence 10.0.1.0/24:p1,p2"}));
   // p2 is up again: no record names it any more.
-  ASSERT_TRUE(store->ReleasePorts({"p2", "unknown"}).ok());
+  ASSERT_TRUE(store->RecordCompleted({.released = {"p2", "unknown"}}).ok());
   EXPECT_EQ(Records(*store),
             (std::vector<std::string>{"fence 10.0.1.0/25:", "unfence 10.0.1.0/24:p1"}));
   // Fenced again before the unfence completed: the fence takes its record back.
@@ -242,10 +242,45 @@ TYPED_TEST(FenceStoreTest, RecordsFollowTheFenceThroughUnfenceAndRefence) {
             (std::vector<std::string>{"fence 10.0.1.0/24:p1", "fence 10.0.1.0/25:"}));
   // A completed unfence forgets the record: a later fence of the CIDR starts empty.
   ASSERT_TRUE(store->RemoveFences({a}).ok());
-  ASSERT_TRUE(store->CompleteUnfences({a}).ok());
+  ASSERT_TRUE(store->RecordCompleted({.unfenced = {a}}).ok());
   ASSERT_TRUE(store->AddFences({a}).ok());
   EXPECT_EQ(Records(*store),
             (std::vector<std::string>{"fence 10.0.1.0/24:", "fence 10.0.1.0/25:"}));
+}
+
+// What a pass completed is one change: fences enforced, ports released and unfences completed
+// together, each as its own kind of change would have it.
+TYPED_TEST(FenceStoreTest, APassCompletionIsRecordedWhole) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  const Cidr fenced = C("10.0.1.0/24");
+  const Cidr lifted = C("10.0.2.0/24");
+  const Cidr refenced = C("10.0.3.0/24");
+  ASSERT_TRUE(store->AddFences({fenced, lifted, refenced}).ok());
+  ASSERT_TRUE(
+      store->RecordHeldPorts({{fenced, "p1"}, {fenced, "p2"}, {lifted, "p3"}, {refenced, "p4"}})
+          .ok());
+  ASSERT_TRUE(store->RemoveFences({lifted, refenced}).ok());
+  ASSERT_TRUE(store->AddFences({refenced}).ok());
+  auto before = store->Revision();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_TRUE(store
+                  ->RecordCompleted({.enforced = {fenced, lifted},
+                                     .released = {"p2", "p3"},
+                                     .unfenced = {lifted, refenced}})
+                  .ok());
+  // `lifted` is no fence to enforce; `refenced` is a fence again, so its record stays.
+  EXPECT_EQ(Fences(*store),
+            (std::vector<std::string>{"10.0.1.0/24=enforced", "10.0.3.0/24=pending"}));
+  EXPECT_EQ(Records(*store),
+            (std::vector<std::string>{"fence 10.0.1.0/24:p1", "fence 10.0.3.0/24:p4"}));
+  auto after = store->Revision();
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(*after, *before);
+  ASSERT_TRUE(store->RecordCompleted({}).ok());
+  auto unchanged = store->Revision();
+  ASSERT_TRUE(unchanged.ok());
+  EXPECT_EQ(*unchanged, *after) << "nothing to record writes nothing";
 }
 
 TYPED_TEST(FenceStoreTest, TwoHandlesSeeEachOthersCommits) {
@@ -270,7 +305,7 @@ TYPED_TEST(FenceStoreTest, RepeatedSnapshotsFollowEveryChange) {
     EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.3.0.0/16=pending"}));
     EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=pending"}));
   }
-  ASSERT_TRUE(a->MarkEnforced({C("10.3.0.0/16")}).ok());
+  ASSERT_TRUE(a->RecordCompleted({.enforced = {C("10.3.0.0/16")}}).ok());
   EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.3.0.0/16=enforced"}));
   EXPECT_EQ(Fences(*b), (std::vector<std::string>{"10.3.0.0/16=enforced"}));
   ASSERT_TRUE(b->AddFences({C("fd00::/64")}).ok());
@@ -283,7 +318,7 @@ TYPED_TEST(FenceStoreTest, RepeatedSnapshotsFollowEveryChange) {
   auto snap = b->Snapshot();
   ASSERT_TRUE(snap.ok());
   ASSERT_EQ(snap->unfences.size(), 1u);
-  ASSERT_TRUE(a->CompleteUnfences({C("10.3.0.0/16")}).ok());
+  ASSERT_TRUE(a->RecordCompleted({.unfenced = {C("10.3.0.0/16")}}).ok());
   snap = b->Snapshot();
   ASSERT_TRUE(snap.ok());
   EXPECT_TRUE(snap->unfences.empty());
@@ -524,7 +559,7 @@ TEST_F(EtcdFenceStoreTest, AWriteAroundTheGuardIsReadNotOverwritten) {
       R"({"fences":{"10.0.0.0/24":{"state":"pending","created_at":"2026-01-01T00:00:00Z",)"
       R"("updated_at":"2026-01-01T00:00:00Z","tracked":true,"held_ports":["p-by-hand"]},)"
       R"("not-a-cidr":{"state":"pending"}},"unfences":{}})");
-  ASSERT_TRUE(store->MarkEnforced({C("10.0.0.0/24")}).ok());
+  ASSERT_TRUE(store->RecordCompleted({.enforced = {C("10.0.0.0/24")}}).ok());
   EXPECT_EQ(Fences(*store), (std::vector<std::string>{"10.0.0.0/24=enforced"}));
   const std::string shard = Value("shards/09");
   EXPECT_NE(shard.find("not-a-cidr"), std::string::npos) << shard;
@@ -539,7 +574,7 @@ TEST_F(EtcdFenceStoreTest, AReadSeesEveryChangeSinceTheLastOne) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   ASSERT_TRUE(a->AddFences({C("10.0.0.0/24"), C("10.1.0.0/24")}).ok());  // shards 09 and 56
-  ASSERT_TRUE(a->MarkEnforced({C("10.1.0.0/24")}).ok());
+  ASSERT_TRUE(a->RecordCompleted({.enforced = {C("10.1.0.0/24")}}).ok());
   EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.0.0.0/24=pending", "10.1.0.0/24=enforced"}));
   EXPECT_EQ(Fences(*a), (std::vector<std::string>{"10.0.0.0/24=pending", "10.1.0.0/24=enforced"}));
 
@@ -571,7 +606,7 @@ TEST_F(EtcdFenceStoreTest, OwnChangesAreChainedUntilAnotherWriterComesBetween) {
   EXPECT_EQ(a->RevisionAfterOwnChanges(snap->revision), snap->revision);
 
   ASSERT_TRUE(a->RecordHeldPorts({{C("10.0.0.0/24"), "p1"}}).ok());
-  ASSERT_TRUE(a->MarkEnforced({C("10.0.0.0/24")}).ok());
+  ASSERT_TRUE(a->RecordCompleted({.enforced = {C("10.0.0.0/24")}}).ok());
   const auto own = a->Revision();
   ASSERT_TRUE(own.ok());
   EXPECT_GT(*own, snap->revision);
@@ -580,7 +615,8 @@ TEST_F(EtcdFenceStoreTest, OwnChangesAreChainedUntilAnotherWriterComesBetween) {
   ASSERT_TRUE(b->AddFences({C("10.1.0.0/24")}).ok());
   const auto others = a->Revision();
   ASSERT_TRUE(others.ok());
-  ASSERT_TRUE(a->ReleasePorts({"p1"}).ok());  // lost the race, so re-read and committed on b's
+  ASSERT_TRUE(a->RecordCompleted({.released = {"p1"}})
+                  .ok());  // lost the race, so re-read and committed on b's
   const auto last = a->Revision();
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(a->RevisionAfterOwnChanges(snap->revision), *own) << "b's change is not a's";
@@ -608,7 +644,7 @@ TEST_F(EtcdFenceStoreTest, AThousandCidrFenceIsOneTransaction) {
   EXPECT_EQ(fences->size(), 1001u);
   // A read changes nothing; a write that changes nothing writes nothing.
   ASSERT_TRUE(store->AddFences({}).ok());
-  ASSERT_TRUE(store->MarkEnforced({C("198.51.100.0/24")}).ok());
+  ASSERT_TRUE(store->RecordCompleted({.enforced = {C("198.51.100.0/24")}}).ok());
   auto again = store->Revision();
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *after);
@@ -632,10 +668,10 @@ TEST_F(EtcdFenceStoreTest, RevisionMovesWithEveryWriteAndOnlyThen) {
   };
   expect_moved(a->AddFences({fence}), "AddFences");
   expect_moved(a->RecordHeldPorts({{fence, "p1"}}), "RecordHeldPorts");
-  expect_moved(a->MarkEnforced({fence}), "MarkEnforced");
-  expect_moved(a->ReleasePorts({"p1"}), "ReleasePorts");
+  expect_moved(a->RecordCompleted({.enforced = {fence}}), "RecordCompleted: enforced");
+  expect_moved(a->RecordCompleted({.released = {"p1"}}), "RecordCompleted: released");
   expect_moved(a->RemoveFences({fence}).status(), "RemoveFences");
-  expect_moved(a->CompleteUnfences({fence}), "CompleteUnfences");
+  expect_moved(a->RecordCompleted({.unfenced = {fence}}), "RecordCompleted: unfenced");
   expect_moved(b->AddFences({fence}), "AddFences through another replica");
   ASSERT_TRUE(a->Snapshot().ok());
   ASSERT_TRUE(a->ListFences().ok());
