@@ -654,11 +654,11 @@ def main():
       "changes it committed on top of it, `FenceStore::RevisionAfterOwnChanges`) starts no pass, so a fence "
       "RPC is no longer followed by a second list of every port. Fence / unfence, etcd store: "
       f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')}; REST calls of "
-      f"the fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}. The SQLite store's "
-      f"path did not change: {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}.")
+      f"the fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}.")
     p("- **What a pass completed is one change of the fence store** (`FenceStore::RecordCompleted`: fences "
       "enforced, ports released, unfences completed) instead of up to three, on both stores: an unfence "
-      "commits twice instead of three times.")
+      "commits twice instead of three times. Fence / unfence, SQLite store: "
+      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}.")
     p("- The plugin did not change: its figures below (ADD, DEL, https://, readiness, VERSION) move with the "
       "machine.")
     if pt_add and PREVIOUS["ptp_add"]:
