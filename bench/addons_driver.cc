@@ -102,21 +102,10 @@ class Bench {
                           {"getclients_calls", o_.getclients_calls},
                           {"fence_store", o_.fence_store}};
     if (o_.update_connections > 0) results_["config"]["update_connections"] = o_.update_connections;
-    int rc = 0;
-    for (const char* s : {"rpc", "getclients", "fence"}) {
-      if (!o_.sections.count(s)) continue;
-      std::cerr << "== " << s << "\n";
-      const auto t0 = mb::Clock::now();
-      bool ok = true;
-      if (std::string(s) == "rpc") ok = Rpc();
-      if (std::string(s) == "getclients") ok = GetClients();
-      if (std::string(s) == "fence") ok = Fence();
-      std::cerr << "   " << s << (ok ? " done" : " FAILED") << " in "
-                << mb::Ms(mb::Clock::now() - t0) / 1000 << " s\n";
-      if (!ok) rc = 1;
-      Save();
-    }
-    return rc;
+    return mb::RunSections({{"rpc", [this] { return Rpc(); }},
+                            {"getclients", [this] { return GetClients(); }},
+                            {"fence", [this] { return Fence(); }}},
+                           o_.sections, results_, o_.out);
   }
 
  private:
@@ -613,8 +602,6 @@ class Bench {
   }
 
   bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
-
-  void Save() const { mb::SaveResults(results_, o_.out); }
 
   Options o_;
   json results_;

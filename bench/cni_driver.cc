@@ -110,24 +110,13 @@ class Bench {
                           {"ptp", o_.ref_dir + "/ptp"},
                           {"mizarmp_config_example", MizarConfig("http://127.0.0.1:PORT")},
                           {"ptp_config_example", PtpConfig()}};
-    int rc = 0;
-    for (const char* s : {"latency", "ready", "burst", "footprint", "kernel", "profile"}) {
-      if (!o_.sections.count(s)) continue;
-      std::cerr << "== " << s << "\n";
-      const auto t0 = mb::Clock::now();
-      bool ok = true;
-      if (std::string(s) == "latency") ok = Latency();
-      if (std::string(s) == "ready") ok = Ready();
-      if (std::string(s) == "burst") ok = Burst();
-      if (std::string(s) == "footprint") ok = Footprint();
-      if (std::string(s) == "kernel") ok = Kernel();
-      if (std::string(s) == "profile") ok = Profile();
-      std::cerr << "   " << s << (ok ? " done" : " FAILED") << " in "
-                << mb::Ms(mb::Clock::now() - t0) / 1000 << " s\n";
-      if (!ok) rc = 1;
-      Save();
-    }
-    return rc;
+    return mb::RunSections({{"latency", [this] { return Latency(); }},
+                            {"ready", [this] { return Ready(); }},
+                            {"burst", [this] { return Burst(); }},
+                            {"footprint", [this] { return Footprint(); }},
+                            {"kernel", [this] { return Kernel(); }},
+                            {"profile", [this] { return Profile(); }}},
+                           o_.sections, results_, o_.out);
   }
 
  private:
@@ -702,8 +691,6 @@ class Bench {
   }
 
   bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
-
-  void Save() const { mb::SaveResults(results_, o_.out); }
 
   Options o_;
   std::string state_dir_, ipam_dir_;

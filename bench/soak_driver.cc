@@ -158,16 +158,9 @@ class Soak {
                           {"clients", o_.clients},
                           {"ports", o_.ports},
                           {"cidrs_per_client", o_.cidrs_per_client}};
-    int rc = 0;
-    for (const char* s : {"cni", "server"}) {
-      if (!o_.sections.count(s)) continue;
-      std::cerr << "== soak " << s << "\n";
-      const bool ok = std::string(s) == "cni" ? CniSoak() : ServerSoak();
-      std::cerr << "   soak " << s << (ok ? " done" : " FAILED") << "\n";
-      if (!ok) rc = 1;
-      Save();
-    }
-    return rc;
+    return mb::RunSections(
+        {{"cni", [this] { return CniSoak(); }}, {"server", [this] { return ServerSoak(); }}},
+        o_.sections, results_, o_.out);
   }
 
  private:
@@ -388,8 +381,6 @@ class Soak {
   }
 
   bool Fail(const std::string& why) { return mb::RecordFailure(results_, why); }
-
-  void Save() const { mb::SaveResults(results_, o_.out); }
 
   Options o_;
   json results_;

@@ -64,7 +64,8 @@ std::optional<json> HttpJson(const std::string& method, const std::string& url,
   return j;
 }
 
-Mock::Mock(const MockOptions& o) : work_dir_(o.work_dir), tls_ca_(o.tls_cert.empty() ? "" : o.tls_ca) {
+Mock::Mock(const MockOptions& o)
+    : work_dir_(o.work_dir), tls_ca_(o.tls_cert.empty() ? "" : o.tls_ca) {
   const std::string tag = UniqueName("mk");
   const std::string port_file = o.work_dir + "/" + tag + ".port";
   log_ = o.work_dir + "/" + tag + ".log";
@@ -90,7 +91,8 @@ Mock::Mock(const MockOptions& o) : work_dir_(o.work_dir), tls_ca_(o.tls_cert.emp
     if (o.agent_unplugs_later) argv.push_back("--agent-unplugs-later");
   }
   if (!o.tls_cert.empty()) {
-    for (const std::string& a : {std::string("--tls-cert"), o.tls_cert, std::string("--tls-key"), o.tls_key}) {
+    for (const std::string& a :
+         {std::string("--tls-cert"), o.tls_cert, std::string("--tls-key"), o.tls_key}) {
       argv.push_back(a);
     }
   }
@@ -209,6 +211,22 @@ std::optional<int> ParseDriverFlags(const std::string& program, const std::strin
 
 void SaveResults(const nlohmann::json& results, const std::string& path) {
   std::ofstream(path) << results.dump(2) << "\n";
+}
+
+int RunSections(const std::vector<Section>& sections, const std::set<std::string>& wanted,
+                const nlohmann::json& results, const std::string& path) {
+  int rc = 0;
+  for (const Section& section : sections) {
+    if (!wanted.contains(section.name)) continue;
+    std::cerr << "== " << section.name << "\n";
+    const auto t0 = Clock::now();
+    const bool ok = section.run();
+    std::cerr << "   " << section.name << (ok ? " done" : " FAILED") << " in "
+              << Ms(Clock::now() - t0) / 1000 << " s\n";
+    if (!ok) rc = 1;
+    SaveResults(results, path);
+  }
+  return rc;
 }
 
 }  // namespace mizarmp::bench

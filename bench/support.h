@@ -11,6 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,16 @@ std::optional<int> ParseDriverFlags(const std::string& program, const std::strin
 
 // Writes a driver's results to `path` as indented JSON.
 void SaveResults(const nlohmann::json& results, const std::string& path);
+
+// One section of a driver: its name (as --sections names it) and its run (false: it failed).
+struct Section {
+  const char* name;
+  std::function<bool()> run;
+};
+// Runs those of `sections` that `wanted` names, in order, each announced and timed on stderr;
+// saves `results` to `path` after each, so a run cut short keeps what finished. 1 when any failed.
+int RunSections(const std::vector<Section>& sections, const std::set<std::string>& wanted,
+                const nlohmann::json& results, const std::string& path);
 
 // `s` cut at every `sep`, empty pieces dropped.
 std::vector<std::string> Split(const std::string& s, char sep);
