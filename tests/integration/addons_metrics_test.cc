@@ -23,6 +23,7 @@
 #include "identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -123,10 +124,7 @@ class AddonsMetricsTest : public ::testing::Test {
   void SetUp() override {
     mock::Options o;
     o.cidr = "10.248.0.0/24";
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     const json config = {{"endpoint", "unix://" + dir_.path() + "/run/csi-addons.sock"},
                          {"mpurl", mock_->base_url()},
                          {"project", kProject},

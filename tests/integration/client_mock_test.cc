@@ -18,6 +18,7 @@
 
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::client {
@@ -60,13 +61,7 @@ class ClientMockTest : public ::testing::TestWithParam<mock::Dialect> {
   }
 
   // Starts a mock; failures are fatal for the test (check with ASSERT_NO_FATAL_FAILURE).
-  void StartMock(mock::Options o) {
-    auto m = mock::MockServer::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    server_ = std::move(m).value();
-    Status st = server_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
+  void StartMock(mock::Options o) { ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &server_)); }
 
   ClientConfig Config() const {
     ClientConfig c;

@@ -18,6 +18,7 @@
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::cni {
@@ -48,10 +49,7 @@ class CniCommandsTest : public ::testing::Test {
     mock::Options o;
     o.cidr = "10.242.0.0/16";
     o.faults = faults;
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     url_ = mock_->base_url();
   }
 

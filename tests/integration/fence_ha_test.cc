@@ -24,6 +24,7 @@
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/etcd_cluster.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -145,10 +146,7 @@ class FenceHaTest : public ::testing::Test {
     ASSERT_EQ(etcd_->error(), "");
     mock::Options o;
     o.cidr = "10.242.0.0/24";
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     client::ClientConfig cc;
     cc.base_url = mock_->base_url();
     cc.project_id = kProject;

@@ -26,6 +26,7 @@
 #include "mock-server/mock.h"
 #include "records/records.h"
 #include "tests/support/records.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::fence {
@@ -44,10 +45,7 @@ class FenceServiceTest : public ::testing::Test {
     o.cidr = "10.240.0.0/16";
     o.subnet6_id = kSubnet6;
     o.cidr6 = "fd00:240::/64";
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     client::ClientConfig cc;
     cc.base_url = mock_->base_url();
     auto c = client::Client::Create(cc);

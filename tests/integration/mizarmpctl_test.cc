@@ -12,6 +12,7 @@
 #include "common/fileutil.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -37,10 +38,7 @@ class MizarmpctlTest : public ::testing::Test {
     o.bridge = UniqueName("mzbr");
     o.agent_netns = host_->path();
     o.cidr = "10.247.0.0/24";
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     const json conflist = {{"cniVersion", "1.0.0"},
                            {"name", "mzctl"},
                            {"plugins",

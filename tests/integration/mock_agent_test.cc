@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::mock {
@@ -68,11 +69,7 @@ class MockAgentTest : public ::testing::Test {
     o.subnet6_id = "6a6a6a6a-0000-4000-8000-000000000006";
     o.cidr6 = "fd00:66::/64";
     o.mtu = 1400;
-    auto m = MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    server_ = std::move(m).value();
-    Status st = server_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &server_));
   }
 
   json Call(const std::string& method, const std::string& path, const json& body, int* status) {

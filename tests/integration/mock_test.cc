@@ -26,6 +26,7 @@
 #include "common/ipaddr.h"
 #include "common/uuid.h"
 #include "mizarmp-client/client.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::mock {
@@ -98,13 +99,7 @@ class MockTest : public ::testing::TestWithParam<Dialect> {
     o.dialect = GetParam();
     return o;
   }
-  void Start(Options o) {
-    auto m = MockServer::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    server_ = std::move(m).value();
-    Status st = server_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
+  void Start(Options o) { ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &server_)); }
   void Start() { Start(Opts()); }
 
   Http Get(const std::string& path, const httplib::Headers& h = {}) {

@@ -10,6 +10,7 @@
 
 #include "common/fileutil.h"
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -23,10 +24,7 @@ class PluginHostileInputTest : public ::testing::Test {
   void SetUp() override {
     mock::Options o;
     o.cidr = "10.243.0.0/16";
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
   }
 
   json Config() const {

@@ -15,6 +15,7 @@
 #include "common/fileutil.h"
 #include "common/uuid.h"
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -54,10 +55,7 @@ class PluginNetnsTest : public ::testing::Test {
     o.cidr = kCidr;
     o.dialect = dialect;
     o.faults = faults;
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
   }
 
   // A pod sandbox: a fresh named netns.

@@ -17,6 +17,7 @@
 #include "common/fileutil.h"
 #include "common/strings.h"
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -72,10 +73,7 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<Transport> {
       o.tls_cert_file = pki_.server_cert;
       o.tls_key_file = pki_.server_key;
     }
-    auto m = mock::MockServer::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mock_ = std::move(*m);
-    ASSERT_TRUE(mock_->Start().ok());
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
   }
 
   // The root: /mizarmp, /etc/hosts, the CA where the transport under test looks for it, and the

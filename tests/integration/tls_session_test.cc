@@ -11,6 +11,7 @@
 #include "common/fileutil.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::client {
@@ -30,11 +31,7 @@ class TlsSessionTest : public ::testing::Test {
     o.tls_cert_file = pki_.server_cert;
     o.tls_key_file = pki_.server_key;
     if (mutual) o.tls_client_ca_file = pki_.ca;
-    auto m = mock::MockServer::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    server_ = std::move(m).value();
-    Status st = server_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &server_));
   }
 
   ClientConfig Config() const {
