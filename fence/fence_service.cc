@@ -1,7 +1,9 @@
 #include "fence/fence_service.h"
 
 #include <algorithm>
+#include <future>
 #include <span>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -275,8 +277,8 @@ FenceService::Clock::duration FenceService::UpdateBudget() const {
   return options_.mizarmp.connect_timeout + options_.mizarmp.request_timeout;
 }
 
-Result<EnforceReport> FenceService::EnforceLocked() {
-  auto report = EnforcePass();
+Result<EnforceReport> FenceService::EnforceLocked(PendingListing listing) {
+  auto report = EnforcePass(std::move(listing));
   metrics_.ObservePass(report.ok());
   auto opened = Store();
   if (!opened.ok()) return report;
@@ -292,7 +294,7 @@ Result<EnforceReport> FenceService::EnforceLocked() {
   return report;
 }
 
-Result<EnforceReport> FenceService::EnforcePass() {
+Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
   ++passes_;
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   FenceStore* store = opened.store;
@@ -310,8 +312,8 @@ Result<EnforceReport> FenceService::EnforcePass() {
     return EnforceReport{.store_revision = snap.revision};
   }
 
-  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
-  auto ports = mp->ListPorts({}, kFencePortFields);
+  MZ_ASSIGN_OR_RETURN(const PortListing listed, listing.valid() ? listing.get() : ListPorts());
+  const Result<client::PortList>& ports = listed.ports;
   if (!ports.ok()) {
     return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
                                                ports.status().ToString() + "); " + WhatLeft(snap));
@@ -324,7 +326,7 @@ Result<EnforceReport> FenceService::EnforcePass() {
     return s.WithContext("recording the fenced ports");
   }
   // Mizar-MP has no bulk update: the updates go out over several connections at once.
-  const UpdateConnections connections{.first = mp.get(),
+  const UpdateConnections connections{.first = listed.client.get(),
                                       .more = [this] { return NewClient(); },
                                       .count = options_.update_connections};
   AppliedPlan applied =
@@ -340,6 +342,26 @@ Result<EnforceReport> FenceService::EnforcePass() {
   if (!plan.unreadable.empty()) return ListWithHoles(plan, applied.report, snap);
   applied.report.store_revision = snap.revision;
   return std::move(applied.report);
+}
+
+Result<FenceService::PortListing> FenceService::ListPorts() const {
+  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
+  auto ports = mp->ListPorts({}, kFencePortFields);
+  return PortListing{std::move(mp), std::move(ports)};
+}
+
+FenceService::PendingListing FenceService::StartListing(const Admitted& call) const {
+  if (!call.leadership->LeadsFor(UpdateBudget())) return {};
+  try {
+    return std::async(std::launch::async, [this, context = log::ThreadContext()] {
+      log::SetThreadContext(context);
+      return ListPorts();
+    });
+  } catch (const std::system_error& e) {
+    MZ_LOG(kWarn) << "fence: the port list waits for the store (no thread for it: " << e.what()
+                  << ")";
+    return {};
+  }
 }
 
 Status FenceService::CheckStoreLimit(FenceStore& store, const CidrSet& cidrs) {
@@ -446,8 +468,9 @@ Result<FenceService::Admitted> FenceService::Admit(
 
 Result<EnforceReport> FenceService::Enforce(const Admitted& call, bool fence,
                                             const grpc::ServerContext& context,
-                                            std::unique_lock<std::mutex>& enforce_lock) {
-  if (call.leadership->LeadsFor(UpdateBudget())) return EnforceLocked();
+                                            std::unique_lock<std::mutex>& enforce_lock,
+                                            PendingListing listing) {
+  if (call.leadership->LeadsFor(UpdateBudget())) return EnforceLocked(std::move(listing));
   enforce_lock.unlock();  // the wait must not hold up this replica's other RPCs
   // A leader lost just now is replaced within 4/3 of the lease and makes its pass; twice the
   // lease and 10 s leave room for a slow pass on a loaded machine.
@@ -499,6 +522,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
     MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
     return ToGrpcStatus(s);
   }
+  PendingListing listing = StartListing(*call);
   // Durable first: once this returns, a crash cannot lose the fence.
   if (Status s = store->AddFences(cidrs.cidrs()); !s.ok()) {
     NoteStoreError(s);
@@ -507,7 +531,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
   }
   const std::string names = Join(cidrs.Strings());
   MZ_LOG(kInfo) << "fence stored: " << names;
-  auto report = Enforce(*call, /*fence=*/true, *context, lock);
+  auto report = Enforce(*call, /*fence=*/true, *context, lock, std::move(listing));
   if (!report.ok()) {
     MZ_LOG(kWarn) << "fence of " << names << " not yet enforced: " << report.status().message();
     return ToGrpcStatus(report.status().WithContext("fence of " + names + " is stored"));
@@ -525,6 +549,7 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   FenceStore* store = call->store;
 
   std::unique_lock<std::mutex> lock(enforce_mu_);
+  PendingListing listing = StartListing(*call);
   auto removed = store->RemoveFences(cidrs.cidrs());
   if (!removed.ok()) {
     NoteStoreError(removed.status());
@@ -535,7 +560,7 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   MZ_LOG(kInfo) << "unfence of " << names << ": lifted "
                 << (removed->empty() ? std::string("nothing (not fenced)")
                                      : Join(CidrTexts(*removed)));
-  auto report = Enforce(*call, /*fence=*/false, *context, lock);
+  auto report = Enforce(*call, /*fence=*/false, *context, lock, std::move(listing));
   if (!report.ok()) {
     MZ_LOG(kWarn) << "unfence of " << names << " not yet complete: " << report.status().message();
     return ToGrpcStatus(report.status().WithContext("unfence of " + names + " is stored"));

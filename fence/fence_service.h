@@ -71,6 +71,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -181,11 +182,28 @@ class FenceService final : public ::fence::FenceController::Service, public addo
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
   };
-  // After a change was stored: this replica's own pass when it leads, otherwise the wait for the
-  // leader's (AwaitLeader). Call with enforce_mu_ held; it is released for the wait.
+  // The port list a pass plans on, and the client that read it (the pass's first connection).
+  struct PortListing {
+    std::unique_ptr<client::Client> client;
+    Result<client::PortList> ports;
+  };
+  // A listing read on a thread of its own (StartListing); invalid when there is none.
+  using PendingListing = std::future<Result<PortListing>>;
+  // A new client's error, or the client and what its list returned.
+  Result<PortListing> ListPorts() const;
+  // When this replica leads, the port list of the pass that follows a fence or unfence RPC's
+  // change, started now so that Mizar-MP lists the ports while the store commits the change: the
+  // two are independent, and the pass is serialised with every other (enforce_mu_ is held), so
+  // the list is as current as one read after the commit. The store's commit (a quorum's fsync on
+  // etcd) is then off the RPC's time. Invalid when this replica does not lead, or no thread is
+  // left (the pass then lists the ports itself).
+  PendingListing StartListing(const Admitted& call) const;
+  // After a change was stored: this replica's own pass (planning on `listing` when it is valid)
+  // when it leads, otherwise the wait for the leader's (AwaitLeader). Call with enforce_mu_ held;
+  // it is released for the wait.
   Result<EnforceReport> Enforce(const Admitted& call, bool fence,
                                 const grpc::ServerContext& context,
-                                std::unique_lock<std::mutex>& enforce_lock);
+                                std::unique_lock<std::mutex>& enforce_lock, PendingListing listing);
   // Waits until the leader enforced `cidrs` (fence) or completed their unfence.
   Status AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline);
   // How long one port update may take (what a leader's lease must still cover to start it).
@@ -196,9 +214,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Status Authenticate(const char* rpc, const Secrets& secrets) const;
 
   // One enforcement pass, counted in the metrics with the store it leaves; call with enforce_mu_
-  // held.
-  Result<EnforceReport> EnforceLocked();
-  Result<EnforceReport> EnforcePass();
+  // held. It plans on `listing` when that is valid, else lists the ports itself.
+  Result<EnforceReport> EnforceLocked(PendingListing listing = {});
+  Result<EnforceReport> EnforcePass(PendingListing listing);
   Result<StoreSnapshot> ReadStore(FenceStore& store);
   Status RecordCompletion(FenceStore& store, const AppliedPlan& applied);
   // RESOURCE_EXHAUSTED when adding `cidrs` would take the store past kMaxStoredFences.

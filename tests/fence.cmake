@@ -9,8 +9,8 @@ mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
 # The FenceController against the in-process mizarmp-mock (loopback HTTP, no agent, no root),
 # and its wiring into Identity.
 mizarmp_add_test(NAME fence_service_test SOURCES integration/fence_service_test.cc
-                 LIBS mizarmp_fence mizarmp_records mizarmp_mock LABELS "integration;concurrency"
-                 TIMEOUT 180)
+                 LIBS mizarmp_fence mizarmp_records mizarmp_mock sqlite3
+                 LABELS "integration;concurrency" TIMEOUT 180)
 mizarmp_add_test(NAME node_fence_clients_test SOURCES integration/node_fence_clients_test.cc
                  LIBS mizarmp_fence mizarmp_records LABELS integration TIMEOUT 60)
 

@@ -5,6 +5,7 @@
 
 #include <grpcpp/server_context.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <atomic>
@@ -254,6 +255,31 @@ TEST_F(FenceServiceTest, BadAndMissingCidrsAreInvalidArgumentNamingTheValue) {
     EXPECT_EQ(u.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.named;
   }
   // Nothing was stored or disabled by the refused requests.
+  EXPECT_TRUE(List().empty());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
+}
+
+// The leader reads the port list while the fence is committed; a commit that fails must still
+// leave every port as it was, and answer.
+TEST_F(FenceServiceTest, AFenceTheStoreRefusesChangesNoPort) {
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  {
+    // Another writer of the file (an operator's sqlite3) makes every new fence fail to commit.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(Options().fence_store.c_str(), &raw), SQLITE_OK);
+    std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close);
+    ASSERT_EQ(sqlite3_exec(db.get(),
+                           "CREATE TRIGGER refuse_fences BEFORE INSERT ON fences "
+                           "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db.get());
+  }
+  grpc::Status s = Fence({"10.240.1.0/24"});
+  EXPECT_NE(s.error_code(), grpc::StatusCode::OK);
+  EXPECT_NE(s.error_message().find("storing the fence"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("refused by the test"), std::string::npos) << s.error_message();
   EXPECT_TRUE(List().empty());
   EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
 }
