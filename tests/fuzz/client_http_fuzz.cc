@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mizarmp-client/client.h"
+#include "tests/support/port_spec.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -56,15 +57,7 @@ std::string StartServer() {
 }
 
 client::PortSpec Spec(const std::string& id) {
-  client::PortSpec spec;
-  spec.project_id = client::kDefaultProjectId;
-  spec.id = id;
-  spec.name = "k8s_" + id;
-  spec.network_id = client::kDefaultSubnetId;
-  spec.veth_name = "eth0";
-  spec.network_ns = "/var/run/netns/fuzz";
-  spec.host_id = "node-a";
-  return spec;
+  return testing::PortSpecFor(id, "/var/run/netns/fuzz");
 }
 
 void Call(client::Client& c, int op) {

@@ -11,6 +11,7 @@
 #include "common/fileutil.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "tests/support/port_spec.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
@@ -59,15 +60,7 @@ class TlsSessionTest : public ::testing::Test {
     auto client = Client::Create(c);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     if (!client.ok()) return {};
-    PortSpec spec;
-    spec.project_id = kDefaultProjectId;
-    spec.id = "p1";
-    spec.name = "k8s_p1";
-    spec.network_id = kDefaultSubnetId;
-    spec.veth_name = "eth0";
-    spec.network_ns = "/var/run/netns/none";
-    spec.host_id = "node-a";
-    auto port = (*client)->CreatePort(spec);
+    auto port = (*client)->CreatePort(testing::PortSpecFor("p1"));
     EXPECT_TRUE(port.ok()) << port.status().ToString();
     return (*client)->tls_handshakes();
   }
