@@ -220,6 +220,11 @@ Result<NetConf> ParseNetConf(const json& doc) {
                                 &c.tls.insecure_skip_verify));
   }
   MZ_RETURN_IF_ERROR(ReadString(doc, "tokenFile", "tokenFile", &c.token_file));
+  MZ_RETURN_IF_ERROR(ReadString(doc, "relaySocket", "relaySocket", &c.relay_socket));
+  if (!c.relay_socket.empty() && c.relay_socket[0] != '/') {
+    return InvalidArgumentError("config key \"relaySocket\": " + Quoted(c.relay_socket) +
+                                " is not an absolute path");
+  }
 
   MZ_ASSIGN_OR_RETURN(const json* timeouts, ReadObject(doc, "timeouts"));
   if (timeouts != nullptr) {
@@ -290,6 +295,7 @@ client::ClientConfig ClientConfigFor(const NetConf& conf) {
   // A dot entry: the record store takes every other directory there for a network's.
   cc.tls.session_dir = conf.state_dir + "/" + kTlsSessionDirName;
   cc.token_file = conf.token_file;
+  cc.relay_socket = conf.relay_socket;
   return cc;
 }
 

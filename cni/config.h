@@ -57,6 +57,7 @@ struct NetConf {
   DnsConfig dns;
   client::TlsConfig tls;
   std::string token_file;
+  std::string relay_socket;  // the node's relay for an https mpurl (ClientConfig::relay_socket)
   std::chrono::milliseconds ready_timeout{60000};
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds connect_timeout{2000};

@@ -152,74 +152,6 @@ struct Response {
   bool success() const { return http >= 200 && http < 300; }
 };
 
-// Splits base_url (trailing '/' already removed into `base`) into scheme, host, port and path
-// prefix. Credentials in the URL are refused before anything else, so no error echoes them.
-Result<Endpoint> ParseBaseUrl(const std::string& base, const std::string& original) {
-  const size_t scheme_end = base.find("://");
-  const size_t authority_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  const size_t slash = base.find_first_of("/?#", authority_start);
-  const std::string authority = base.substr(
-      authority_start, slash == std::string::npos ? std::string::npos : slash - authority_start);
-  if (authority.find('@') != std::string::npos) {
-    // Not echoed: the part before '@' may be a password. Credentials go in token_file.
-    return InvalidArgumentError(
-        "base_url must not carry user credentials (user@host); use a token file");
-  }
-  const std::string named = "base_url " + Quoted(original);
-  Endpoint ep;
-  ep.https = base.starts_with("https://");
-  if (!ep.https && !base.starts_with("http://")) {
-    return InvalidArgumentError(named + " must start with http:// or https://");
-  }
-  for (char c : base) {
-    if (std::isspace(static_cast<unsigned char>(c)) ||
-        std::iscntrl(static_cast<unsigned char>(c))) {
-      return InvalidArgumentError(named + " contains whitespace");
-    }
-  }
-  if (base.find_first_of("?#") != std::string::npos) {
-    return InvalidArgumentError(named + " must not carry a query or a fragment");
-  }
-  if (slash != std::string::npos) ep.prefix = base.substr(slash);
-  std::string port_text;
-  if (!authority.empty() && authority[0] == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string::npos) {
-      return InvalidArgumentError(named + " has an unterminated IPv6 host");
-    }
-    ep.host = authority.substr(1, close - 1);
-    const std::string rest = authority.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest[0] != ':') return InvalidArgumentError(named + " has junk after the host");
-      port_text = rest.substr(1);
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    ep.host = authority.substr(0, colon);
-    if (colon != std::string::npos) port_text = authority.substr(colon + 1);
-  }
-  if (ep.host.empty()) return InvalidArgumentError(named + " has no host");
-  ep.port = ep.https ? 443 : 80;
-  if (!port_text.empty()) {
-    int port = 0;
-    for (char c : port_text) {
-      if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535) {
-        port = -1;
-        break;
-      }
-      port = port * 10 + (c - '0');
-    }
-    if (port < 1 || port > 65535) {
-      return InvalidArgumentError(named + " has a bad port " + Quoted(port_text));
-    }
-    ep.port = port;
-  }
-  const bool v6 = ep.host.find(':') != std::string::npos;
-  ep.host_header = v6 ? "[" + ep.host + "]" : ep.host;
-  if (ep.port != (ep.https ? 443 : 80)) ep.host_header += ":" + std::to_string(ep.port);
-  return ep;
-}
-
 // How long one attempt may take, and whether that was cut short by the call's deadline.
 struct AttemptTime {
   milliseconds timeout;
@@ -286,6 +218,7 @@ struct Client::Impl {
   Client* owner = nullptr;
   std::string base;                      // base_url without trailing '/', for log lines
   std::unique_ptr<Transport> transport;  // the one kept-alive connection
+  std::unique_ptr<Transport> relay;      // ClientConfig::relay_socket's, until it fails
   // Sent with every request; holds the token: never log.
   std::map<std::string, std::string> headers;
   std::optional<Dialect> bulk_dialect;  // what bulk create turned out to speak (kAuto)
@@ -335,10 +268,39 @@ struct Client::Impl {
     }
     request.body = body;
     HttpReply reply;
-    auto failure = transport->Send(request, timeout, &reply);
+    const auto deadline = Clock::now() + timeout;
+    if (relay != nullptr && Relayed(request, timeout, &reply)) {
+      *http_status = reply.status;
+      *out = std::move(reply.body);
+      return std::nullopt;
+    }
+    const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      TransportFailure spent;
+      spent.text = "no time left after the relay failed";
+      spent.retryable = spent.timed_out = true;
+      return spent;
+    }
+    auto failure = transport->Send(request, left, &reply);
     *http_status = failure ? 0 : reply.status;
     *out = std::move(reply.body);
     return failure;
+  }
+
+  // Sends `request` through the relay: true with the controller's answer in *reply; false, the
+  // relay given up and logged, when it failed or answered for itself (the caller then goes
+  // directly). The request names the controller, so a relay for another one refuses it.
+  bool Relayed(HttpRequest request, milliseconds timeout, HttpReply* reply) {
+    request.headers.emplace_back(kRelayToHeader, base);
+    auto failure = relay->Send(request, timeout, reply);
+    if (!failure && reply->relay_error.empty()) return true;
+    MZ_LOG(kInfo) << "relay " << cfg().relay_socket << ": "
+                  << (failure ? failure->text
+                              : "HTTP " + std::to_string(reply->status) + ": " + reply->relay_error)
+                  << "; going to " << base << " directly";
+    relay.reset();
+    *reply = HttpReply{};
+    return false;
   }
 
   // Sends a request with bounded retries (all calls here are idempotent: ids are client-chosen).
@@ -598,9 +560,8 @@ Client::Client(ClientConfig config) : impl_(std::make_unique<Impl>()), config_(s
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
-  std::string base = config.base_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  MZ_ASSIGN_OR_RETURN(Endpoint endpoint, ParseBaseUrl(base, config.base_url));
+  const std::string base = TrimmedBaseUrl(config.base_url);
+  MZ_ASSIGN_OR_RETURN(Endpoint endpoint, ParseBaseUrl(config.base_url));
   if (config.project_id.empty()) return InvalidArgumentError("project_id is empty");
   if (config.max_attempts < 1) {
     return InvalidArgumentError("max_attempts must be at least 1, got " +
@@ -633,6 +594,13 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   // The connection itself is opened by the first request.
   const ClientConfig& cfg = client->config_;
   if (!cfg.user_agent.empty()) impl.headers.emplace("User-Agent", cfg.user_agent);
+  if (!cfg.relay_socket.empty() && endpoint.https) {
+    Endpoint relay = endpoint;
+    relay.https = false;
+    relay.unix_socket = cfg.relay_socket;
+    impl.relay = std::make_unique<Transport>(std::move(relay), TlsConfig{}, cfg.connect_timeout,
+                                             cfg.max_response_bytes);
+  }
   impl.transport = std::make_unique<Transport>(std::move(endpoint), cfg.tls, cfg.connect_timeout,
                                                cfg.max_response_bytes);
   impl.token_version = token_version;

@@ -80,6 +80,12 @@ struct ClientConfig {
   // Called once per REST call after its retries (empty: nothing is observed, nothing costs).
   // Runs on the calling thread; must not block.
   std::function<void(const CallObservation&)> observer;
+  // A node's relay (relay/relay.h) for an https:// base_url: the requests go to this unix socket
+  // as plain HTTP, and the relay sends them on over its kept TLS connections, so a short-lived
+  // process makes no TLS set-up of its own. A relay that cannot be reached, fails a request or
+  // does not serve base_url is given up for the rest of the Client's life, and that request
+  // and the next go to the controller directly, with `tls`. Empty, or an http:// base_url: none.
+  std::string relay_socket;
 };
 
 // JSON responses nesting arrays and objects deeper than this are refused (INTERNAL) before a

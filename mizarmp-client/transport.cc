@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
 
 #include "common/fileutil.h"
 #include "common/log.h"
@@ -30,6 +32,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
+using local = asio::local::stream_protocol;
 using beast::error_code;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -276,6 +279,78 @@ http::request<http::string_body> BuildRequest(const HttpRequest& r) {
 
 }  // namespace
 
+std::string TrimmedBaseUrl(std::string base_url) {
+  while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
+  return base_url;
+}
+
+Result<Endpoint> ParseBaseUrl(const std::string& original) {
+  const std::string base = TrimmedBaseUrl(original);
+  const size_t scheme_end = base.find("://");
+  const size_t authority_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  const size_t slash = base.find_first_of("/?#", authority_start);
+  const std::string authority = base.substr(
+      authority_start, slash == std::string::npos ? std::string::npos : slash - authority_start);
+  if (authority.find('@') != std::string::npos) {
+    // Not echoed: the part before '@' may be a password. Credentials go in token_file.
+    return InvalidArgumentError(
+        "base_url must not carry user credentials (user@host); use a token file");
+  }
+  const std::string named = "base_url " + Quoted(original);
+  Endpoint ep;
+  ep.https = base.starts_with("https://");
+  if (!ep.https && !base.starts_with("http://")) {
+    return InvalidArgumentError(named + " must start with http:// or https://");
+  }
+  for (char c : base) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
+      return InvalidArgumentError(named + " contains whitespace");
+    }
+  }
+  if (base.find_first_of("?#") != std::string::npos) {
+    return InvalidArgumentError(named + " must not carry a query or a fragment");
+  }
+  if (slash != std::string::npos) ep.prefix = base.substr(slash);
+  std::string port_text;
+  if (!authority.empty() && authority[0] == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string::npos) {
+      return InvalidArgumentError(named + " has an unterminated IPv6 host");
+    }
+    ep.host = authority.substr(1, close - 1);
+    const std::string rest = authority.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest[0] != ':') return InvalidArgumentError(named + " has junk after the host");
+      port_text = rest.substr(1);
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    ep.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port_text = authority.substr(colon + 1);
+  }
+  if (ep.host.empty()) return InvalidArgumentError(named + " has no host");
+  ep.port = ep.https ? 443 : 80;
+  if (!port_text.empty()) {
+    int port = 0;
+    for (char c : port_text) {
+      if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535) {
+        port = -1;
+        break;
+      }
+      port = port * 10 + (c - '0');
+    }
+    if (port < 1 || port > 65535) {
+      return InvalidArgumentError(named + " has a bad port " + Quoted(port_text));
+    }
+    ep.port = port;
+  }
+  const bool v6 = ep.host.find(':') != std::string::npos;
+  ep.host_header = v6 ? "[" + ep.host + "]" : ep.host;
+  if (ep.port != (ep.https ? 443 : 80)) ep.host_header += ":" + std::to_string(ep.port);
+  return ep;
+}
+
 // Beast's synchronous operations cannot be bounded in time, so every step runs as an
 // asynchronous operation on a private io_context, on this thread, until it completes: the
 // tcp_stream's expiry (expires_at) cancels it when its time is up and it completes with
@@ -292,7 +367,8 @@ struct Transport::Impl {
   std::optional<TlsSetup> tls_setup;  // made by the first https Send
   TlsHandshakes handshakes;
   std::optional<beast::tcp_stream> plain;                       // the http connection, or
-  std::optional<beast::ssl_stream<beast::tcp_stream>> secured;  // the https one
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secured;  // the https one, or
+  std::optional<beast::basic_stream<local>> relayed;            // the unix socket's
   beast::flat_buffer buffer;  // what was read past the last answer
 
   // Runs the operation just started until it completes (or its stream's expiry ends it).
@@ -301,15 +377,21 @@ struct Transport::Impl {
     ioc.run();
   }
 
-  beast::tcp_stream* Tcp() {
-    if (plain) return &*plain;
-    if (secured) return &beast::get_lowest_layer(*secured);
-    return nullptr;
+  // The kept connection's socket; -1 when there is none.
+  int KeptSocket() {
+    if (plain) return plain->socket().is_open() ? plain->socket().native_handle() : -1;
+    if (secured) {
+      auto& tcp_layer = beast::get_lowest_layer(*secured).socket();
+      return tcp_layer.is_open() ? tcp_layer.native_handle() : -1;
+    }
+    if (relayed) return relayed->socket().is_open() ? relayed->socket().native_handle() : -1;
+    return -1;
   }
 
   void Close() {
     plain.reset();
     secured.reset();
+    relayed.reset();
     buffer.clear();
   }
 
@@ -317,14 +399,34 @@ struct Transport::Impl {
   // An idle HTTP connection that turned readable was closed by the server (or sent what no
   // request asked for): it is not reused.
   bool Reusable() {
-    beast::tcp_stream* kept = Tcp();
-    if (kept == nullptr || !kept->socket().is_open()) return false;
-    pollfd p{kept->socket().native_handle(), POLLIN, 0};
+    const int kept = KeptSocket();
+    if (kept < 0) return false;
+    pollfd p{kept, POLLIN, 0};
     return ::poll(&p, 1, 0) == 0;
+  }
+
+  // Connects to the unix socket `ep` names, within `stage_deadline`.
+  std::optional<TransportFailure> ConnectLocal(const Endpoint& ep,
+                                               Clock::time_point stage_deadline) {
+    const auto started = Clock::now();
+    error_code ec;
+    beast::basic_stream<local>& stream = relayed.emplace(ioc);
+    stream.expires_at(stage_deadline);
+    stream.async_connect(local::endpoint(ep.unix_socket), [&](const error_code& e) { ec = e; });
+    Run();
+    if (!ec) return std::nullopt;
+    relayed.reset();
+    if (ec == beast::error::timeout) {
+      return Retryable("connecting to " + ep.unix_socket + " timed out after " +
+                           std::to_string(ElapsedMs(started)) + " ms",
+                       true);
+    }
+    return Retryable("cannot connect to " + ep.unix_socket + " (" + ec.message() + ")");
   }
 
   // Resolves and connects, then (https) shakes hands, each bounded by `stage_deadline`.
   std::optional<TransportFailure> Open(const Endpoint& ep, Clock::time_point stage_deadline) {
+    if (!ep.unix_socket.empty()) return ConnectLocal(ep, stage_deadline);
     if (ep.https && !tls_setup) {
       tls_setup.emplace();
       if (Status made = MakeTlsSetup(ep, tls, &*tls_setup); !made.ok()) {
@@ -441,7 +543,11 @@ struct Transport::Impl {
       f.too_large = true;
       return f;
     }
-    if (parser.is_header_done()) reply->status = static_cast<int>(parser.get().result_int());
+    if (parser.is_header_done()) {
+      reply->status = static_cast<int>(parser.get().result_int());
+      const auto relay_error = parser.get().find(kRelayErrorHeader);
+      if (relay_error != parser.get().end()) reply->relay_error = std::string(relay_error->value());
+    }
     reply->body = std::move(parser.get().body());
     if (ec) return ReadFailure(ec, timeout, *reply);
     *keep_alive = parser.keep_alive();
@@ -470,7 +576,9 @@ std::optional<TransportFailure> Transport::Send(const HttpRequest& request, mill
   }
   bool keep_alive = false;
   auto failed = c.plain ? c.Exchange(*c.plain, request, deadline, timeout, reply, &keep_alive)
-                        : c.Exchange(*c.secured, request, deadline, timeout, reply, &keep_alive);
+                : c.secured
+                    ? c.Exchange(*c.secured, request, deadline, timeout, reply, &keep_alive)
+                    : c.Exchange(*c.relayed, request, deadline, timeout, reply, &keep_alive);
   if (failed || !keep_alive) c.Close();
   return failed;
 }

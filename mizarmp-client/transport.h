@@ -21,7 +21,23 @@ struct Endpoint {
   int port = 0;
   std::string host_header;  // "host", "host:port", "[v6]:port"
   std::string prefix;       // "" or "/api", never ending in '/'
+  // Set: plain HTTP over this unix socket (a node's relay, relay/relay.h) rather than to host.
+  std::string unix_socket;
 };
+
+// A request through a relay names the controller it is for in this header (its base URL,
+// TrimmedBaseUrl); a relay serves the one it is configured for only.
+inline constexpr const char* kRelayToHeader = "Mizarmp-Relay-To";
+// An answer the relay made itself, not the controller, carries this header: why it relayed
+// nothing. The client then goes to the controller directly.
+inline constexpr const char* kRelayErrorHeader = "Mizarmp-Relay-Error";
+
+// base_url without its trailing '/'s: how a base URL is compared and logged.
+std::string TrimmedBaseUrl(std::string base_url);
+
+// Splits a base URL into scheme, host, port and path prefix (INVALID_ARGUMENT naming the
+// problem). Credentials in the URL are refused before anything else, so no error echoes them.
+Result<Endpoint> ParseBaseUrl(const std::string& base_url);
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", "PUT", "DELETE"
@@ -34,6 +50,7 @@ struct HttpRequest {
 struct HttpReply {
   int status = 0;    // 0 until a status line arrived
   std::string body;  // on failure: what arrived of a body cut short (empty if it was too large)
+  std::string relay_error;  // the kRelayErrorHeader of an answer a relay made itself
 };
 
 // How one HTTP exchange ended when it produced no complete response.

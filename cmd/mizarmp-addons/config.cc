@@ -366,6 +366,11 @@ const std::vector<Key>& Keys() {
       StringKey("tokenFile", "FILE",
                 "bearer token for Mizar-MP, read from this file (never given literally)",
                 [](ServerConfig& c) -> std::string& { return c.mizarmp.token_file; }),
+      StringKey("relaySocket", "PATH",
+                "node mode: relay the CNI plugin's requests to an https mpurl from this unix "
+                "socket (0600) over kept TLS connections, so that no plugin process sets TLS up "
+                "(the plugin's relaySocket; default: no relay)",
+                [](ServerConfig& c) -> std::string& { return c.relay_socket; }),
       StringKey("stateDir", "DIR", "the CNI plugin's attachment records",
                 [](ServerConfig& c) -> std::string& { return c.fence.state_dir; }),
       StringKey("fenceStore", "FILE|etcd://HOST:PORT,...",
@@ -658,6 +663,22 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   c.keyrotation.expected_secrets = secrets;
 }
 
+// The relay serves the plugin on its node, and relays to mpurl only.
+Status ValidateRelay(const ServerConfig& c) {
+  if (c.relay_socket.empty()) return Status::Ok();
+  if (c.identity.mode != addons::Mode::kNode) {
+    return InvalidArgumentError("relaySocket: only in node mode (the plugin's node)");
+  }
+  if (c.relay_socket[0] != '/') {
+    return InvalidArgumentError("relaySocket " + Quoted(c.relay_socket) +
+                                ": must be an absolute path");
+  }
+  if (c.mizarmp.base_url.empty()) {
+    return InvalidArgumentError("relaySocket: needs mpurl, the controller it relays to");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
@@ -691,6 +712,7 @@ Status ValidateConfig(const ServerConfig& c) {
   MZ_RETURN_IF_ERROR(ValidateServer(c.server));
   MZ_RETURN_IF_ERROR(addons::ValidateDriverName(c.identity.drivername));
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
+  MZ_RETURN_IF_ERROR(ValidateRelay(c));
   MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
   if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
   return Status::Ok();

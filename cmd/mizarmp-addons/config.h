@@ -35,6 +35,9 @@ struct ServerConfig {
   client::ClientConfig mizarmp;  // base_url, project_id, dialect, tls, token_file
   std::string subnet_id = client::kDefaultSubnetId;
   std::string secrets_file;  // loaded once by ParseCommandLine
+  // Node mode: the unix socket of the node's relay to Mizar-MP (relay/relay.h) for the plugin;
+  // empty: none.
+  std::string relay_socket;
 
   log::Level log_level = log::Level::kInfo;
   std::string log_file;  // empty: stderr

@@ -20,6 +20,7 @@
 #include "fence/node_clients.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/service.h"
+#include "relay/relay.h"
 
 namespace {
 
@@ -101,12 +102,19 @@ int main(int argc, char** argv) {
                 << " mpurl=" << mz::addons::RedactUrl(config.mizarmp.base_url);
 
   Services services;
+  std::unique_ptr<mz::relay::Relay> relay;
   if (config.identity.mode == mz::addons::Mode::kController) {
     services = ControllerServices(config);
   } else {
     auto made = NodeServices(config);
     if (!made.ok()) return CannotStart("cannot start key rotation", made.status());
     services = std::move(made).value();
+    if (!config.relay_socket.empty()) {
+      auto started =
+          mz::relay::Relay::Start({.socket_path = config.relay_socket, .upstream = config.mizarmp});
+      if (!started.ok()) return CannotStart("cannot start the relay", started.status());
+      relay = std::move(*started);
+    }
   }
   mz::addons::IdentityService identity(config.identity, Pointers(services));
 

@@ -19,6 +19,7 @@ ALLOWED = {
     "records": {"common"},
     "mizarmp-client": {"common"},
     "netns": {"common"},
+    "relay": {"common", "mizarmp-client"},
     "cni": {"common", "records", "mizarmp-client", "netns"},
     "install": {"common", "cni"},
     "mock-server": {"common", "mizarmp-client", "netns"},
@@ -31,7 +32,8 @@ ALLOWED = {
     "cmd/mizarmp-mock": {"common", "mock-server"},
     "cmd/mizarmp-install": {"common", "install"},
     "cmd/mizarmpctl": {"common", "ctl", "addons"},
-    "cmd/mizarmp-addons": {"common", "addons", "etcd", "fence", "keyrotation", "mizarmp-client", "proto"},
+    "cmd/mizarmp-addons": {"common", "addons", "etcd", "fence", "keyrotation", "mizarmp-client", "proto",
+                           "relay"},
 }
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
 # composed config (its unit test); nothing else includes a program's main folder.
@@ -42,7 +44,7 @@ TEST_ALLOWED_CMD = {"cmd/mizarmp-addons/config.h"}
 LIBRARY_OWNERS = [
     (re.compile(r"^(netlink|linux/rtnetlink)"), {"netns"}),
     (re.compile(r"^httplib\.h$"), {"mock-server"}),
-    (re.compile(r"^boost/"), {"mizarmp-client"}),
+    (re.compile(r"^boost/"), {"mizarmp-client", "relay"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
     (re.compile(r"^prometheus/"), {"addons", "fence"}),

@@ -184,6 +184,17 @@ TEST(AddonsConfig, NodeModeDoesNotNeedMizarMp) {
   EXPECT_EQ(r->config.identity.mode, Mode::kNode);
 }
 
+TEST(AddonsConfig, TheRelayServesTheNodeAndNeedsTheController) {
+  auto r = Parse({"--mode", "node", "--mpurl", "https://mp.example:9443", "--relay-socket",
+                  "/run/mizarmp/relay.sock"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.relay_socket, "/run/mizarmp/relay.sock");
+  ExpectInvalid({"--mode", "node", "--relay-socket", "/run/mizarmp/relay.sock"}, "needs mpurl");
+  ExpectInvalid({"--mode", "node", "--mpurl", "https://mp.example", "--relay-socket", "relay.sock"},
+                "relaySocket \"relay.sock\": must be an absolute path");
+  ExpectInvalid(Valid({"--relay-socket", "/run/mizarmp/relay.sock"}), "only in node mode");
+}
+
 TEST(AddonsConfig, TokensOnlyFromFiles) {
   // The value after --token must never be echoed back.
   auto r = Parse(Valid({"--token", "hunter2"}));
@@ -462,6 +473,7 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "mpKeyFile",
                                               "mpInsecureSkipVerify",
                                               "tokenFile",
+                                              "relaySocket",
                                               "stateDir",
                                               "fenceStore",
                                               "etcdCaFile",

@@ -70,6 +70,7 @@ TEST(CniConfig, EveryKey) {
   doc["tls"] = {
       {"caFile", "/ca"}, {"certFile", "/c"}, {"keyFile", "/k"}, {"insecureSkipVerify", true}};
   doc["tokenFile"] = "/token";
+  doc["relaySocket"] = "/run/mizarmp/relay.sock";
   doc["timeouts"] = {{"readyMs", 100}, {"requestMs", 200}, {"connectMs", 300}, {"nicMs", 400}};
   doc["poll"] = {{"initialMs", 2}, {"maxMs", 20}};
   doc["retries"] = 5;
@@ -108,6 +109,7 @@ TEST(CniConfig, EveryKey) {
   EXPECT_EQ(cc.connect_timeout.count(), 300);
   EXPECT_EQ(cc.max_attempts, 5);
   EXPECT_EQ(cc.token_file, "/token");
+  EXPECT_EQ(cc.relay_socket, "/run/mizarmp/relay.sock");
   client::PollOptions po = PollOptionsFor(*c);
   EXPECT_EQ(po.initial.count(), 2);
   EXPECT_EQ(po.max.count(), 20);
@@ -188,6 +190,11 @@ TEST(CniConfig, ValuesOutOfRange) {
   doc = Minimal();
   doc["stateDir"] = "relative/dir";
   EXPECT_NE(ParseError(doc).find("relative/dir"), std::string::npos);
+  doc = Minimal();
+  doc["relaySocket"] = "relay.sock";
+  EXPECT_NE(ParseError(doc).find("\"relaySocket\": \"relay.sock\" is not an absolute path"),
+            std::string::npos)
+      << ParseError(doc);
   doc = Minimal();
   doc["poll"] = {{"initialMs", 100}, {"maxMs", 10}};
   EXPECT_NE(ParseError(doc).find("poll.maxMs"), std::string::npos);
