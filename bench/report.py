@@ -12,14 +12,14 @@ import os
 import re
 import sys
 
-# The previous run (commit 55d3b4d, 2026-11-26), for "what changed and what it moved".
+# The previous run (commit 16e0124, 2026-11-26), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "55d3b4d",
-    "add": 4.6, "ptp_add": 8.8, "del": 19.4, "ptp_del": 27.0,
-    "ready50_over": 1.05, "ready50_gets": 11, "ready500_over": 1.49, "ready500_gets": 96,
-    "rss_kib": 7204, "version_ms": 1.22, "version_ptp_ms": 2.66, "probe_ratio": 0.87, "list_ratio": 0.77,
-    "fence_ms": 140.6, "unfence_ms": 144.0, "etcd_fence_ms": 183.1, "etcd_unfence_ms": 154.0,
-    "etcd_fence_rest": 1002,
+    "commit": "16e0124",
+    "add": 4.6, "ptp_add": 9.5, "del": 19.6, "ptp_del": 26.5,
+    "ready50_over": 1.67, "ready50_gets": 11, "ready500_over": 2.33, "ready500_gets": 95,
+    "rss_kib": 7148, "version_ms": 1.35, "version_ptp_ms": 2.79, "probe_ratio": 1.04, "list_ratio": 0.82,
+    "fence_ms": 120.8, "unfence_ms": 119.9, "etcd_fence_ms": 161.7, "etcd_unfence_ms": 146.9,
+    "etcd_fence_rest": 1001, "https_ca_file_ratio": 1.75, "https_system_store_ratio": 1.75,
 }
 
 
@@ -470,7 +470,9 @@ def main():
                  vs_ptp("agent_unplugs_later", "del", later_ratio),
                  verdict(None if later_ratio is None else later_ratio <= 0.6)))
     for side, label in (("https_ca_file", "the CA from `tls.caFile`"),
-                        ("https_system_store", "the system trust store (its hash directory)")):
+                        ("https_system_store", "the system trust store (its hash directory)"),
+                        ("https_relay", "through the node's relay (`relaySocket`: mizarmp-addons in node "
+                                        "mode, its CA from `mpCaFile`)")):
         ratio = lat.get(side + "_add_ratio_median")
         rows.append((f"2. ADD median over https:// / over http://, {label}", "<= 1.3",
                      f"{fmt(g(lat, side, 'add', 'median_ms'))} / {fmt(g(lat, 'mizarmp', 'add', 'median_ms'))} = "
@@ -490,7 +492,7 @@ def main():
                  f"previous run mizarmp {PREVIOUS['version_ms']} ms",
                  verdict(None if ver_ratio is None else ver_ratio <= 1.3)))
     rss_sides = [s_ for s_ in ("mizarmp", "agent_unplugs_later", "https_ca_file", "https_system_store",
-                               "https_system_bundle", "https_full_handshake")
+                               "https_system_bundle", "https_full_handshake", "https_relay")
                  if g(lat, s_, "add_maxrss_kib", "max")]
     rss = max((g(lat, s_, "add_maxrss_kib", "max") for s_ in rss_sides), default=None)
     rows.append(("3. peak RSS of one mizarmp ADD (largest over every http and https side)", "<= 6 MiB (6144 KiB)",
@@ -498,6 +500,15 @@ def main():
                      f"{s_} {fmt(g(lat, s_, 'add_maxrss_kib', 'max'), 'KiB', 0)}" for s_ in rss_sides)
                  + f"; ptp {fmt(g(lat, 'ptp', 'add_maxrss_kib', 'max'), 'KiB', 0)}; previous run {PREVIOUS['rss_kib']} KiB",
                  verdict(None if rss is None else rss <= 6144)))
+    relay_sides = [s_ for s_ in ("mizarmp", "agent_unplugs_later", "https_relay")
+                   if g(lat, s_, "add_maxrss_kib", "max")]
+    if "https_relay" in relay_sides:
+        relay_rss = max(g(lat, s_, "add_maxrss_kib", "max") for s_ in relay_sides)
+        rows.append(("3. peak RSS of one mizarmp ADD on a node with the relay (http, and https through it)",
+                     "<= 6 MiB (6144 KiB)",
+                     f"**{fmt(relay_rss, 'KiB', 0)}**: " + ", ".join(
+                         f"{s_} {fmt(g(lat, s_, 'add_maxrss_kib', 'max'), 'KiB', 0)}" for s_ in relay_sides),
+                     verdict(relay_rss <= 6144)))
     r0 = next((r for r in ready if r["ready_delay_ms"] == 0), None)
     base0 = g(r0, "default", "median_ms") if r0 else None
     for r in ready:
@@ -645,22 +656,20 @@ def main():
         return f"{fmt(f.get('fence', {}).get('ms'))} / {fmt(f.get('unfence', {}).get('ms'))}"
 
     etcd_now = stores_now.get("etcd", {}).get("fence", {})
-    p("- **On the etcd fence store, a read whose last state etcd still holds no longer reads the whole prefix** "
-      "(fence/etcd_store.h): one keys-only Range of the keys changed since that state was read, each of which "
-      "must be one this replica wrote at the revision it wrote it, and the prefix's key count, which shows a "
-      "deleted key. An RPC's three reads (the fence limit's check, the pass's plan, the metrics after the pass) "
-      "are such probes when no other writer came between. **And the leader's loop no longer passes again over "
-      "its own writes**: a revision its last successful pass accounted for (the pass's snapshot and the "
-      "changes it committed on top of it, `FenceStore::RevisionAfterOwnChanges`) starts no pass, so a fence "
-      "RPC is no longer followed by a second list of every port. Fence / unfence, etcd store: "
+    p("- **The node's relay** (relay/, README \"The node's relay\"): mizarmp-addons in node mode (`relaySocket`) "
+      "carries the plugin's requests to an https:// controller over TLS connections it keeps, so a plugin "
+      "process with `relaySocket` sets no TLS up; one that finds no relay, or a relay that fails, goes "
+      "directly as before. ADD over https:// / over http://: plugin alone "
+      f"{PREVIOUS['https_ca_file_ratio']} (`tls.caFile`) -> {fmt(lat.get('https_ca_file_add_ratio_median'), '', 2)}; "
+      f"through the relay (new side) {fmt(lat.get('https_relay_add_ratio_median'), '', 2)}.")
+    p("- **A leader's fence or unfence RPC reads the pass's port list while the store commits the change** "
+      "(`FenceService::StartListing`): the two are independent and the RPC holds the lock that serialises "
+      "passes, so the commit (an fsync; a quorum's on etcd) is off the RPC's time. Fence / unfence, SQLite "
+      f"store: {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}; etcd store: "
       f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')}; REST calls of "
-      f"the fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}.")
-    p("- **What a pass completed is one change of the fence store** (`FenceStore::RecordCompleted`: fences "
-      "enforced, ports released, unfences completed) instead of up to three, on both stores: an unfence "
-      "commits twice instead of three times. Fence / unfence, SQLite store: "
-      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}.")
-    p("- The plugin did not change: its figures below (ADD, DEL, https://, readiness, VERSION) move with the "
-      "machine.")
+      f"the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}.")
+    p("- The plugin's own path over http:// did not change: its http figures below (ADD, DEL, readiness, "
+      "VERSION) move with the machine.")
     if pt_add and PREVIOUS["ptp_add"]:
         p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
           "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
@@ -700,13 +709,16 @@ def main():
 
     p("### 1-3. ADD and DEL latency (ports ready at once), http:// and https://")
     p("")
-    p("Eight sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
+    p("Nine sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
     p("host agent; the https:// sides against a second mock serving TLS with a throwaway P-256 CA, the CA")
     p("given as `tls.caFile`, or made one of the system's in a mount namespace where `/etc/ssl/certs` is a copy")
     p("of the machine's with the CA added as Debian's tools add one (a hash link, a line in the bundle), or")
     p("as `SSL_CERT_FILE` pointing at that whole bundle. Those three resume the TLS session the plugin keeps in")
     p("its state dir (as a node's plugin does after its first https call); the last side has its kept sessions")
-    p("removed before every ADD and DEL (outside the timed window), so each makes a full handshake.")
+    p("removed before every ADD and DEL (outside the timed window), so each makes a full handshake. The")
+    p("relay side has `relaySocket` set to the socket of a mizarmp-addons in node mode (`--relay-socket`,")
+    p("`--mpurl` the TLS mock, `--mp-ca-file` the CA) started once for the section, as a node runs it: its")
+    p("requests go over that process's kept TLS connections, and the plugin process sets no TLS up.")
     p("")
     p("| side | ADD median | ADD p90 | ADD p99 | DEL median | DEL p90 | DEL p99 | ADD CPU (user+sys) median | ADD peak RSS max | n |")
     p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -719,6 +731,7 @@ def main():
         "https_system_store": "mizarmp, https://, system trust store (hash directory)",
         "https_system_bundle": "mizarmp, https://, whole system bundle (`SSL_CERT_FILE`)",
         "https_full_handshake": "mizarmp, https://, `tls.caFile`, no kept TLS session (full handshakes)",
+        "https_relay": "mizarmp, https://, through the node's relay (`relaySocket`)",
     }
     for key in lat.get("sides", []):
         s = lat.get(key)
@@ -998,10 +1011,18 @@ def main():
           "with the certificate work gone (the resumed session), that set-up is most of what is left, and "
           "it alone is several times the http:// ADD's own instructions. A filtering provider that offers "
           "libssl only the ciphers and digests TLS uses (tried: OpenSSL's own test suite builds one) cut a "
-          "handshake's instructions by about a tenth, too little for the complexity. What would move it: no "
-          "TLS in the plugin process: a long-lived node process that keeps the controller connection and "
-          "that the plugin reaches over a unix socket (Cilium's and Calico's plugins hand their work to a "
-          "node agent this way).")
+          "handshake's instructions by about a tenth, too little for the complexity. What moves it is no "
+          "TLS in the plugin process: the node's relay (`relaySocket`, README \"The node's relay\"), a "
+          "long-lived mizarmp-addons that keeps the controller connections and that the plugin reaches over "
+          "a unix socket, as Cilium's and Antrea's plugins hand their work to their node agent.")
+        relay_ratio = lat.get("https_relay_add_ratio_median")
+        if relay_ratio is not None:
+            p(f"- Through the relay, in the same run: {fmt(g(lat, 'https_relay', 'add', 'median_ms'))} against "
+              f"{fmt(mz_add)} over http:// (**{fmt(relay_ratio, '', 2)}**; CPU "
+              f"{fmt(g(lat, 'https_relay', 'add_cpu', 'median_ms'), 'ms', 2)}, peak RSS "
+              f"{fmt(g(lat, 'https_relay', 'add_maxrss_kib', 'max'), 'KiB', 0)}): the plugin's part of an https "
+              "ADD is then an http ADD over a unix socket, and the TLS is the relay's, on a connection it keeps. "
+              "A node without the relay (or a plugin whose relay fails) gets the figures above.")
         p("")
     if ver_ratio is not None and ver_ratio > 1.3:
         p("### 3. VERSION")
