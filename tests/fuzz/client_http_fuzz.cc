@@ -57,7 +57,7 @@ std::string StartServer() {
 }
 
 client::PortSpec Spec(const std::string& id) {
-  return testing::PortSpecFor(id, "/var/run/netns/fuzz");
+  return mizarmp::testing::PortSpecFor(id, "/var/run/netns/fuzz");
 }
 
 void Call(client::Client& c, int op) {
