@@ -1035,6 +1035,11 @@ def main():
         p("")
         p(f"- The largest ADD peaked at {fmt(rss, 'KiB', 0)}; VERSION peaks at {fmt(kib('version_mizarmp'), 'KiB', 0)}; "
           "the rest is the plugin's heap and the pages its run touches.")
+        if g(lat, "https_relay", "add_maxrss_kib", "max"):
+            p(f"- The largest are the https sides without the relay: OpenSSL's set-up and the pages it touches "
+              f"(see 2.). Through the node's relay an https ADD peaked at "
+              f"{fmt(g(lat, 'https_relay', 'add_maxrss_kib', 'max'), 'KiB', 0)}, as over http:// "
+              f"({fmt(g(lat, 'mizarmp', 'add_maxrss_kib', 'max'), 'KiB', 0)}): no TLS runs in the process.")
         p("")
     miss_ready = []
     for r in ready:
