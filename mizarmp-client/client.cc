@@ -268,20 +268,22 @@ struct Client::Impl {
     }
     request.body = body;
     HttpReply reply;
-    const auto deadline = Clock::now() + timeout;
-    if (relay != nullptr && Relayed(request, timeout, &reply)) {
-      *http_status = reply.status;
-      *out = std::move(reply.body);
-      return std::nullopt;
+    if (relay != nullptr) {
+      const auto deadline = Clock::now() + timeout;
+      if (Relayed(request, timeout, &reply)) {
+        *http_status = reply.status;
+        *out = std::move(reply.body);
+        return std::nullopt;
+      }
+      timeout = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+      if (timeout.count() <= 0) {
+        TransportFailure spent;
+        spent.text = "no time left after the relay failed";
+        spent.retryable = spent.timed_out = true;
+        return spent;
+      }
     }
-    const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      TransportFailure spent;
-      spent.text = "no time left after the relay failed";
-      spent.retryable = spent.timed_out = true;
-      return spent;
-    }
-    auto failure = transport->Send(request, left, &reply);
+    auto failure = transport->Send(request, timeout, &reply);
     *http_status = failure ? 0 : reply.status;
     *out = std::move(reply.body);
     return failure;

@@ -282,11 +282,9 @@ struct Relay::Impl {
   std::atomic<uint64_t> relayed{0};
   std::atomic<uint64_t> refused{0};
 
-  // scheme://host:port of the controller, for log lines (a base URL's path is left out).
+  // scheme://host[:port] of the controller, for log lines (a base URL's path is left out).
   std::string Upstream() const {
-    const bool v6 = endpoint.host.find(':') != std::string::npos;
-    return std::string(endpoint.https ? "https://" : "http://") +
-           (v6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(endpoint.port);
+    return std::string(endpoint.https ? "https://" : "http://") + endpoint.host_header;
   }
 
   Status Listen();
