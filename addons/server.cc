@@ -19,12 +19,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <random>
 #include <thread>
 
 #include "addons/health.h"
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/unix_socket.h"
 
 namespace mizarmp::addons {
@@ -144,9 +144,8 @@ std::string RequestId(std::multimap<grpc::string_ref, grpc::string_ref>* metadat
       return std::string(it->second.data(), it->second.size());
     }
   }
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
   char id[17];
-  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(rng()));
+  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(UniqueRandom64()));
   return id;
 }
 

@@ -7,7 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <random>
+
+#include "common/random.h"
 
 namespace mizarmp {
 
@@ -87,9 +88,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
                        Durability durability) {
   const std::string dir = DirName(path);
   // Unique per writer: pid plus a random suffix, so concurrent writers never share a temp file.
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
   const std::string tmp = dir + "/." + BaseName(path) + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(rng() & 0xffffffff);
+                          std::to_string(UniqueRandom64() & 0xffffffff);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd.valid()) return ErrnoError("create " + tmp, errno);
   // The umask must not widen or narrow what the caller asked for.

@@ -2,11 +2,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
+#include "common/random.h"
 #include "common/status.h"
 #include "common/strings.h"
 #include "common/uuid.h"
@@ -237,6 +240,34 @@ TEST(Uuid, V5AcrossSha1BlockBoundaries) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, want) << "name of " << len << " bytes";
   }
+}
+
+// Ids drawn at once on many threads (as gRPC's server threads draw request ids) never repeat,
+// and are not a count: their bits vary.
+TEST(UniqueRandom64, NeverRepeatsAcrossThreads) {
+  constexpr int kThreads = 4;
+  constexpr int kEach = 20000;
+  std::vector<std::vector<uint64_t>> drawn(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&drawn, t] {
+      for (int i = 0; i < kEach; ++i) drawn[t].push_back(UniqueRandom64());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::set<uint64_t> all;
+  uint64_t any_bits = 0;
+  uint64_t all_bits = ~uint64_t{0};
+  for (const auto& some : drawn) {
+    for (uint64_t v : some) {
+      all.insert(v);
+      any_bits |= v;
+      all_bits &= v;
+    }
+  }
+  EXPECT_EQ(all.size(), size_t{kThreads} * kEach);
+  EXPECT_EQ(any_bits, ~uint64_t{0});
+  EXPECT_EQ(all_bits, 0u);
 }
 
 TEST(FileUtil, AtomicWriteSetsModeAndReplaces) {
