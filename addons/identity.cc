@@ -36,7 +36,8 @@ Result<std::unique_ptr<client::Client>> ProbeClient(const IdentityOptions& optio
 
 }  // namespace
 
-IdentityService::IdentityService(IdentityOptions options, std::vector<AddonsService*> services)
+IdentityService::IdentityService(IdentityOptions options, std::vector<AddonsService*> services,
+                                 std::vector<AddonsComponent*> components)
     : options_(std::move(options)) {
   if (options_.vendor_version.empty()) options_.vendor_version = std::string(Version());
   if (options_.commit.empty()) options_.commit = std::string(GitCommit());
@@ -45,6 +46,9 @@ IdentityService::IdentityService(IdentityOptions options, std::vector<AddonsServ
   for (AddonsService* service : services) {
     for (auto& c : service->capabilities()) caps.push_back(std::move(c));
     for (auto& check : service->readiness_checks()) checks_.push_back(std::move(check));
+  }
+  for (AddonsComponent* component : components) {
+    for (auto& check : component->readiness_checks()) checks_.push_back(std::move(check));
   }
   advertised_ = WithoutDuplicates(std::move(caps));
 

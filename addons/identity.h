@@ -8,9 +8,9 @@
 // Probe: FAILED_PRECONDITION naming the dependency when one is unusable (a service's readiness
 //   check reporting an error, Mizar-MP unreachable), ready=false while a check is still
 //   initialising (e.g. the fence store opening), ready=true otherwise. The services' checks run
-//   first, in the order the services were given; then the Mizar-MP check (GET of the configured
-//   subnet, short timeout), which is cached for `probe_cache_ttl` and made by one caller at a
-//   time, so a storm of Probe calls costs at most one REST call per TTL.
+//   first, in the order the services were given, then the other components'; then the Mizar-MP
+//   check (GET of the configured subnet, short timeout), which is cached for `probe_cache_ttl` and
+//   made by one caller at a time, so a storm of Probe calls costs at most one REST call per TTL.
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -45,8 +45,11 @@ struct IdentityOptions {
 
 class IdentityService final : public identity::Identity::Service, public AddonsService {
  public:
-  // `services` (not owned) are the services served next to Identity; they must outlive it.
-  IdentityService(IdentityOptions options, std::vector<AddonsService*> services);
+  // `services` (not owned) are the services served next to Identity, `components` the parts
+  // that serve no RPC (Server::Attach); all must outlive it. Probe asks the services' checks,
+  // then the components'.
+  IdentityService(IdentityOptions options, std::vector<AddonsService*> services,
+                  std::vector<AddonsComponent*> components = {});
   ~IdentityService() override;
 
   // AddonsService. capabilities() is the service-type capability: Identity is what makes the

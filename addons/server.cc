@@ -276,7 +276,18 @@ void Server::Register(AddonsService& service) {
   assert(!started_ && "Server::Register after Start");
   services_.push_back(&service);
   for (HealthService* health : Healths()) health->AddServiceName(service.health_name());
-  service.RegisterMetrics(metrics_.registry());
+  AttachLocked(service);
+}
+
+void Server::Attach(AddonsComponent& component) {
+  std::lock_guard<std::mutex> lock(mu_);
+  assert(!started_ && "Server::Attach after Start");
+  AttachLocked(component);
+}
+
+void Server::AttachLocked(AddonsComponent& component) {
+  components_.push_back(&component);
+  component.RegisterMetrics(metrics_.registry());
 }
 
 Status Server::Start() {
@@ -293,7 +304,7 @@ Status Server::Start() {
   started_ = true;
   for (HealthService* health : Healths()) health->SetServingStatus(true);
   MZ_LOG(kInfo) << "serving gRPC on " << address_;
-  for (AddonsService* service : services_) service->Start();
+  for (AddonsComponent* component : components_) component->Start();
   return Status::Ok();
 }
 
@@ -333,7 +344,6 @@ Status Server::Bind(const Endpoint& ep) {
   }
 
   if (ep.kind == Endpoint::Kind::kUnix) {
-    socket_path_ = ep.path;
     if (::chmod(ep.path.c_str(), 0600) != 0) {
       Status s = ErrnoError("chmod 0600 \"" + ep.path + "\"", errno);
       server_->Shutdown();
@@ -341,11 +351,7 @@ Status Server::Bind(const Endpoint& ep) {
       ::unlink(ep.path.c_str());
       return s;
     }
-    struct stat st {};
-    if (::lstat(ep.path.c_str(), &st) == 0) {
-      socket_dev_ = st.st_dev;
-      socket_ino_ = st.st_ino;
-    }
+    if (auto bound = BoundSocketFile::At(ep.path); bound.ok()) socket_file_ = std::move(*bound);
     address_ = grpc_address;
   } else {
     bound_port_ = selected_port;
@@ -405,16 +411,8 @@ void Server::SetServing(bool serving) {
 }
 
 void Server::RemoveOwnSocket() {
-  if (socket_path_.empty()) return;
-  struct stat st {};
-  // Only remove the socket this server created: a successor may already have replaced it.
-  if (::lstat(socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == socket_dev_ &&
-      st.st_ino == socket_ino_) {
-    if (::unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
-      MZ_LOG(kWarn) << "removing socket " << socket_path_ << ": " << std::strerror(errno);
-    }
-  }
-  socket_path_.clear();
+  // Only the socket this server created: a successor may already have replaced it.
+  socket_file_.RemoveIfStillThere();
 }
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
@@ -426,7 +424,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   RemoveOwnSocket();
   MZ_LOG(kInfo) << "gRPC server stopped";
   // No call runs any more, so no handler can see a service stopping under it.
-  for (auto it = services_.rbegin(); it != services_.rend(); ++it) (*it)->Stop();
+  for (auto it = components_.rbegin(); it != components_.rend(); ++it) (*it)->Stop();
 }
 
 void Server::Drain(std::chrono::milliseconds grace) {

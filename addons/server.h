@@ -18,8 +18,6 @@
 // with secrets).
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -30,6 +28,7 @@
 #include "addons/metrics.h"
 #include "addons/service.h"
 #include "common/status.h"
+#include "common/unix_socket.h"
 
 namespace grpc {
 class Server;
@@ -92,9 +91,12 @@ class Server {
   // Serves `service` (not owned; must outlive the Server) under its health_name(). Only before
   // Start().
   void Register(AddonsService& service);
+  // Runs `component`, which serves no RPC, with the server: its metrics on the registry, its
+  // Start() and Stop() in order with the services'. Not owned; only before Start().
+  void Attach(AddonsComponent& component);
 
   // Prepares the endpoint, binds, starts serving, then calls Start() of every registered
-  // service in registration order. Errors (no service is started then): INVALID_ARGUMENT
+  // service and attached component in that order. Errors (none is started then): INVALID_ARGUMENT
   // (endpoint, TLS files, a tcp:// endpoint without client authentication), ALREADY_EXISTS
   // (a live server answers on the socket), FAILED_PRECONDITION (the path exists and is not a
   // socket, or the socket directory is not safe: see above), UNAVAILABLE (bind failed).
@@ -113,7 +115,7 @@ class Server {
 
   // Reports NOT_SERVING and ends every health Watch, stops accepting calls, lets in-flight
   // calls run until `grace` (then cancels them), waits for the server to stop and removes the
-  // unix socket; then calls Stop() of every registered service in reverse registration order.
+  // unix socket; then calls Stop() of every service and component in reverse order.
   // Once no call is in flight, idle client connections are closed at once rather than left to
   // the HTTP/2 GOAWAY handshake (which can take the client seconds). Idempotent; safe from any
   // thread.
@@ -132,9 +134,11 @@ class Server {
   // The drain Shutdown() describes, up to removing the socket.
   void Drain(std::chrono::milliseconds grace);
   void RemoveOwnSocket();
+  void AttachLocked(AddonsComponent& component);
 
   ServerOptions options_;
   std::vector<AddonsService*> services_;
+  std::vector<AddonsComponent*> components_;  // the services too, in registration order
   // Declared before server_: the grpc::Server refers to it until it is destroyed.
   std::unique_ptr<HealthService> health_;
   std::unique_ptr<HealthService> probe_health_;  // with health_address only
@@ -148,9 +152,7 @@ class Server {
   bool shut_down_ = false;
   std::string address_;
   int bound_port_ = 0;
-  std::string socket_path_;  // unix only
-  dev_t socket_dev_ = 0;
-  ino_t socket_ino_ = 0;
+  BoundSocketFile socket_file_;  // unix only
 };
 
 }  // namespace mizarmp::addons

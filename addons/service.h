@@ -1,5 +1,6 @@
 // The contract between the mizarmp-addons server framework (addons/) and the CSI-Addons
-// services it serves (fence/, keyrotation/). The framework knows no service: main() builds the
+// services it serves (fence/, keyrotation/) or the components it runs beside them (relay/).
+// The framework knows no service: main() builds the
 // services the mode asks for and registers each; Identity advertises the union of their
 // capabilities and Probe asks each of their readiness checks, so what is advertised is always
 // what is served. Adding a service is writing one class that implements this interface and
@@ -40,10 +41,28 @@ struct ReadinessCheck {
   std::function<Readiness()> check;
 };
 
-class AddonsService {
+// A part of mizarmp-addons that Probe checks, /metrics shows and the server starts and stops,
+// whether or not it serves RPCs (the node's relay serves none: Server::Attach).
+class AddonsComponent {
  public:
-  virtual ~AddonsService() = default;
+  virtual ~AddonsComponent() = default;
 
+  // The dependencies Probe checks for this component (none by default).
+  virtual std::vector<ReadinessCheck> readiness_checks() { return {}; }
+  // Adds the component's own metric families to the server's registry (addons/metrics.h),
+  // once, when it is registered; keeping the pointer keeps the registry alive as long as the
+  // component records into it. None by default.
+  virtual void RegisterMetrics(const std::shared_ptr<prometheus::Registry>&) {}
+
+  // Called once the server accepts calls (background work such as a reconcile loop starts
+  // here), and once after the server stopped serving. Both default to nothing.
+  virtual void Start() {}
+  virtual void Stop() {}
+};
+
+// A CSI-Addons gRPC service: a component the server also serves and Identity advertises.
+class AddonsService : public AddonsComponent {
+ public:
   // The gRPC service to serve; owned by this object and alive as long as it is.
   virtual grpc::Service* grpc_service() = 0;
 
@@ -53,18 +72,6 @@ class AddonsService {
 
   // The capabilities Identity's GetCapabilities advertises while this service is served.
   virtual std::vector<identity::Capability> capabilities() const = 0;
-
-  // The dependencies Probe checks for this service (none by default).
-  virtual std::vector<ReadinessCheck> readiness_checks() { return {}; }
-  // Adds the service's own metric families to the server's registry (addons/metrics.h), once,
-  // when it is registered; keeping the pointer keeps the registry alive as long as the service
-  // records into it. None by default.
-  virtual void RegisterMetrics(const std::shared_ptr<prometheus::Registry>&) {}
-
-  // Called once the server accepts calls (background work such as a reconcile loop starts
-  // here), and once after the server stopped serving. Both default to nothing.
-  virtual void Start() {}
-  virtual void Stop() {}
 };
 
 }  // namespace mizarmp::addons

@@ -94,4 +94,27 @@ Status PrepareUnixSocket(const std::string& path) {
   return Status::Ok();
 }
 
+Result<BoundSocketFile> BoundSocketFile::At(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoError("lstat \"" + path + "\"", errno);
+  BoundSocketFile bound;
+  bound.path_ = path;
+  bound.dev_ = st.st_dev;
+  bound.ino_ = st.st_ino;
+  return bound;
+}
+
+bool BoundSocketFile::StillThere() const {
+  struct stat st {};
+  return !path_.empty() && ::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+         st.st_dev == dev_ && st.st_ino == ino_;
+}
+
+void BoundSocketFile::RemoveIfStillThere() {
+  if (StillThere() && ::unlink(path_.c_str()) != 0 && errno != ENOENT) {
+    MZ_LOG(kWarn) << "removing socket " << path_ << ": " << std::strerror(errno);
+  }
+  path_.clear();
+}
+
 }  // namespace mizarmp

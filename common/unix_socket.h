@@ -31,4 +31,24 @@ Status CheckSocketDirectory(const std::string& dir);
 // on it) is removed; a live one, a symlink or a non-socket is left alone and refused.
 Status PrepareUnixSocket(const std::string& path);
 
+// The socket file a server bound, told apart from whatever its path names later: someone may
+// remove it (clients then find nothing), or a successor may bind its own there.
+class BoundSocketFile {
+ public:
+  BoundSocketFile() = default;
+  // The socket file at `path` now, right after bind(). Errors as lstat(2)'s.
+  static Result<BoundSocketFile> At(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  // Whether `path` still names this socket file (one lstat(2)); false for a default one.
+  bool StillThere() const;
+  // Unlinks `path` when it still names this socket file, and forgets it.
+  void RemoveIfStillThere();
+
+ private:
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
 }  // namespace mizarmp

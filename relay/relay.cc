@@ -36,6 +36,25 @@
 #include "common/unix_socket.h"
 
 namespace mizarmp::relay {
+
+const char* OutcomeName(RelayOutcome outcome) {
+  switch (outcome) {
+    case RelayOutcome::kRelayed:
+      return "relayed";
+    case RelayOutcome::kOtherController:
+      return "other_controller";
+    case RelayOutcome::kMethod:
+      return "method";
+    case RelayOutcome::kMalformed:
+      return "malformed";
+    case RelayOutcome::kTooLarge:
+      return "too_large";
+    case RelayOutcome::kUpstreamFailed:
+      return "upstream_failed";
+  }
+  return "unknown";
+}
+
 namespace {
 
 namespace asio = boost::asio;
@@ -242,6 +261,25 @@ std::string HeaderValue(std::string_view reason) {
 // Whether a response with `status` may carry a body (RFC 9110 section 6.4.1).
 bool MayHaveBody(unsigned status) { return status >= 200 && status != 204 && status != 304; }
 
+// The status of the relay's own answer for `outcome`.
+http::status StatusOf(RelayOutcome outcome) {
+  switch (outcome) {
+    case RelayOutcome::kRelayed:
+      break;
+    case RelayOutcome::kOtherController:
+      return http::status::misdirected_request;
+    case RelayOutcome::kMethod:
+      return http::status::method_not_allowed;
+    case RelayOutcome::kMalformed:
+      return http::status::bad_request;
+    case RelayOutcome::kTooLarge:
+      return http::status::payload_too_large;
+    case RelayOutcome::kUpstreamFailed:
+      return http::status::bad_gateway;
+  }
+  return http::status::internal_server_error;
+}
+
 }  // namespace
 
 struct Relay::Impl {
@@ -263,8 +301,8 @@ struct Relay::Impl {
 
   UniqueFd listener;
   UniqueFd wake_read, wake_write;  // a byte written by Stop() ends the accept loop's poll
-  dev_t socket_dev = 0;            // the socket file bound, so Stop() removes that one only
-  ino_t socket_ino = 0;
+  mutable std::mutex socket_mu;
+  BoundSocketFile socket_file;  // so Stop() removes the one bound only, and Check() sees it go
   std::thread acceptor;
 
   std::mutex mu;
@@ -295,8 +333,9 @@ struct Relay::Impl {
   bool Handle(ClientStream& stream, const Request& req);
   std::optional<client::TransportFailure> Forward(const Request& req, client::HttpReply* reply);
   client::HttpRequest Forwarded(const Request& req) const;
-  bool Refuse(ClientStream& stream, unsigned version, bool keep_alive, http::status status,
+  bool Refuse(ClientStream& stream, unsigned version, bool keep_alive, RelayOutcome outcome,
               const std::string& reason);
+  void Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time) const;
   void Stop();
   void RemoveOwnSocket();
 };
@@ -315,14 +354,17 @@ Status Relay::Impl::Listen() {
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     return ErrnoError("bind \"" + path + "\"", errno);
   }
-  struct stat st {};
-  if (::chmod(path.c_str(), 0600) != 0 || ::lstat(path.c_str(), &st) != 0) {
+  if (::chmod(path.c_str(), 0600) != 0) {
     Status s = ErrnoError("chmod 0600 \"" + path + "\"", errno);
     ::unlink(path.c_str());
     return s;
   }
-  socket_dev = st.st_dev;
-  socket_ino = st.st_ino;
+  auto bound = BoundSocketFile::At(path);
+  if (!bound.ok()) {
+    ::unlink(path.c_str());
+    return bound.status();
+  }
+  socket_file = std::move(*bound);
   int pipe_fds[2];
   if (::listen(fd.get(), SOMAXCONN) != 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     Status s = ErrnoError("listen on \"" + path + "\"", errno);
@@ -407,12 +449,12 @@ void Relay::Impl::Serve(Connection& connection) {
     if (read == ReadOutcome::kClosed) break;
     if (read == ReadOutcome::kMalformed) {
       MZ_LOG(kWarn) << "relay: a request that is not HTTP (" << error << "); closing";
-      Refuse(stream, 11, false, http::status::bad_request, "malformed HTTP request: " + error);
+      Refuse(stream, 11, false, RelayOutcome::kMalformed, "malformed HTTP request: " + error);
       break;
     }
     if (read == ReadOutcome::kTooLarge) {
       MZ_LOG(kWarn) << "relay: a request over " << options.max_request_bytes << " bytes; closing";
-      Refuse(stream, 11, false, http::status::payload_too_large,
+      Refuse(stream, 11, false, RelayOutcome::kTooLarge,
              "the request is larger than " + std::to_string(options.max_request_bytes) + " bytes");
       break;
     }
@@ -432,20 +474,22 @@ bool Relay::Impl::Handle(ClientStream& stream, const Request& req) {
   const unsigned version = req.version();
   const bool keep_alive = req.keep_alive();
   std::string refusal;
-  http::status refusal_status = http::status::misdirected_request;
+  RelayOutcome refusal_outcome = RelayOutcome::kOtherController;
   if (req.count(kRelayToHeader) != 1 ||
       client::TrimmedBaseUrl(std::string(req[kRelayToHeader])) != base) {
     // Never anywhere else: a relay that went where a request said would be an open proxy.
     refusal = "this relay serves " + base + " only";
   } else if (!Relayable(req.method())) {
-    refusal_status = http::status::method_not_allowed;
+    refusal_outcome = RelayOutcome::kMethod;
     refusal = "the relay does not forward " + std::string(req.method_string()) + " requests";
   }
   if (refusal.empty()) {
     client::HttpReply reply;
+    const auto sent = Clock::now();
     const auto failure = Forward(req, &reply);
     if (!failure) {
       ++relayed;
+      Observe(RelayOutcome::kRelayed, Clock::now() - sent);
       http::response<http::string_body> res;
       res.version(version);
       res.result(static_cast<unsigned>(reply.status));
@@ -460,12 +504,12 @@ bool Relay::Impl::Handle(ClientStream& stream, const Request& req) {
       http::write(stream, res, ec);
       return !ec && keep_alive;
     }
-    refusal_status = http::status::bad_gateway;
+    refusal_outcome = RelayOutcome::kUpstreamFailed;
     refusal = failure->text;
   }
   MZ_LOG(kWarn) << "relay: " << req.method_string() << " " << LogEscaped(Std(req.target()))
                 << ": not relayed: " << refusal;
-  return Refuse(stream, version, keep_alive, refusal_status, refusal);
+  return Refuse(stream, version, keep_alive, refusal_outcome, refusal);
 }
 
 // Sends `req` on over a pooled connection to the controller: one kept from an earlier request
@@ -521,9 +565,10 @@ client::HttpRequest Relay::Impl::Forwarded(const Request& req) const {
 // Answers `status` for the relay itself, saying why in kRelayErrorHeader (and in a JSON body);
 // false when the connection is to be closed.
 bool Relay::Impl::Refuse(ClientStream& stream, unsigned version, bool keep_alive,
-                         http::status status, const std::string& reason) {
+                         RelayOutcome outcome, const std::string& reason) {
   ++refused;
-  http::response<http::string_body> res{status, version};
+  Observe(outcome, std::chrono::nanoseconds(0));
+  http::response<http::string_body> res{StatusOf(outcome), version};
   res.set(kRelayErrorHeader, HeaderValue(reason));
   res.set(http::field::content_type, "application/json");
   res.body() = nlohmann::json{{"error", reason}}.dump(-1, ' ', false,
@@ -566,17 +611,13 @@ void Relay::Impl::Stop() {
   idle.clear();
 }
 
-// Removes the socket file this relay bound, and only that: a successor may have replaced it.
 void Relay::Impl::RemoveOwnSocket() {
-  struct stat st {};
-  const std::string& path = options.socket_path;
-  if (socket_ino == 0 || ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) ||
-      st.st_dev != socket_dev || st.st_ino != socket_ino) {
-    return;
-  }
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    MZ_LOG(kWarn) << "relay: removing socket " << path << ": " << std::strerror(errno);
-  }
+  std::lock_guard<std::mutex> lock(socket_mu);
+  socket_file.RemoveIfStillThere();
+}
+
+void Relay::Impl::Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time) const {
+  if (options.observer) options.observer({outcome, upstream_time});
 }
 
 namespace {
@@ -636,6 +677,14 @@ Result<std::unique_ptr<Relay>> Relay::Start(RelayOptions options) {
 }
 
 void Relay::Stop() { impl_->Stop(); }
+
+Status Relay::Check() const {
+  std::lock_guard<std::mutex> lock(impl_->socket_mu);
+  if (impl_->socket_file.StillThere()) return Status::Ok();
+  return FailedPreconditionError("the relay socket " + Quoted(impl_->options.socket_path) +
+                                 " is gone or another server's (plugins go to the controller "
+                                 "directly); restart this server to serve it again");
+}
 
 uint64_t Relay::relayed() const { return impl_->relayed.load(); }
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,28 @@ inline constexpr const char* kRelayToHeader = client::kRelayToHeader;
 // A client seeing it goes to the controller directly.
 inline constexpr const char* kRelayErrorHeader = client::kRelayErrorHeader;
 
+// What the relay did with one request.
+enum class RelayOutcome {
+  kRelayed,          // the controller answered (whatever its status)
+  kOtherController,  // 421: kRelayToHeader names another controller (or none)
+  kMethod,           // 405: a method the relay does not forward
+  kMalformed,        // 400: not an HTTP request
+  kTooLarge,         // 413: over max_request_bytes
+  kUpstreamFailed,   // 502: no answer from the controller (connect, TLS, timeout, a cut reply)
+};
+inline constexpr RelayOutcome kRelayOutcomes[] = {
+    RelayOutcome::kRelayed,   RelayOutcome::kOtherController, RelayOutcome::kMethod,
+    RelayOutcome::kMalformed, RelayOutcome::kTooLarge,        RelayOutcome::kUpstreamFailed};
+// "relayed", "other_controller", "method", "malformed", "too_large", "upstream_failed".
+const char* OutcomeName(RelayOutcome outcome);
+
+// One request's outcome, for metrics (RelayOptions::observer).
+struct RelayObservation {
+  RelayOutcome outcome;
+  // kRelayed: from sending the request on to the controller's whole answer; else 0.
+  std::chrono::nanoseconds upstream_time{0};
+};
+
 struct RelayOptions {
   // Absolute; its directory is checked (or created 0700) by PrepareUnixSocket; the socket 0600.
   std::string socket_path;
@@ -43,6 +66,9 @@ struct RelayOptions {
   std::chrono::milliseconds idle_timeout{30000};
   // The limit of one request's header and body together.
   size_t max_request_bytes = size_t{1} << 20;
+  // Called once per request, on the thread serving its connection: must be thread-safe and
+  // cheap. Empty: none.
+  std::function<void(const RelayObservation&)> observer;
 };
 
 class Relay {
@@ -59,6 +85,11 @@ class Relay {
   // within upstream.request_timeout), joins every thread and removes the socket file.
   // Idempotent.
   void Stop();
+
+  // OK while the relay serves its socket. FAILED_PRECONDITION naming the socket once its path
+  // no longer leads to this relay (removed, or replaced by another server: plugins then go to
+  // the controller directly) or after Stop(). One lstat(2): cheap enough for every Probe.
+  Status Check() const;
 
   uint64_t relayed() const;  // requests the controller answered (any status)
   uint64_t refused() const;  // answers the relay made itself (the kRelayErrorHeader ones)

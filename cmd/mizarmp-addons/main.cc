@@ -1,6 +1,7 @@
 // mizarmp-addons: the CSI-Addons gRPC server. Parses the configuration, builds the services the
-// mode asks for, registers them and Identity with the server, serves until SIGTERM/SIGINT, then
-// drains and exits 0. Exit 2 on a bad configuration, 1 when the server cannot start.
+// mode asks for (and the node's relay), registers them and Identity with the server, serves until
+// SIGTERM/SIGINT, then drains and exits 0. Exit 2 on a bad configuration, 1 when the server cannot
+// start.
 #include <malloc.h>
 
 #include <cstdio>
@@ -20,7 +21,7 @@
 #include "fence/node_clients.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/service.h"
-#include "relay/relay.h"
+#include "relay/relay_component.h"
 
 namespace {
 
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
                 << " mpurl=" << mz::addons::RedactUrl(config.mizarmp.base_url);
 
   Services services;
-  std::unique_ptr<mz::relay::Relay> relay;
+  std::unique_ptr<mz::relay::RelayComponent> relay;
   if (config.identity.mode == mz::addons::Mode::kController) {
     services = ControllerServices(config);
   } else {
@@ -110,17 +111,20 @@ int main(int argc, char** argv) {
     if (!made.ok()) return CannotStart("cannot start key rotation", made.status());
     services = std::move(made).value();
     if (!config.relay_socket.empty()) {
-      auto started =
-          mz::relay::Relay::Start({.socket_path = config.relay_socket, .upstream = config.mizarmp});
+      auto started = mz::relay::RelayComponent::Start(
+          {.socket_path = config.relay_socket, .upstream = config.mizarmp});
       if (!started.ok()) return CannotStart("cannot start the relay", started.status());
       relay = std::move(*started);
     }
   }
-  mz::addons::IdentityService identity(config.identity, Pointers(services));
+  std::vector<mz::addons::AddonsComponent*> components;
+  if (relay != nullptr) components.push_back(relay.get());
+  mz::addons::IdentityService identity(config.identity, Pointers(services), components);
 
   mz::addons::Server server(config.server);
   server.Register(identity);
   for (const auto& service : services) server.Register(*service);
+  for (mz::addons::AddonsComponent* component : components) server.Attach(*component);
   if (mz::Status s = server.Start(); !s.ok()) return CannotStart("cannot start", s);
 
   const int sig = signals.Wait();

@@ -39,6 +39,7 @@ namespace mizarmp::addons {
 namespace {
 
 using mizarmp::testing::TempDir;
+using testing::FakeComponent;
 using testing::FakeService;
 using testing::NetworkFenceCapabilities;
 using FakeFence = FakeService<::fence::FenceController>;
@@ -594,15 +595,27 @@ TEST(AddonsIdentity, CapabilitiesAreTheUnionOfTheServices) {
   EXPECT_EQ(id.health_name(), "identity.Identity");
 }
 
-// Probe asks every service's checks in order: the first failing one names itself, any one still
-// initialising makes it not ready.
+// Probe asks every service's checks in order, then the other components': the first failing one
+// names itself, any one still initialising makes it not ready.
 TEST(AddonsIdentity, ProbeAsksEveryServicesChecks) {
   Readiness first = Readiness::Ready();
   Readiness second = Readiness::Ready();
+  Readiness third = Readiness::Ready();
   FakeFence fence({}, {{"fence store", [&first] { return first; }}});
   FakeKeyRotation keyrot({}, {{"key store", [&second] { return second; }}});
-  IdentityService id(IdentityOptions{}, {&fence, &keyrot});  // no Mizar-MP: nothing else checked
+  FakeComponent relay("relay", {{"relay", [&third] { return third; }}});
+  // No Mizar-MP: nothing else is checked.
+  IdentityService id(IdentityOptions{}, {&fence, &keyrot}, {&relay});
   auto ready = id.CheckReady();
+  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+  EXPECT_TRUE(*ready);
+
+  third = Readiness::Failed(FailedPreconditionError("socket gone"));
+  ready = id.CheckReady();
+  EXPECT_EQ(ready.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(ready.status().message(), "relay: socket gone");
+  third = Readiness::Ready();
+  ready = id.CheckReady();
   ASSERT_TRUE(ready.ok()) << ready.status().ToString();
   EXPECT_TRUE(*ready);
 
@@ -629,29 +642,31 @@ TEST(AddonsServerLifecycle, StartsServicesAfterBindingAndStopsThemInReverse) {
   const std::string sock = dir.path() + "/csi-addons.sock";
   std::vector<std::string> events;
   FakeFence fence({}, {}, &events);
+  FakeComponent relay("relay", {}, &events);
   FakeKeyRotation keyrot({}, {}, &events);
-  IdentityService id(IdentityOptions{}, {&fence, &keyrot});
+  IdentityService id(IdentityOptions{}, {&fence, &keyrot}, {&relay});
   ServerOptions so;
   so.endpoint = "unix://" + sock;
   Server server(so);
   server.Register(id);
   server.Register(fence);
+  server.Attach(relay);
   server.Register(keyrot);
   EXPECT_TRUE(events.empty());
   ASSERT_TRUE(server.Start().ok());
-  EXPECT_EQ(events, (std::vector<std::string>{
-                        "start fence.FenceController",
-                        "start encryptionkeyrotation.EncryptionKeyRotationController"}));
+  const std::vector<std::string> started = {
+      "start fence.FenceController", "start relay",
+      "start encryptionkeyrotation.EncryptionKeyRotationController"};
+  EXPECT_EQ(events, started);
   EXPECT_EQ(::access(sock.c_str(), F_OK), 0);
   server.Shutdown(2s);
   EXPECT_NE(::access(sock.c_str(), F_OK), 0);
-  EXPECT_EQ(events,
-            (std::vector<std::string>{"start fence.FenceController",
-                                      "start encryptionkeyrotation.EncryptionKeyRotationController",
-                                      "stop encryptionkeyrotation.EncryptionKeyRotationController",
-                                      "stop fence.FenceController"}));
+  std::vector<std::string> all = started;
+  all.insert(all.end(), {"stop encryptionkeyrotation.EncryptionKeyRotationController", "stop relay",
+                         "stop fence.FenceController"});
+  EXPECT_EQ(events, all);
   server.Shutdown(2s);  // idempotent: nothing is stopped twice
-  EXPECT_EQ(events.size(), 4u);
+  EXPECT_EQ(events.size(), 6u);
 }
 
 TEST(AddonsServerLifecycle, FailedStartStartsNoService) {

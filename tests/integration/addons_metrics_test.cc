@@ -119,6 +119,22 @@ double Value(const Scrape& s, const std::string& key) {
          << "gRPC status " << s.error_code() << ": " << s.error_message();
 }
 
+// The fence store opens in the background after the socket is up, and until it has a fence
+// is refused (UNAVAILABLE, "still opening"), so the tests start once Probe says ready, as a
+// CSI-Addons sidecar does.
+bool WaitUntilReady(const std::shared_ptr<grpc::Channel>& channel) {
+  auto identity = identity::Identity::NewStub(channel);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    identity::ProbeResponse resp;
+    if (identity->Probe(&ctx, {}, &resp).ok() && resp.ready().value()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 class AddonsMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -150,22 +166,6 @@ class AddonsMetricsTest : public ::testing::Test {
     ASSERT_TRUE(
         channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
     ASSERT_TRUE(WaitUntilReady(channel)) << Log();
-  }
-
-  // The fence store opens in the background after the socket is up, and until it has a fence
-  // is refused (UNAVAILABLE, "still opening"), so the tests start once Probe says ready, as a
-  // CSI-Addons sidecar does.
-  static bool WaitUntilReady(const std::shared_ptr<grpc::Channel>& channel) {
-    auto identity = identity::Identity::NewStub(channel);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-      identity::ProbeResponse resp;
-      if (identity->Probe(&ctx, {}, &resp).ok() && resp.ready().value()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
   }
 
   std::string log_path() const { return dir_.path() + "/addons.log"; }
@@ -390,6 +390,67 @@ TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
   EXPECT_EQ(Value(scraped, RpcSeries(method, "OK")), 2);
   EXPECT_EQ(Value(scraped, RpcTimedSeries(method)), 2);
   EXPECT_EQ(scraped.count("mizarmp_addons_leader"), 0u) << "fence families in node mode";
+}
+
+// The node's relay, as an operator sees whether plugins use it: /metrics counts its requests by
+// outcome and times the controller's answers; Probe fails naming it once its socket is gone.
+TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
+  TempDir dir;
+  mock::Options o;
+  o.agent = false;
+  std::unique_ptr<mock::MockServer> controller;
+  ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &controller));
+  const std::string log = dir.path() + "/addons.log";
+  const std::string socket = dir.path() + "/run/csi-addons.sock";
+  const std::string relay = dir.path() + "/run/relay.sock";
+  const json config = {{"mode", "node"},
+                       {"endpoint", "unix://" + socket},
+                       {"hostId", "node-a"},
+                       {"stateDir", dir.path() + "/state"},
+                       {"keyStoreDir", dir.path() + "/keys"},
+                       {"mpurl", controller->base_url()},
+                       {"relaySocket", relay},
+                       {"metricsAddress", "127.0.0.1:0"},
+                       {"logFile", log},
+                       {"logLevel", "info"}};
+  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/addons.json", config.dump()).ok());
+  testing::Daemon addons;
+  ASSERT_TRUE(
+      addons.Start({testing::BinDir() + "/mizarmp-addons", "--config", dir.path() + "/addons.json"},
+                   dir.path() + "/addons.out"));
+  const int port = PortFromLog(log, "serving Prometheus metrics on ");
+  ASSERT_GT(port, 0) << LogAt(log);
+  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(WaitUntilReady(channel)) << LogAt(log);
+
+  // Two requests as a plugin sends them, one for another controller.
+  const std::string get = "curl -sS --max-time 10 -o /dev/null -w '%{http_code}' --unix-socket " +
+                          relay + " http://localhost/project/" + kProject + "/ports/p1 -H ";
+  std::string code;
+  EXPECT_EQ(testing::Shell(get + "'Mizarmp-Relay-To: " + controller->base_url() + "'", &code), 0);
+  EXPECT_EQ(code, "200");
+  EXPECT_EQ(testing::Shell(get + "'Mizarmp-Relay-To: https://elsewhere.example'", &code), 0);
+  EXPECT_EQ(code, "421");
+  const Scrape scraped = ScrapeMetrics(port);
+  const auto requests = [&](const std::string& outcome) {
+    return Value(scraped, "mizarmp_addons_relay_requests_total{outcome=\"" + outcome + "\"}");
+  };
+  EXPECT_EQ(requests("relayed"), 1);
+  EXPECT_EQ(requests("other_controller"), 1);
+  EXPECT_EQ(scraped.count("mizarmp_addons_relay_requests_total{outcome=\"upstream_failed\"}"), 1u)
+      << "every outcome is a series from the start";
+  EXPECT_EQ(requests("upstream_failed"), 0);
+  EXPECT_EQ(Value(scraped, "mizarmp_addons_relay_upstream_duration_seconds_count"), 1);
+
+  // Someone removes the socket: plugins would go directly, and Probe says why.
+  ASSERT_EQ(::unlink(relay.c_str()), 0);
+  auto identity = identity::Identity::NewStub(channel);
+  grpc::ClientContext ctx;
+  identity::ProbeResponse probed;
+  const grpc::Status s = identity->Probe(&ctx, {}, &probed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("relay: the relay socket \"" + relay + "\""), std::string::npos)
+      << s.error_message();
 }
 
 TEST(AddonsMetricsConfig, ABadListenAddressIsRefusedNamingTheKey) {

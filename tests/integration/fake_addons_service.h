@@ -1,6 +1,7 @@
-// A CSI-Addons service as fence/ or keyrotation/ registers one with the addons framework, for
-// the framework's own tests: a generated service base (every method UNIMPLEMENTED), the
-// capabilities and readiness checks it is given, and a record of Start()/Stop() calls.
+// A CSI-Addons service as fence/ or keyrotation/ registers one with the addons framework, and a
+// component that serves no RPC as relay/ attaches one, for the framework's own tests: a
+// generated service base (every method UNIMPLEMENTED), the capabilities and readiness checks
+// each is given, and a record of Start()/Stop() calls.
 #pragma once
 
 #include <memory>
@@ -36,6 +37,27 @@ class FakeService : public AddonsService {
 
   typename Generated::Service service_;
   std::vector<identity::Capability> capabilities_;
+  std::vector<ReadinessCheck> checks_;
+  std::vector<std::string>* events_;
+};
+
+// A component named `name`: its readiness checks, "start <name>" / "stop <name>" in `events`.
+class FakeComponent : public AddonsComponent {
+ public:
+  FakeComponent(std::string name, std::vector<ReadinessCheck> checks,
+                std::vector<std::string>* events = nullptr)
+      : name_(std::move(name)), checks_(std::move(checks)), events_(events) {}
+
+  std::vector<ReadinessCheck> readiness_checks() override { return checks_; }
+  void Start() override { Record("start"); }
+  void Stop() override { Record("stop"); }
+
+ private:
+  void Record(const std::string& what) {
+    if (events_ != nullptr) events_->push_back(what + " " + name_);
+  }
+
+  std::string name_;
   std::vector<ReadinessCheck> checks_;
   std::vector<std::string>* events_;
 };

@@ -495,6 +495,62 @@ TEST_F(RelayTest, AnswersTooLargeRequestsWith413AndCloses) {
   EXPECT_EQ(relay_->refused(), 2u);
 }
 
+TEST_F(RelayTest, TellsItsObserverEachRequestsOutcome) {
+  ASSERT_NO_FATAL_FAILURE(StartController(&controller_));
+  const std::string base = controller_->base_url();
+  std::mutex mu;
+  std::vector<RelayObservation> seen;
+  RelayOptions o = Options(base);
+  o.max_request_bytes = 4096;
+  o.observer = [&](const RelayObservation& observation) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(observation);
+  };
+  ASSERT_NO_FATAL_FAILURE(StartRelay(o));
+
+  // Each answer is written after its observation, so reading it orders them.
+  Conn plugin(socket_);
+  EXPECT_EQ(plugin.Exchange("GET", Ports() + "/p1", For(base)).status, 200);
+  EXPECT_EQ(plugin.Exchange("GET", Ports() + "/p1", For("https://evil.example")).status, 421);
+  EXPECT_EQ(plugin.Exchange("OPTIONS", Ports(), For(base)).status, 405);
+  Conn hostile(socket_);
+  ASSERT_TRUE(hostile.SendRaw("\x01 not http\r\n\r\n"));
+  EXPECT_EQ(hostile.Read(kPatience).status, 400);
+  Conn big(socket_);
+  EXPECT_EQ(big.Exchange("POST", Ports(), For(base), std::string(8192, 'x')).status, 413);
+  controller_.reset();
+  Conn late(socket_);
+  EXPECT_EQ(late.Exchange("GET", Ports() + "/p1", For(base)).status, 502);
+
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 6u);
+  const RelayOutcome expected[] = {RelayOutcome::kRelayed,  RelayOutcome::kOtherController,
+                                   RelayOutcome::kMethod,   RelayOutcome::kMalformed,
+                                   RelayOutcome::kTooLarge, RelayOutcome::kUpstreamFailed};
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(OutcomeName(seen[i].outcome), std::string(OutcomeName(expected[i]))) << i;
+    // Only a relayed request has a controller round trip to time.
+    EXPECT_EQ(seen[i].upstream_time.count() > 0, i == 0) << i;
+  }
+}
+
+TEST_F(RelayTest, ChecksFailNamingTheSocketOnceItIsGoneAndAReplacementIsLeftAlone) {
+  ASSERT_NO_FATAL_FAILURE(StartRelay(Options("https://127.0.0.1:1")));
+  EXPECT_TRUE(relay_->Check().ok()) << relay_->Check().ToString();
+
+  ASSERT_EQ(::unlink(socket_.c_str()), 0);
+  const Status gone = relay_->Check();
+  EXPECT_TRUE(gone.IsFailedPrecondition()) << gone.ToString();
+  EXPECT_NE(gone.message().find(socket_), std::string::npos) << gone.ToString();
+
+  // Something else at the path now: not the relay's, so Stop() leaves it.
+  ASSERT_TRUE(WriteFileAtomic(socket_, "not the relay's\n", 0600).ok());
+  EXPECT_FALSE(relay_->Check().ok());
+  relay_->Stop();
+  EXPECT_FALSE(relay_->Check().ok());
+  EXPECT_EQ(*ReadFile(socket_), "not the relay's\n");
+}
+
 TEST_F(RelayTest, ClosesSilentAndTricklingClientsAfterTheIdleTimeout) {
   RelayOptions o = Options("https://127.0.0.1:1");
   o.idle_timeout = milliseconds(200);

@@ -19,7 +19,7 @@ ALLOWED = {
     "records": {"common"},
     "mizarmp-client": {"common"},
     "netns": {"common"},
-    "relay": {"common", "mizarmp-client"},
+    "relay": {"common", "mizarmp-client", "addons"},
     "cni": {"common", "records", "mizarmp-client", "netns"},
     "install": {"common", "cni"},
     "mock-server": {"common", "mizarmp-client", "netns"},
@@ -47,7 +47,7 @@ LIBRARY_OWNERS = [
     (re.compile(r"^boost/"), {"mizarmp-client", "relay"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
-    (re.compile(r"^prometheus/"), {"addons", "fence"}),
+    (re.compile(r"^prometheus/"), {"addons", "fence", "relay"}),
     (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "ctl", "cmd/mizarmp-addons"}),
 ]
 
