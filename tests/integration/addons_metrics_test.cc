@@ -23,6 +23,7 @@
 #include "identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "tests/support/port_spec.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
@@ -179,14 +180,7 @@ class AddonsMetricsTest : public ::testing::Test {
     cc.project_id = kProject;
     auto mp = client::Client::Create(cc);
     ASSERT_TRUE(mp.ok()) << mp.status().ToString();
-    client::PortSpec spec;
-    spec.project_id = kProject;
-    spec.id = id;
-    spec.name = "k8s_" + id;
-    spec.network_id = kSubnet;
-    spec.veth_name = "eth0";
-    spec.network_ns = "/var/run/netns/none-" + id;
-    spec.host_id = "node-a";
+    client::PortSpec spec = testing::PortSpecFor(id, "/var/run/netns/none-" + id);
     spec.fixed_ips.push_back({kSubnet, ip});
     auto port = (*mp)->CreatePort(spec);
     ASSERT_TRUE(port.ok()) << port.status().ToString();

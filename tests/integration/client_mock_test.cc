@@ -18,6 +18,7 @@
 
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
+#include "tests/support/port_spec.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
@@ -88,15 +89,8 @@ class ClientMockTest : public ::testing::TestWithParam<mock::Dialect> {
   }
 
   PortSpec Spec(const std::string& id, const std::string& host = "node-a") const {
-    PortSpec s;
-    s.project_id = kDefaultProjectId;
-    s.id = id;
-    s.name = "k8s_" + id;
+    PortSpec s = testing::PortSpecFor(id, "/var/run/netns/none-" + id, host);
     s.description = "cni test, host:" + host;
-    s.network_id = kDefaultSubnetId;
-    s.veth_name = "eth0";
-    s.network_ns = "/var/run/netns/none-" + id;
-    s.host_id = host;
     return s;
   }
 

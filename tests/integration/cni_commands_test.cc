@@ -18,6 +18,7 @@
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
+#include "tests/support/port_spec.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
@@ -122,15 +123,8 @@ class CniCommandsTest : public ::testing::Test {
   // A port at the controller as ADD would have made it.
   client::Port MakePort(const std::string& id, const std::string& cid, const std::string& network,
                         const std::string& host = "node-a") const {
-    client::PortSpec spec;
-    spec.project_id = kProject;
-    spec.id = id;
-    spec.name = "k8s_" + id;
-    spec.description = PortDescription(cid, "/var/run/netns/" + cid, host, network, "eth0");
-    spec.network_id = kSubnet;
-    spec.veth_name = "eth0";
-    spec.network_ns = "/var/run/netns/" + cid;
-    spec.host_id = host;
+    client::PortSpec spec = testing::PortSpecFor(id, "/var/run/netns/" + cid, host);
+    spec.description = PortDescription(cid, spec.network_ns, host, network, "eth0");
     auto port = Client()->CreatePort(spec);
     EXPECT_TRUE(port.ok()) << port.status().ToString();
     return port.ok() ? *port : client::Port{};

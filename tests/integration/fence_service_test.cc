@@ -26,6 +26,7 @@
 #include "common/strings.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
+#include "tests/support/port_spec.h"
 #include "tests/support/records.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
@@ -82,14 +83,7 @@ class FenceServiceTest : public ::testing::Test {
 
   // A port at the mock with this v4 address on this host.
   std::string Port(const std::string& id, const std::string& ip, const std::string& host) {
-    client::PortSpec s;
-    s.project_id = kProject;
-    s.id = id;
-    s.name = "k8s_" + id;
-    s.network_id = kSubnet;
-    s.veth_name = "eth0";
-    s.network_ns = "/var/run/netns/none-" + id;
-    s.host_id = host;
+    client::PortSpec s = testing::PortSpecFor(id, "/var/run/netns/none-" + id, host);
     s.fixed_ips.push_back({kSubnet, ip});
     auto p = mp_->CreatePort(s);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
@@ -104,14 +98,8 @@ class FenceServiceTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       const std::string ip =
           "10.240." + std::to_string(2 + i / 250) + "." + std::to_string(1 + i % 250);
-      client::PortSpec s;
-      s.project_id = kProject;
-      s.id = "p" + std::to_string(i);
-      s.name = "k8s_" + s.id;
-      s.network_id = kSubnet;
-      s.veth_name = "eth0";
-      s.network_ns = "/var/run/netns/none-" + s.id;
-      s.host_id = "node-a";
+      const std::string id = "p" + std::to_string(i);
+      client::PortSpec s = testing::PortSpecFor(id, "/var/run/netns/none-" + id);
       s.fixed_ips.push_back({kSubnet, ip});
       specs.push_back(std::move(s));
       ips.push_back(ip);

@@ -8,9 +8,10 @@
 
 namespace mizarmp::testing {
 
-// Port `id` ("k8s_<id>") on the default project and subnet, eth0 in `netns` on node-a.
+// Port `id` ("k8s_<id>") on the default project and subnet, eth0 in `netns` on `host`.
 inline client::PortSpec PortSpecFor(const std::string& id,
-                                    const std::string& netns = "/var/run/netns/none") {
+                                    const std::string& netns = "/var/run/netns/none",
+                                    const std::string& host = "node-a") {
   client::PortSpec spec;
   spec.project_id = client::kDefaultProjectId;
   spec.id = id;
@@ -18,7 +19,7 @@ inline client::PortSpec PortSpecFor(const std::string& id,
   spec.network_id = client::kDefaultSubnetId;
   spec.veth_name = "eth0";
   spec.network_ns = netns;
-  spec.host_id = "node-a";
+  spec.host_id = host;
   return spec;
 }
 
