@@ -350,27 +350,41 @@ TEST_F(AddonsMetricsTest, SighupReopensTheLogFile) {
   EXPECT_EQ(::kill(addons_.pid(), 0), 0) << "SIGHUP ended the server";
 }
 
-// Node mode serves no FenceController, but the framework still counts every RPC.
-TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
+// mizarmp-addons in node mode, as the DaemonSet runs it, serving metrics.
+struct NodeServer {
+  // Starts it with the node's keys and `extra`; fails the test unless it serves metrics.
+  void Start(const json& extra) {
+    json config = {{"mode", "node"},
+                   {"endpoint", "unix://" + socket},
+                   {"hostId", "node-a"},
+                   {"stateDir", dir.path() + "/state"},
+                   {"keyStoreDir", dir.path() + "/keys"},
+                   {"metricsAddress", "127.0.0.1:0"},
+                   {"logFile", log},
+                   {"logLevel", "info"}};
+    config.update(extra);
+    ASSERT_TRUE(WriteFileAtomic(dir.path() + "/addons.json", config.dump()).ok());
+    ASSERT_TRUE(daemon.Start(
+        {testing::BinDir() + "/mizarmp-addons", "--config", dir.path() + "/addons.json"},
+        dir.path() + "/addons.out"));
+    metrics_port = PortFromLog(log, "serving Prometheus metrics on ");
+    ASSERT_GT(metrics_port, 0) << LogAt(log);
+    channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  }
+
   TempDir dir;
   const std::string log = dir.path() + "/addons.log";
   const std::string socket = dir.path() + "/run/csi-addons.sock";
-  const json config = {{"mode", "node"},
-                       {"endpoint", "unix://" + socket},
-                       {"hostId", "node-a"},
-                       {"stateDir", dir.path() + "/state"},
-                       {"keyStoreDir", dir.path() + "/keys"},
-                       {"metricsAddress", "127.0.0.1:0"},
-                       {"logFile", log},
-                       {"logLevel", "info"}};
-  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/addons.json", config.dump()).ok());
-  testing::Daemon addons;
-  ASSERT_TRUE(
-      addons.Start({testing::BinDir() + "/mizarmp-addons", "--config", dir.path() + "/addons.json"},
-                   dir.path() + "/addons.out"));
-  const int port = PortFromLog(log, "serving Prometheus metrics on ");
-  ASSERT_GT(port, 0) << LogAt(log);
-  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  testing::Daemon daemon;
+  int metrics_port = 0;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
+// Node mode serves no FenceController, but the framework still counts every RPC.
+TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
+  NodeServer node;
+  ASSERT_NO_FATAL_FAILURE(node.Start(json::object()));
+  auto channel = node.channel;
   ASSERT_TRUE(
       channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
   auto identity = identity::Identity::NewStub(channel);
@@ -379,7 +393,7 @@ TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
     identity::GetCapabilitiesResponse caps;
     ASSERT_TRUE(identity->GetCapabilities(&ctx, {}, &caps).ok());
   }
-  const Scrape scraped = ScrapeMetrics(port);
+  const Scrape scraped = ScrapeMetrics(node.metrics_port);
   const std::string method = "/identity.Identity/GetCapabilities";
   EXPECT_EQ(Value(scraped, RpcSeries(method, "OK")), 2);
   EXPECT_EQ(Value(scraped, RpcTimedSeries(method)), 2);
@@ -389,33 +403,14 @@ TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
 // The node's relay, as an operator sees whether plugins use it: /metrics counts its requests by
 // outcome and times the controller's answers; Probe fails naming it once its socket is gone.
 TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
-  TempDir dir;
   mock::Options o;
   o.agent = false;
   std::unique_ptr<mock::MockServer> controller;
   ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &controller));
-  const std::string log = dir.path() + "/addons.log";
-  const std::string socket = dir.path() + "/run/csi-addons.sock";
-  const std::string relay = dir.path() + "/run/relay.sock";
-  const json config = {{"mode", "node"},
-                       {"endpoint", "unix://" + socket},
-                       {"hostId", "node-a"},
-                       {"stateDir", dir.path() + "/state"},
-                       {"keyStoreDir", dir.path() + "/keys"},
-                       {"mpurl", controller->base_url()},
-                       {"relaySocket", relay},
-                       {"metricsAddress", "127.0.0.1:0"},
-                       {"logFile", log},
-                       {"logLevel", "info"}};
-  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/addons.json", config.dump()).ok());
-  testing::Daemon addons;
-  ASSERT_TRUE(
-      addons.Start({testing::BinDir() + "/mizarmp-addons", "--config", dir.path() + "/addons.json"},
-                   dir.path() + "/addons.out"));
-  const int port = PortFromLog(log, "serving Prometheus metrics on ");
-  ASSERT_GT(port, 0) << LogAt(log);
-  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
-  ASSERT_TRUE(WaitUntilReady(channel)) << LogAt(log);
+  NodeServer node;
+  const std::string relay = node.dir.path() + "/run/relay.sock";
+  ASSERT_NO_FATAL_FAILURE(node.Start({{"mpurl", controller->base_url()}, {"relaySocket", relay}}));
+  ASSERT_TRUE(WaitUntilReady(node.channel)) << LogAt(node.log);
 
   // Two requests as a plugin sends them, one for another controller.
   const std::string get = "curl -sS --max-time 10 -o /dev/null -w '%{http_code}' --unix-socket " +
@@ -425,7 +420,7 @@ TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
   EXPECT_EQ(code, "200");
   EXPECT_EQ(testing::Shell(get + "'Mizarmp-Relay-To: https://elsewhere.example'", &code), 0);
   EXPECT_EQ(code, "421");
-  const Scrape scraped = ScrapeMetrics(port);
+  const Scrape scraped = ScrapeMetrics(node.metrics_port);
   const auto requests = [&](const std::string& outcome) {
     return Value(scraped, "mizarmp_addons_relay_requests_total{outcome=\"" + outcome + "\"}");
   };
@@ -438,7 +433,7 @@ TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
 
   // Someone removes the socket: plugins would go directly, and Probe says why.
   ASSERT_EQ(::unlink(relay.c_str()), 0);
-  auto identity = identity::Identity::NewStub(channel);
+  auto identity = identity::Identity::NewStub(node.channel);
   grpc::ClientContext ctx;
   identity::ProbeResponse probed;
   const grpc::Status s = identity->Probe(&ctx, {}, &probed);
