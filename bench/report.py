@@ -12,14 +12,16 @@ import os
 import re
 import sys
 
-# The previous run (commit 16e0124, 2026-11-26), for "what changed and what it moved".
+# The previous run (commit 3a3048a, 2026-11-26), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "16e0124",
-    "add": 4.6, "ptp_add": 9.5, "del": 19.6, "ptp_del": 26.5,
-    "ready50_over": 1.67, "ready50_gets": 11, "ready500_over": 2.33, "ready500_gets": 95,
-    "rss_kib": 7148, "version_ms": 1.35, "version_ptp_ms": 2.79, "probe_ratio": 1.04, "list_ratio": 0.82,
-    "fence_ms": 120.8, "unfence_ms": 119.9, "etcd_fence_ms": 161.7, "etcd_unfence_ms": 146.9,
-    "etcd_fence_rest": 1001, "https_ca_file_ratio": 1.75, "https_system_store_ratio": 1.75,
+    "commit": "3a3048a",
+    "add": 4.3, "ptp_add": 8.7, "del": 19.9, "ptp_del": 25.8,
+    "ready50_over": 1.04, "ready50_gets": 11, "ready500_over": 0.87, "ready500_gets": 96,
+    "rss_kib": 7184, "version_ms": 1.29, "version_ptp_ms": 2.91, "probe_ratio": 0.93, "list_ratio": 0.74,
+    "probe_cpu_us": 31.9, "list_cpu_us": 42.5, "list_bare_cpu_us": 26.6,
+    "fence_ms": 128.7, "unfence_ms": 123.0, "etcd_fence_ms": 136.5, "etcd_unfence_ms": 136.7,
+    "etcd_fence_rest": 1001, "https_ca_file_ratio": 1.81, "https_system_store_ratio": 1.81,
+    "https_relay_ratio": 1.16,
 }
 
 
@@ -656,18 +658,22 @@ def main():
         return f"{fmt(f.get('fence', {}).get('ms'))} / {fmt(f.get('unfence', {}).get('ms'))}"
 
     etcd_now = stores_now.get("etcd", {}).get("fence", {})
-    p("- **The node's relay** (relay/, README \"The node's relay\"): mizarmp-addons in node mode (`relaySocket`) "
-      "carries the plugin's requests to an https:// controller over TLS connections it keeps, so a plugin "
-      "process with `relaySocket` sets no TLS up; one that finds no relay, or a relay that fails, goes "
-      "directly as before. ADD over https:// / over http://: plugin alone "
-      f"{PREVIOUS['https_ca_file_ratio']} (`tls.caFile`) -> {fmt(lat.get('https_ca_file_add_ratio_median'), '', 2)}; "
-      f"through the relay (new side) {fmt(lat.get('https_relay_add_ratio_median'), '', 2)}.")
-    p("- **A leader's fence or unfence RPC reads the pass's port list while the store commits the change** "
-      "(`FenceService::StartListing`): the two are independent and the RPC holds the lock that serialises "
-      "passes, so the commit (an fsync; a quorum's on etcd) is off the RPC's time. Fence / unfence, SQLite "
-      f"store: {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}; etcd store: "
-      f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')}; REST calls of "
-      f"the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}.")
+    list_m, probe_m = rpc.get("ListClusterFence") or {}, rpc.get("Probe") or {}
+    p("- **Request ids and temporary file names from one per-process generator** (`UniqueRandom64`): gRPC's "
+      "short-lived sync server threads no longer each set up a `std::random_device` (the top symbol of the "
+      "previous run's ListClusterFence profile). ListClusterFence vs bare gRPC "
+      f"{PREVIOUS['list_ratio']} -> {fmt(list_m.get('ratio_calls_per_s'), '', 2)}, the server's CPU per call "
+      f"{PREVIOUS['list_cpu_us']} -> {fmt(g(list_m, 'mizarmp-addons', 'server_cpu_us_per_call_median'), 'us', 1)} "
+      f"(bare {PREVIOUS['list_bare_cpu_us']} -> {fmt(g(list_m, 'bare', 'server_cpu_us_per_call_median'), 'us', 1)}); "
+      f"Probe {PREVIOUS['probe_ratio']} -> {fmt(probe_m.get('ratio_calls_per_s'), '', 2)}.")
+    p("- **The relay is seen by operators** (`relay/relay_component.h`): Probe fails naming it once its socket "
+      "is gone, and /metrics counts its requests by outcome and times its controller round trips, one "
+      "observer call per request. ADD over https:// through the relay / over http:// "
+      f"{PREVIOUS['https_relay_ratio']} -> {fmt(lat.get('https_relay_add_ratio_median'), '', 2)}; fence / "
+      f"unfence, SQLite {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}, etcd "
+      f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (REST calls of "
+      f"the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}); no fence code "
+      "changed.")
     p("- The plugin's own path over http:// did not change: its http figures below (ADD, DEL, readiness, "
       "VERSION) move with the machine.")
     if pt_add and PREVIOUS["ptp_add"]:
