@@ -1,10 +1,9 @@
 // The contract between the mizarmp-addons server framework (addons/) and the CSI-Addons
 // services it serves (fence/, keyrotation/) or the components it runs beside them (relay/).
-// The framework knows no service: main() builds the
-// services the mode asks for and registers each; Identity advertises the union of their
-// capabilities and Probe asks each of their readiness checks, so what is advertised is always
-// what is served. Adding a service is writing one class that implements this interface and
-// registering it in main().
+// The framework knows no service: main() builds the services the mode asks for and registers
+// each; Identity advertises the union of their capabilities and Probe asks each of their
+// readiness checks, so what is advertised is always what is served. Adding a service is writing
+// one class that implements this interface and registering it in main().
 #pragma once
 
 #include <functional>

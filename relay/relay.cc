@@ -335,7 +335,8 @@ struct Relay::Impl {
   client::HttpRequest Forwarded(const Request& req) const;
   bool Refuse(ClientStream& stream, unsigned version, bool keep_alive, RelayOutcome outcome,
               const std::string& reason);
-  void Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time) const;
+  // Counts one request's outcome and tells the observer.
+  void Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time);
   void Stop();
   void RemoveOwnSocket();
 };
@@ -488,7 +489,6 @@ bool Relay::Impl::Handle(ClientStream& stream, const Request& req) {
     const auto sent = Clock::now();
     const auto failure = Forward(req, &reply);
     if (!failure) {
-      ++relayed;
       Observe(RelayOutcome::kRelayed, Clock::now() - sent);
       http::response<http::string_body> res;
       res.version(version);
@@ -566,7 +566,6 @@ client::HttpRequest Relay::Impl::Forwarded(const Request& req) const {
 // false when the connection is to be closed.
 bool Relay::Impl::Refuse(ClientStream& stream, unsigned version, bool keep_alive,
                          RelayOutcome outcome, const std::string& reason) {
-  ++refused;
   Observe(outcome, std::chrono::nanoseconds(0));
   http::response<http::string_body> res{StatusOf(outcome), version};
   res.set(kRelayErrorHeader, HeaderValue(reason));
@@ -616,7 +615,8 @@ void Relay::Impl::RemoveOwnSocket() {
   socket_file.RemoveIfStillThere();
 }
 
-void Relay::Impl::Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time) const {
+void Relay::Impl::Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time) {
+  ++(outcome == RelayOutcome::kRelayed ? relayed : refused);
   if (options.observer) options.observer({outcome, upstream_time});
 }
 
