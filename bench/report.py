@@ -350,9 +350,15 @@ def soak_lines(soak, quick):
         for proc, name in (("addons", "mizarmp-addons"), ("mock", "mizarmp-mock")):
             text, _ = soak_verdict(load_samples, "seconds", proc)
             p(f"- {name}: {text}.")
-        p("- The mock keeps a journal of the last 100,000 port `PUT`s for the tests (`GET /mock/requests`, "
-          "mock-server/journal.h), some 200 bytes each: every fence and unfence here adds one entry per port it "
-          "changes, so the mock's RSS grows by design until the journal is full (about 20 MB).")
+        journal = srv.get("mock_journal_capacity")
+        if journal is not None:
+            p(f"- The mock keeps the newest {journal:,} port `PUT`s for the tests (`--journal-capacity`, "
+              "`GET /mock/requests`, some 200 bytes each); every fence and unfence adds one per port it changes, "
+              "so the journal is full within the warm-up and the mock's verdict is about the mock's own memory.")
+        else:
+            p("- The mock kept the newest 100,000 port `PUT`s for the tests (`GET /mock/requests`, some 200 bytes "
+              "each): every fence and unfence adds one per port it changes, so its RSS grows by design until the "
+              "journal is full (about 20 MB).")
         rpcs = srv.get("rpcs", {})
         total = srv.get("rpcs_total", 0)
         p(f"- RPCs: {total:,} in {srv.get('seconds', 0):.0f} s ({total / max(srv.get('seconds', 1), 1e-9):.0f}/s): "

@@ -79,6 +79,8 @@ Mock::Mock(const MockOptions& o)
                                    o.cidr,
                                    "--ready-delay-ms",
                                    std::to_string(o.ready_delay_ms),
+                                   "--journal-capacity",
+                                   std::to_string(o.journal_capacity),
                                    "--log-level",
                                    "warn"};
   if (!o.agent_netns.empty()) {

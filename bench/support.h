@@ -87,6 +87,7 @@ struct MockOptions {
   int ready_delay_ms = 0;   // how long a new port stays not ready
   // The agent removes a deleted port's veth after answering (mizarmp-mock --agent-unplugs-later).
   bool agent_unplugs_later = false;
+  int journal_capacity = 100000;  // port updates the mock keeps for GET /mock/requests
   // HTTPS with this certificate and key when set; `tls_ca` is what curl checks it against.
   std::string tls_cert, tls_key, tls_ca;
 };

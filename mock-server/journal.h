@@ -24,8 +24,8 @@ struct PortUpdate {
 
 class UpdateJournal {
  public:
-  // Keeps the newest `capacity` entries; older ones are dropped as new ones come in.
-  explicit UpdateJournal(size_t capacity = 100000) : capacity_(capacity) {}
+  // Keeps the newest `capacity` entries (none for 0); older ones are dropped as new ones come in.
+  explicit UpdateJournal(size_t capacity) : capacity_(capacity) {}
 
   // Appends `update` with the next sequence number. Thread-safe.
   void Record(PortUpdate update);

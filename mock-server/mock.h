@@ -18,7 +18,7 @@
 //   GET  /mock/faults        {"faults":{...}}
 //   POST /mock/faults        a Faults document (fields below, snake_case); replaces the faults
 //   GET  /mock/requests      the journal of port updates (every PUT /ports/{id}, the only update
-//                            route of both dialects; the newest 100,000), oldest first:
+//                            route of both dialects; the newest journal_capacity), oldest first:
 //                            {"updates":[{"seq":1,"port":ID,"admin_state_up":false,
 //                            "user_agent":UA,"status":200},...]}; admin_state_up is what the
 //                            request asked for (left out when it did not), status what the mock
@@ -96,6 +96,9 @@ struct Options {
   std::string tls_client_ca_file;
   // When set, every REST request must carry "Authorization: Bearer <token in this file>".
   std::string token_file;
+  // How many port updates GET /mock/requests keeps (the newest; some 200 bytes each). A long run
+  // that wants the mock's memory flat from early on (the soak) keeps few.
+  int journal_capacity = 100000;
   Faults faults;  // initial faults
   bool verbose = false;
 };

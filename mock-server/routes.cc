@@ -88,7 +88,11 @@ Result<std::unique_ptr<Routes>> Routes::Create(const Options& options, Model& mo
 }
 
 Routes::Routes(const Options& options, std::string token, Model& model, FaultInjector& faults)
-    : options_(options), token_(std::move(token)), model_(model), faults_(faults) {}
+    : options_(options),
+      token_(std::move(token)),
+      model_(model),
+      faults_(faults),
+      journal_(options.journal_capacity) {}
 
 void Routes::Install(httplib::Server& s) {
   using httplib::Request;

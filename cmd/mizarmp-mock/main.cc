@@ -115,6 +115,10 @@ FlagTable Flags(Config* c) {
            &o.tls_client_ca_file);
   t.String("token-file", "FILE", "require \"Authorization: Bearer <token>\" on REST requests",
            &o.token_file);
+  t.Int("journal-capacity", "N",
+        "port updates GET /mock/requests keeps, the newest (default " +
+            std::to_string(o.journal_capacity) + ")",
+        0, kMaxCount, &o.journal_capacity);
   // The initial faults, as POST /mock/faults sets them.
   t.Int("fail-creates", "N", "fault: the next N creates answer 500", 0, kMaxCount, &f.fail_creates);
   t.Int("fail-deletes", "N", "fault: the next N deletes answer 500", 0, kMaxCount, &f.fail_deletes);

@@ -711,6 +711,23 @@ TEST_P(MockTest, RequestJournalRecordsEveryPortUpdate) {
   EXPECT_EQ(after[0]["user_agent"], "replica-3");
 }
 
+// --journal-capacity: the journal keeps the newest N updates, numbered as if it kept them all.
+TEST_P(MockTest, RequestJournalKeepsTheNewestOfItsCapacity) {
+  Options o = Opts();
+  o.journal_capacity = 2;
+  ASSERT_NO_FATAL_FAILURE(Start(o));
+  ASSERT_EQ(Create(PortDoc("c-0")).status, 201);
+  for (bool up : {false, true, false}) {
+    EXPECT_EQ(Put(PortPath("c-0"), json{{"port", {{"admin_state_up", up}}}}).status, 200);
+  }
+  const json kept = Get("/mock/requests").j["updates"];
+  ASSERT_EQ(kept.size(), 2u) << kept.dump();
+  EXPECT_EQ(kept[0]["seq"], 2);
+  EXPECT_EQ(kept[0]["admin_state_up"], true);
+  EXPECT_EQ(kept[1]["seq"], 3);
+  EXPECT_EQ(kept[1]["admin_state_up"], false);
+}
+
 TEST_P(MockTest, ReadinessFaults) {
   Options o = Opts();
   o.faults.never_ready = true;  // from the options, as the command line sets it
