@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct EnforceReport {
   std::vector<Cidr> enforced;  // fences completely enforced by this pass
   std::vector<Cidr> unfenced;  // pending unfences completed by this pass
   int64_t store_revision = 0;  // the fence store's revision the pass planned from
+  // The store's counts as a pass that succeeded left it (its snapshot and what it completed).
+  std::optional<StoreCounts> store_after;
 };
 
 // What applying a plan did, and what it leaves for the store and the caller's error.

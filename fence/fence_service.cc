@@ -59,6 +59,17 @@ Result<CidrSet> RequestCidrs(const Repeated& cidrs) {
   return CidrSet(std::move(parsed));  // sorted once: O(n log n)
 }
 
+// The store's counts once a pass over `snap` recorded `applied`: the fences it newly enforced
+// were pending in `snap`, and the unfences it completed were pending there (both are planned
+// from `snap`, fence/plan.h).
+StoreCounts CountsAfter(const StoreSnapshot& snap, const AppliedPlan& applied) {
+  StoreCounts counts = CountStore(snap);
+  counts.fences_pending -= applied.newly_enforced.size();
+  counts.fences_enforced += applied.newly_enforced.size();
+  counts.unfences_pending -= applied.report.unfenced.size();
+  return counts;
+}
+
 // What a failed pass leaves behind, for its error message.
 std::string WhatLeft(const StoreSnapshot& snap) {
   return std::to_string(snap.fences.size()) + " fence(s) and " +
@@ -287,10 +298,7 @@ Result<EnforceReport> FenceService::EnforceLocked(PendingListing listing) {
   if (report.ok()) {
     passed_revision_ = opened->store->RevisionAfterOwnChanges(report->store_revision);
   }
-  if (metrics_.registered()) {
-    auto snap = opened->store->Snapshot();
-    if (snap.ok()) metrics_.ObserveStore(*snap);
-  }
+  if (metrics_.registered()) ObserveStoreAfter(report, *opened->store);
   return report;
 }
 
@@ -309,7 +317,7 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
   }
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*store));
   if (snap.fences.empty() && snap.unfences.empty()) {
-    return EnforceReport{.store_revision = snap.revision};
+    return EnforceReport{.store_revision = snap.revision, .store_after = StoreCounts{}};
   }
 
   MZ_ASSIGN_OR_RETURN(const PortListing listed, listing.valid() ? listing.get() : ListPorts());
@@ -341,6 +349,7 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
   }
   if (!plan.unreadable.empty()) return ListWithHoles(plan, applied.report, snap);
   applied.report.store_revision = snap.revision;
+  applied.report.store_after = CountsAfter(snap, applied);
   return std::move(applied.report);
 }
 
@@ -393,6 +402,15 @@ Status FenceService::ListWithHoles(const EnforcementPlan& plan, const EnforceRep
           " re-enabled), but no fence is known enforced and no unfence complete until Mizar-MP "
           "lists every port readably; " +
           WhatLeft(snap));
+}
+
+// A pass's store gauges come from what it read and wrote: reading the store again would put a
+// round trip to etcd's quorum on every fence RPC's time. A pass that failed reads it (a fence it
+// left pending must show); another replica's change meanwhile shows after the pass it triggers.
+void FenceService::ObserveStoreAfter(const Result<EnforceReport>& report, const FenceStore& store) {
+  if (report.ok() && report->store_after) return metrics_.ObserveStore(*report->store_after);
+  auto snap = store.Snapshot();
+  if (snap.ok()) metrics_.ObserveStore(CountStore(*snap));
 }
 
 // The store's snapshot; its success clears an earlier store error, so Probe recovers with it.

@@ -218,6 +218,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Result<EnforceReport> EnforceLocked(PendingListing listing = {});
   Result<EnforceReport> EnforcePass(PendingListing listing);
   Result<StoreSnapshot> ReadStore(FenceStore& store);
+  // Sets the store's gauges as a pass left it: from its report when it succeeded, else read.
+  void ObserveStoreAfter(const Result<EnforceReport>& report, const FenceStore& store);
   Status RecordCompletion(FenceStore& store, const AppliedPlan& applied);
   // RESOURCE_EXHAUSTED when adding `cidrs` would take the store past kMaxStoredFences.
   Status CheckStoreLimit(FenceStore& store, const CidrSet& cidrs);

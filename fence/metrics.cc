@@ -48,13 +48,11 @@ void FenceMetrics::Register(std::shared_ptr<prometheus::Registry> registry) {
                           .Register(*registry_);
 }
 
-void FenceMetrics::ObserveStore(const StoreSnapshot& snapshot) {
+void FenceMetrics::ObserveStore(const StoreCounts& counts) {
   if (!registered()) return;
-  double pending = 0;
-  for (const FenceEntry& e : snapshot.fences) pending += e.state == FenceState::kPending ? 1 : 0;
-  fences_pending_->Set(pending);
-  fences_enforced_->Set(static_cast<double>(snapshot.fences.size()) - pending);
-  unfences_pending_->Set(static_cast<double>(snapshot.unfences.size()));
+  fences_pending_->Set(static_cast<double>(counts.fences_pending));
+  fences_enforced_->Set(static_cast<double>(counts.fences_enforced));
+  unfences_pending_->Set(static_cast<double>(counts.unfences_pending));
 }
 
 void FenceMetrics::ObservePass(bool ok) {

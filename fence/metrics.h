@@ -29,7 +29,7 @@ class FenceMetrics {
   void Register(std::shared_ptr<prometheus::Registry> registry);
   bool registered() const { return registry_ != nullptr; }
 
-  void ObserveStore(const StoreSnapshot& snapshot);
+  void ObserveStore(const StoreCounts& counts);
   void ObservePass(bool ok);
   void ObserveLeader(bool leads);
   // The Mizar-MP client's observer (ClientConfig::observer); empty before Register().

@@ -9,6 +9,15 @@ std::string_view FenceStateName(FenceState state) {
   return state == FenceState::kEnforced ? "enforced" : "pending";
 }
 
+StoreCounts CountStore(const StoreSnapshot& snapshot) {
+  StoreCounts counts;
+  for (const FenceEntry& e : snapshot.fences) {
+    ++(e.state == FenceState::kPending ? counts.fences_pending : counts.fences_enforced);
+  }
+  counts.unfences_pending = snapshot.unfences.size();
+  return counts;
+}
+
 Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
                                                    const EtcdStoreOptions& etcd) {
   if (etcd::IsEtcdLocation(location)) {

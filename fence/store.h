@@ -75,6 +75,15 @@ struct StoreSnapshot {
   int64_t revision = 0;  // Revision() as of this snapshot: a shared store's (0 for SQLite's)
 };
 
+// How many fences by state, and pending unfences, a store holds (what its metrics show).
+struct StoreCounts {
+  size_t fences_pending = 0;
+  size_t fences_enforced = 0;
+  size_t unfences_pending = 0;
+  friend bool operator==(const StoreCounts&, const StoreCounts&) = default;
+};
+StoreCounts CountStore(const StoreSnapshot& snapshot);
+
 class FenceStore {
  public:
   virtual ~FenceStore() = default;

@@ -269,6 +269,28 @@ TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
   }
 }
 
+// The store's gauges after a pass that could not enforce a fence show it pending (read from the
+// store), and after the pass that does, enforced (counted from what that pass completed).
+TEST_F(AddonsMetricsTest, AFenceMizarMpRefusedStaysPendingInTheGaugesUntilAPassEnforcesIt) {
+  const std::string failed = "mizarmp_addons_enforcement_passes_total{result=\"failed\"}";
+  ASSERT_NO_FATAL_FAILURE(AddPort("5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6", "10.248.0.20"));
+  mock::Faults faults;
+  faults.reject_updates = 1;
+  mock_->SetFaults(faults);
+  EXPECT_FALSE(Fence(true, "10.248.0.20/32").ok());
+  const Scrape refused = ScrapeMetrics();
+  EXPECT_GE(Value(refused, failed), 1);
+  EXPECT_EQ(Value(refused, "mizarmp_addons_fences{state=\"pending\"}"), 1);
+  EXPECT_EQ(Value(refused, "mizarmp_addons_fences{state=\"enforced\"}"), 0);
+
+  mock_->SetFaults({});
+  ASSERT_TRUE(Succeeded(Fence(true, "10.248.0.20/32")));
+  const Scrape enforced = ScrapeMetrics();
+  EXPECT_EQ(Value(enforced, "mizarmp_addons_fences{state=\"pending\"}"), 0);
+  EXPECT_EQ(Value(enforced, "mizarmp_addons_fences{state=\"enforced\"}"), 1);
+  EXPECT_EQ(Value(enforced, "mizarmp_addons_unfences_pending"), 0);
+}
+
 TEST_F(AddonsMetricsTest, TheHealthListenerServesOnlyHealthUntilTheServerStops) {
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(health_port_),
                                      grpc::InsecureChannelCredentials());
