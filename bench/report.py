@@ -1228,12 +1228,14 @@ def main():
               "times (the fence itself, the held ports before the first update, what the pass completed after "
               "the last), an unfence twice (it holds no new ports), each a transaction that a quorum of the three members, which share these cores "
               "and one disk, fsyncs before it answers, and each rewriting every shard it touches (a fence of "
-              "1,000 CIDRs touches all 64). It reads the store three times (the fence limit's check, the pass's "
-              "plan, the metrics after the pass), each a linearizable keys-only probe when nothing but this "
-              "replica changed the prefix; the changes start from the state the last read or commit left.")
-            p("- What would move it: fewer round trips to the quorum in an RPC: the held ports written in the "
-              "same transaction as the fence (the port list read before the fence is stored); on the Mizar-MP "
-              "side, a bulk update.")
+              "1,000 CIDRs touches all 64). The fence (or the lift) is stored while the port list is read, so "
+              "only the held ports and the completion are on the RPC's time. It reads the store twice (the fence "
+              "limit's check, the pass's plan, the latter also while the list is read), each a linearizable "
+              "keys-only probe when nothing but this replica changed the prefix; the changes start from the state "
+              "the last read or commit left, and the gauges after the pass are counted from what it read and wrote.")
+            p("- What would move it: on the Mizar-MP side, a bulk update (one call for the 1,000 `PUT`s whose CPU "
+              "is above). Not the held ports written in the fence's own transaction: they come from the port "
+              "list, so that transaction would wait for the list, as the held ports' own transaction does now.")
         else:
             p("- What would move it: a faster JSON reader for the list on the client side. Of Debian's, "
               "simdjson is maintained but ships only as a shared library, and the static plugin lists ports too "
