@@ -22,6 +22,8 @@ PREVIOUS = {
     "fence_ms": 134.8, "unfence_ms": 133.3, "etcd_fence_ms": 151.7, "etcd_unfence_ms": 136.4,
     "etcd_fence_rest": 1001, "https_ca_file_ratio": 1.84, "https_system_store_ratio": 1.83,
     "https_relay_ratio": 1.16, "soak_mock_growth_kib": 13644,
+    # CPU of mizarmp-addons + the mock per RPC (fence, unfence), SQLite and etcd.
+    "fence_cpu_ms": {"SQLite": (200, 210), "etcd": (210, 190)},
 }
 
 
@@ -675,13 +677,21 @@ def main():
         return f"{fmt(f.get('fence', {}).get('ms'))} / {fmt(f.get('unfence', {}).get('ms'))}"
 
     etcd_now = stores_now.get("etcd", {}).get("fence", {})
+
+    def fence_cpu(store):
+        f = stores_now.get(store, {})
+        return " / ".join(fmt((f.get(rpc, {}).get("addons_cpu_ms") or 0) + (f.get(rpc, {}).get("mock_cpu_ms") or 0),
+                              "ms", 0) for rpc in ("fence", "unfence"))
     list_m, probe_m = rpc.get("ListClusterFence") or {}, rpc.get("Probe") or {}
     p("- **A fence or unfence RPC no longer reads the store again before it answers**: a pass that succeeded "
       "sets the store's gauges from its own snapshot and what it completed (on etcd the read it replaces was a "
       "linearizable one, 3-4.5 ms of each RPC when timed by hand). Fence / unfence, SQLite "
       f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}, etcd "
       f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (REST calls of "
-      f"the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}).")
+      f"the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}). The CPU "
+      "mizarmp-addons and the mock used per RPC (fence / unfence), which this change does not alter: "
+      + "; ".join(f"{store} {before[0]} / {before[1]} ms -> {fence_cpu(store)}"
+                  for store, before in PREVIOUS["fence_cpu_ms"].items()) + ".")
     mock_growth = soak_growth_kib(g(soak, "server", "samples", default=[]) or [], "mock")
     p("- **The soak's mock keeps 1,000 port updates for the tests** (`--journal-capacity`, 100,000 by default), so "
       "its journal is full within the warm-up and the fence soak's verdict on the mock is about the mock's own "
