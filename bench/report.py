@@ -190,27 +190,29 @@ def median(v):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def soak_growth_kib(samples, proc):
-    """RSS at the end less RSS at the first load sample past the warm-up (KiB), None without samples."""
-    pts = [(x["seconds"], x[proc]["rss_kib"]) for x in samples
-           if x.get("phase") == "load" and x.get(proc, {}).get("rss_kib", -1) >= 0]
-    if len(pts) < 2:
-        return None
-    end = pts[-1][0]
-    warm = next((rss for t, rss in pts if t >= SOAK_WARMUP * end), pts[0][1])
-    return pts[-1][1] - warm
+def soak_halves(samples, x_key, proc):
+    """`proc`'s samples as (x, rss_kib, fds, hwm_kib), split into the first half after the warm-up and
+    the second half: (points, first, second)."""
+    pts = [(s[x_key], s[proc]["rss_kib"], s[proc]["fds"], s[proc]["hwm_kib"]) for s in samples
+           if min(s.get(proc, {}).get(k, -1) for k in ("rss_kib", "fds", "hwm_kib")) >= 0]
+    end = pts[-1][0] if pts else 0
+    first = [pt for pt in pts if SOAK_WARMUP * end <= pt[0] < end / 2]
+    second = [pt for pt in pts if pt[0] >= end / 2]
+    return pts, first, second
+
+
+def soak_growth_kib(samples, x_key, proc):
+    """RSS at the end less RSS after the warm-up (KiB), as soak_verdict states it; None without both halves."""
+    _, first, second = soak_halves(samples, x_key, proc)
+    return second[-1][1] - first[0][1] if first and second else None
 
 
 def soak_verdict(samples, x_key, proc):
     """(verdict text, is_flat) of `proc` over `samples` (each with x_key and proc's rss_kib,
     hwm_kib, fds)."""
-    pts = [(s[x_key], s[proc]["rss_kib"], s[proc]["fds"], s[proc]["hwm_kib"]) for s in samples
-           if min(s.get(proc, {}).get(k, -1) for k in ("rss_kib", "fds", "hwm_kib")) >= 0]
+    pts, first, second = soak_halves(samples, x_key, proc)
     if not pts:
         return "n/a (no samples)", None
-    end = pts[-1][0]
-    first = [pt for pt in pts if SOAK_WARMUP * end <= pt[0] < end / 2]
-    second = [pt for pt in pts if pt[0] >= end / 2]
     if len(first) < 2 or len(second) < 2:
         return "n/a (too few samples in one half)", None
     warm, half, last = first[0], second[0], second[-1]
@@ -363,15 +365,11 @@ def soak_lines(soak, quick):
         for proc, name in (("addons", "mizarmp-addons"), ("mock", "mizarmp-mock")):
             text, _ = soak_verdict(load_samples, "seconds", proc)
             p(f"- {name}: {text}.")
-        journal = srv.get("mock_journal_capacity")
-        if journal is not None:
-            p(f"- The mock keeps the newest {journal:,} port `PUT`s for the tests (`--journal-capacity`, "
-              "`GET /mock/requests`, some 200 bytes each); every fence and unfence adds one per port it changes, "
-              "so the journal is full within the warm-up and the mock's verdict is about the mock's own memory.")
-        else:
-            p("- The mock kept the newest 100,000 port `PUT`s for the tests (`GET /mock/requests`, some 200 bytes "
-              "each): every fence and unfence adds one per port it changes, so its RSS grows by design until the "
-              "journal is full (about 20 MB).")
+        if "mock_journal_capacity" in srv:
+            p(f"- The mock keeps the newest {srv['mock_journal_capacity']:,} port `PUT`s for the tests "
+              "(`--journal-capacity`, `GET /mock/requests`, some 200 bytes each); every fence and unfence adds one "
+              "per port it changes, so the journal is full within the warm-up and the mock's verdict is about the "
+              "mock's own memory.")
         rpcs = srv.get("rpcs", {})
         total = srv.get("rpcs_total", 0)
         p(f"- RPCs: {total:,} in {srv.get('seconds', 0):.0f} s ({total / max(srv.get('seconds', 1), 1e-9):.0f}/s): "
@@ -692,7 +690,8 @@ def main():
       "mizarmp-addons and the mock used per RPC (fence / unfence), which this change does not alter: "
       + "; ".join(f"{store} {before[0]} / {before[1]} ms -> {fence_cpu(store)}"
                   for store, before in PREVIOUS["fence_cpu_ms"].items()) + ".")
-    mock_growth = soak_growth_kib(g(soak, "server", "samples", default=[]) or [], "mock")
+    load_samples = [x for x in g(soak, "server", "samples", default=[]) or [] if x.get("phase") == "load"]
+    mock_growth = soak_growth_kib(load_samples, "seconds", "mock")
     p("- **The soak's mock keeps 1,000 port updates for the tests** (`--journal-capacity`, 100,000 by default), so "
       "its journal is full within the warm-up and the fence soak's verdict on the mock is about the mock's own "
       f"memory: its RSS from after the warm-up to the end {PREVIOUS['soak_mock_growth_kib']:+} KiB -> "

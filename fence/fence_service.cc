@@ -408,7 +408,10 @@ Status FenceService::ListWithHoles(const EnforcementPlan& plan, const EnforceRep
 // round trip to etcd's quorum on every fence RPC's time. A pass that failed reads it (a fence it
 // left pending must show); another replica's change meanwhile shows after the pass it triggers.
 void FenceService::ObserveStoreAfter(const Result<EnforceReport>& report, const FenceStore& store) {
-  if (report.ok() && report->store_after) return metrics_.ObserveStore(*report->store_after);
+  if (report.ok() && report->store_after) {
+    metrics_.ObserveStore(*report->store_after);
+    return;
+  }
   auto snap = store.Snapshot();
   if (snap.ok()) metrics_.ObserveStore(CountStore(*snap));
 }

@@ -8,7 +8,7 @@ void UpdateJournal::Record(PortUpdate update) {
   std::lock_guard<std::mutex> lk(mu_);
   update.seq = next_seq_++;
   entries_.push_back(std::move(update));
-  while (entries_.size() > capacity_) entries_.pop_front();
+  if (entries_.size() > capacity_) entries_.pop_front();
 }
 
 nlohmann::json UpdateJournal::ToJson() const {
