@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
+#include "mizarmp-client/port_fields.h"
 
 namespace mizarmp::client {
 
@@ -10,44 +11,75 @@ using nlohmann::json;
 
 namespace {
 
-const char* TypeName(const json& v) { return v.type_name(); }
-
-// Reads an optional string member. Absent and null both leave `out` untouched.
-Status ReadString(const json& obj, const char* key, const std::string& where, std::string* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) {
-    return InternalError(where + "." + key + " is not a string (got " + TypeName(*it) + ")");
+JsonType TypeOf(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return JsonType::kNull;
+    case json::value_t::boolean:
+      return JsonType::kBoolean;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return JsonType::kNumber;
+    case json::value_t::string:
+      return JsonType::kString;
+    case json::value_t::array:
+      return JsonType::kArray;
+    case json::value_t::object:
+      return JsonType::kObject;
+    case json::value_t::binary:
+      return JsonType::kBinary;
+    case json::value_t::discarded:
+      break;
   }
-  *out = it->get<std::string>();
-  return Status::Ok();
-}
-
-Status ReadBool(const json& obj, const char* key, const std::string& where, bool* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) {
-    return InternalError(where + "." + key + " is not a boolean (got " + TypeName(*it) + ")");
-  }
-  *out = it->get<bool>();
-  return Status::Ok();
+  return JsonType::kAbsent;  // a discarded value: what a failed parse leaves, never a member
 }
 
 // Accepts either the resource itself or its {"<name>": {...}} envelope. Returns the object to
 // read, or an error naming what is wrong with the document.
 Result<const json*> Unwrap(const json& j, const char* name) {
-  const json* obj = &j;
-  if (j.is_object() && !j.contains("id")) {
-    auto it = j.find(name);
-    if (it != j.end()) {
-      if (it->is_null()) return InternalError(std::string(name) + " is null");
-      obj = &*it;
+  auto envelope = j.is_object() ? j.find(name) : j.end();
+  const bool has_envelope = j.is_object() && envelope != j.end();
+  MZ_ASSIGN_OR_RETURN(const bool in_envelope,
+                      ReadsEnvelope(name, TypeOf(j), j.is_object() && j.contains("id"),
+                                    has_envelope ? TypeOf(*envelope) : JsonType::kAbsent));
+  return in_envelope ? &*envelope : &j;
+}
+
+void Fill(const json& v, MemberValue* out) {
+  out->type = TypeOf(v);
+  if (v.is_string()) out->text = v.get_ref<const std::string&>();
+  if (v.is_boolean()) out->boolean = v.get<bool>();
+}
+
+// Reads an optional string member of a tree's object, with the checks a port's members get.
+Status ReadString(const json& obj, const char* key, const char* where, std::string* out) {
+  MemberValue value;
+  auto it = obj.find(key);
+  if (it != obj.end()) Fill(*it, &value);
+  return TakeString(value, where, key, out);
+}
+
+// A tree's port object as the fields PortFromFields checks.
+PortFields FieldsOf(const json& port) {
+  PortFields fields;
+  for (const auto& [key, value] : port.items()) {
+    if (MemberValue* slot = fields.Find(key)) {
+      Fill(value, slot);
+    } else if (key == "fixed_ips") {
+      fields.fixed_ips_type = TypeOf(value);
+      if (!value.is_array()) continue;
+      for (const json& e : value) {
+        FixedIpFields& ip = fields.fixed_ips.emplace_back();
+        ip.type = TypeOf(e);
+        if (!e.is_object()) continue;
+        for (const auto& [ip_key, ip_value] : e.items()) {
+          if (MemberValue* ip_slot = ip.Find(ip_key)) Fill(ip_value, ip_slot);
+        }
+      }
     }
   }
-  if (!obj->is_object()) {
-    return InternalError(std::string(name) + " is not an object (got " + TypeName(*obj) + ")");
-  }
-  return obj;
+  return fields;
 }
 
 }  // namespace
@@ -92,45 +124,8 @@ json PortSpecToJson(const PortSpec& spec) {
 
 Result<Port> PortFromJson(const json& j) {
   MZ_ASSIGN_OR_RETURN(const json* obj, Unwrap(j, "port"));
-  const json& o = *obj;
-  const std::string w = "port";
-  Port p;
-  auto id = o.find("id");
-  if (id == o.end() || id->is_null()) return InternalError("port.id is missing");
-  MZ_RETURN_IF_ERROR(ReadString(o, "id", w, &p.id));
-  if (p.id.empty()) return InternalError("port.id is empty");
-  MZ_RETURN_IF_ERROR(ReadString(o, "project_id", w, &p.project_id));
-  MZ_RETURN_IF_ERROR(ReadString(o, "name", w, &p.name));
-  MZ_RETURN_IF_ERROR(ReadString(o, "description", w, &p.description));
-  MZ_RETURN_IF_ERROR(ReadString(o, "network_id", w, &p.network_id));
-  MZ_RETURN_IF_ERROR(ReadString(o, "status", w, &p.status));
-  MZ_RETURN_IF_ERROR(ReadString(o, "mac_address", w, &p.mac_address));
-  MZ_RETURN_IF_ERROR(ReadString(o, "binding:host_id", w, &p.host_id));
-  MZ_RETURN_IF_ERROR(ReadString(o, "veth_name", w, &p.veth_name));
-  // v0.1 single create spells it network_ns, bulk (and Alcor) veth_namespace.
-  MZ_RETURN_IF_ERROR(ReadString(o, "veth_namespace", w, &p.network_ns));
-  MZ_RETURN_IF_ERROR(ReadString(o, "network_ns", w, &p.network_ns));
-  MZ_RETURN_IF_ERROR(ReadBool(o, "admin_state_up", w, &p.admin_state_up));
-
-  auto ips = o.find("fixed_ips");
-  if (ips != o.end() && !ips->is_null()) {
-    if (!ips->is_array()) {
-      return InternalError("port.fixed_ips is not an array (got " + std::string(TypeName(*ips)) +
-                           ")");
-    }
-    for (size_t i = 0; i < ips->size(); ++i) {
-      const json& e = (*ips)[i];
-      const std::string where = "port.fixed_ips[" + std::to_string(i) + "]";
-      if (!e.is_object()) {
-        return InternalError(where + " is not an object (got " + TypeName(e) + ")");
-      }
-      FixedIp ip;
-      MZ_RETURN_IF_ERROR(ReadString(e, "subnet_id", where, &ip.subnet_id));
-      MZ_RETURN_IF_ERROR(ReadString(e, "ip_address", where, &ip.ip_address));
-      p.fixed_ips.push_back(std::move(ip));
-    }
-  }
-  return p;
+  PortFields fields = FieldsOf(*obj);
+  return PortFromFields(fields);
 }
 
 json PortToJson(const Port& port) {
@@ -158,7 +153,7 @@ json PortToJson(const Port& port) {
 Result<Subnet> SubnetFromJson(const json& j) {
   MZ_ASSIGN_OR_RETURN(const json* obj, Unwrap(j, "subnet"));
   const json& o = *obj;
-  const std::string w = "subnet";
+  const char* w = "subnet";
   Subnet s;
   auto id = o.find("id");
   if (id == o.end() || id->is_null()) return InternalError("subnet.id is missing");
@@ -172,7 +167,7 @@ Result<Subnet> SubnetFromJson(const json& j) {
   auto v = o.find("ip_version");
   if (v != o.end() && !v->is_null()) {
     if (!v->is_number_integer()) {
-      return InternalError("subnet.ip_version is not an integer (got " + std::string(TypeName(*v)) +
+      return InternalError("subnet.ip_version is not an integer (got " + std::string(v->type_name()) +
                            ")");
     }
     const auto version = v->get<int64_t>();

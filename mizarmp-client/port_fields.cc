@@ -1,0 +1,149 @@
+#include "mizarmp-client/port_fields.h"
+
+#include <array>
+#include <utility>
+
+namespace mizarmp::client {
+
+namespace {
+
+// "port.fixed_ips[0].ip_address is not a string (got number)".
+Status NotA(const MemberPath& where, const char* key, const char* wanted, JsonType got) {
+  return InternalError(where.Text() + "." + key + " is not a " + wanted + " (got " + TypeName(got) +
+                       ")");
+}
+
+Status TakeBool(const MemberValue& value, const MemberPath& where, const char* key, bool* out) {
+  if (value.absent_or_null()) return Status::Ok();
+  if (value.type != JsonType::kBoolean) return NotA(where, key, "boolean", value.type);
+  *out = value.boolean;
+  return Status::Ok();
+}
+
+Status TakeFixedIps(PortFields& fields, std::vector<FixedIp>* out) {
+  if (fields.fixed_ips_type == JsonType::kAbsent || fields.fixed_ips_type == JsonType::kNull) {
+    return Status::Ok();
+  }
+  if (fields.fixed_ips_type != JsonType::kArray) {
+    return InternalError(std::string("port.fixed_ips is not an array (got ") +
+                         TypeName(fields.fixed_ips_type) + ")");
+  }
+  out->reserve(fields.fixed_ips.size());
+  for (size_t i = 0; i < fields.fixed_ips.size(); ++i) {
+    FixedIpFields& e = fields.fixed_ips[i];
+    const MemberPath where("port.fixed_ips", i);
+    if (e.type != JsonType::kObject) {
+      return InternalError(where.Text() + " is not an object (got " + TypeName(e.type) + ")");
+    }
+    FixedIp ip;
+    MZ_RETURN_IF_ERROR(TakeString(e.subnet_id, where, "subnet_id", &ip.subnet_id));
+    MZ_RETURN_IF_ERROR(TakeString(e.ip_address, where, "ip_address", &ip.ip_address));
+    out->push_back(std::move(ip));
+  }
+  return Status::Ok();
+}
+
+// The string members a port reads after its id, in the order they are checked (and so the one an
+// error names first). network_ns comes after veth_namespace: where a port has both, it wins.
+struct StringMember {
+  std::string_view key;  // a literal: key.data() is NUL-terminated
+  MemberValue PortFields::*value;
+  std::string Port::*out;
+};
+constexpr std::array<StringMember, 10> kStringMembers{{
+    {"project_id", &PortFields::project_id, &Port::project_id},
+    {"name", &PortFields::name, &Port::name},
+    {"description", &PortFields::description, &Port::description},
+    {"network_id", &PortFields::network_id, &Port::network_id},
+    {"status", &PortFields::status, &Port::status},
+    {"mac_address", &PortFields::mac_address, &Port::mac_address},
+    {"binding:host_id", &PortFields::host_id, &Port::host_id},
+    {"veth_name", &PortFields::veth_name, &Port::veth_name},
+    {"veth_namespace", &PortFields::veth_namespace, &Port::network_ns},
+    {"network_ns", &PortFields::network_ns, &Port::network_ns},
+}};
+
+}  // namespace
+
+std::string MemberPath::Text() const {
+  std::string text(parent);
+  if (index) {  // appended piece by piece: "[" + to_string + "]" trips GCC 12's -Wrestrict at -O3
+    text += '[';
+    text += std::to_string(*index);
+    text += ']';
+  }
+  return text;
+}
+
+Status TakeString(MemberValue& value, const MemberPath& where, const char* key, std::string* out) {
+  if (value.absent_or_null()) return Status::Ok();
+  if (value.type != JsonType::kString) return NotA(where, key, "string", value.type);
+  *out = std::move(value.text);
+  return Status::Ok();
+}
+
+const char* TypeName(JsonType type) {
+  switch (type) {
+    case JsonType::kAbsent:
+      return "nothing";
+    case JsonType::kNull:
+      return "null";
+    case JsonType::kBoolean:
+      return "boolean";
+    case JsonType::kNumber:
+      return "number";
+    case JsonType::kString:
+      return "string";
+    case JsonType::kArray:
+      return "array";
+    case JsonType::kObject:
+      return "object";
+    case JsonType::kBinary:
+      return "binary";
+  }
+  return "?";
+}
+
+MemberValue* FixedIpFields::Find(std::string_view key) {
+  if (key == "subnet_id") return &subnet_id;
+  if (key == "ip_address") return &ip_address;
+  return nullptr;
+}
+
+MemberValue* PortFields::Find(std::string_view key) {
+  if (key == "id") return &id;
+  for (const StringMember& m : kStringMembers) {
+    if (key == m.key) return &(this->*m.value);
+  }
+  if (key == "admin_state_up") return &admin_state_up;
+  return nullptr;
+}
+
+Result<Port> PortFromFields(PortFields& fields) {
+  if (fields.id.absent_or_null()) return InternalError("port.id is missing");
+  Port port;
+  MZ_RETURN_IF_ERROR(TakeString(fields.id, "port", "id", &port.id));
+  if (port.id.empty()) return InternalError("port.id is empty");
+  for (const StringMember& m : kStringMembers) {
+    MZ_RETURN_IF_ERROR(TakeString(fields.*m.value, "port", m.key.data(), &(port.*m.out)));
+  }
+  MZ_RETURN_IF_ERROR(
+      TakeBool(fields.admin_state_up, "port", "admin_state_up", &port.admin_state_up));
+  MZ_RETURN_IF_ERROR(TakeFixedIps(fields, &port.fixed_ips));
+  return port;
+}
+
+Result<bool> ReadsEnvelope(const char* name, JsonType doc_type, bool doc_has_id,
+                           JsonType envelope_type) {
+  const bool envelope =
+      doc_type == JsonType::kObject && !doc_has_id && envelope_type != JsonType::kAbsent;
+  const JsonType read_type = envelope ? envelope_type : doc_type;
+  if (envelope && read_type == JsonType::kNull)
+    return InternalError(std::string(name) + " is null");
+  if (read_type != JsonType::kObject) {
+    return InternalError(std::string(name) + " is not an object (got " + TypeName(read_type) + ")");
+  }
+  return envelope;
+}
+
+}  // namespace mizarmp::client
