@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "mizarmp-client/port_list_reader.h"
 #include "mizarmp-client/transport.h"
 
 namespace mizarmp::client {
@@ -158,59 +160,8 @@ struct AttemptTime {
   bool clipped = false;
 };
 
-// Reads a port list answer ({"ports":[...]} or a bare [...]) entry by entry while it is parsed:
-// each entry becomes a Port (or a line in `unreadable`) and is dropped from the tree at once, so
-// a list of 10,000 ports never exists as a JSON tree. The document keeps its shape with the
-// array emptied ({"ports":[]}), for the checks made on the answer as a whole. Each parse (each
-// attempt of the call) starts over; a later "ports" member replaces an earlier one, as it would
-// in a tree.
-class PortListReader {
- public:
-  json::parser_callback_t Callback() {
-    return [this](int depth, json::parse_event_t event, json& parsed) {
-      return Keep(depth, event, parsed);
-    };
-  }
-  PortList Take() { return std::move(list_); }
-
- private:
-  bool Keep(int depth, json::parse_event_t event, json& parsed) {
-    using Event = json::parse_event_t;
-    if (depth == 0 && (event == Event::object_start || event == Event::array_start)) {
-      *this = PortListReader();
-      entry_depth_ = event == Event::array_start ? 1 : -1;  // a bare list's entries are at 1
-      return true;
-    }
-    if (depth == 1 && event == Event::key) {
-      in_ports_member_ = parsed == "ports";
-      entry_depth_ = -1;  // another member's array holds no ports
-      if (in_ports_member_) list_ = PortList();
-      return true;
-    }
-    if (depth == 1 && event == Event::array_start && in_ports_member_) entry_depth_ = 2;
-    const bool entry_complete =
-        depth == entry_depth_ &&
-        (event == Event::object_end || event == Event::array_end || event == Event::value);
-    if (!entry_complete) return true;
-    Add(parsed);
-    return false;  // read: not kept in the tree
-  }
-
-  void Add(const json& entry) {
-    auto port = PortFromJson(entry);
-    const size_t index = list_.ports.size() + list_.unreadable.size();
-    if (port.ok()) {
-      list_.ports.push_back(std::move(port).value());
-    } else {
-      list_.unreadable.push_back("ports[" + std::to_string(index) +
-                                 "]: " + port.status().message());
-    }
-  }
-
-  PortList list_;
-  int entry_depth_ = -1;          // where the entries of the list being read are (-1: none yet)
-  bool in_ports_member_ = false;  // the last top-level key was "ports"
-};
+// Parses a 2xx answer's body in place of Response::doc; false when it is not JSON.
+using BodyReader = std::function<bool(const std::string& body)>;
 
 }  // namespace
 
@@ -308,18 +259,18 @@ struct Client::Impl {
   // Sends a request with bounded retries (all calls here are idempotent: ids are client-chosen).
   // Retried: transport failures, 5xx, and a 2xx whose body is not the JSON expected. Any other
   // status is returned for the caller to interpret. `deadline` (if set) bounds every attempt
-  // and every backoff sleep; running into it gives DEADLINE_EXCEEDED. `filter` (if set) sees
-  // the JSON answer while it is parsed, and drops what it reads from Response::doc.
+  // and every backoff sleep; running into it gives DEADLINE_EXCEEDED. `read_body` (if set)
+  // parses the JSON answer instead of Response::doc.
   Result<Response> Call(Method method, const std::string& path, const std::string* body,
                         bool expect_json, std::optional<Clock::time_point> deadline = {},
-                        bool empty_ok = false, const json::parser_callback_t& filter = nullptr) {
+                        bool empty_ok = false, const BodyReader& read_body = nullptr) {
     AttemptsMade made;
     if (!cfg().observer) {
-      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, filter, made);
+      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, read_body, made);
     }
     const auto started = Clock::now();
     auto result =
-        CallWithRetries(method, path, body, expect_json, deadline, empty_ok, filter, made);
+        CallWithRetries(method, path, body, expect_json, deadline, empty_ok, read_body, made);
     CallObservation seen;
     seen.call = std::string(MethodName(method)) + " " + PathShape(path);
     seen.outcome = Outcome(result, made);
@@ -368,8 +319,7 @@ struct Client::Impl {
   // Call()'s attempts; `made` tells how they went.
   Result<Response> CallWithRetries(Method method, const std::string& path, const std::string* body,
                                    bool expect_json, std::optional<Clock::time_point> deadline,
-                                   bool empty_ok, const json::parser_callback_t& filter,
-                                   AttemptsMade& made) {
+                                   bool empty_ok, const BodyReader& read_body, AttemptsMade& made) {
     RefreshToken();
     Response resp;
     resp.call = std::string(MethodName(method)) + " " + path;
@@ -398,7 +348,7 @@ struct Client::Impl {
       }
       MZ_LOG(kDebug) << resp.call << " -> HTTP " << resp.http << " in " << ElapsedMs(started)
                      << " ms";
-      last = RetryReason(&resp, expect_json, empty_ok, filter);
+      last = RetryReason(&resp, expect_json, empty_ok, read_body);
       if (last.ok()) return resp;
     }
     return last;
@@ -449,7 +399,7 @@ struct Client::Impl {
   // expected. OK for any other answer, which the caller interprets (with resp->doc parsed).
   // With `empty_ok`, a 204 or a 2xx without a body is an answer too (resp->doc stays null).
   static Status RetryReason(Response* resp, bool expect_json, bool empty_ok,
-                            const json::parser_callback_t& filter) {
+                            const BodyReader& read_body) {
     if (resp->http >= 500) return resp->Error();
     if (empty_ok && resp->success() && (resp->http == 204 || Trim(resp->body).empty())) {
       return Status::Ok();
@@ -460,13 +410,19 @@ struct Client::Impl {
                              ": response nests arrays and objects deeper than " +
                              std::to_string(kMaxResponseDepth) + " levels");
       }
-      resp->doc = json::parse(resp->body, filter, /*allow_exceptions=*/false);
-      if (resp->doc.is_discarded()) {
+      const bool parsed = read_body ? read_body(resp->body) : ParseDoc(resp);
+      if (!parsed) {
         return InternalError(resp->call + ": HTTP " + std::to_string(resp->http) +
                              ": response is not valid JSON: " + Excerpt(resp->body));
       }
     }
     return Status::Ok();
+  }
+
+  // The default reader: the body as a tree in resp->doc; false when it is not JSON.
+  static bool ParseDoc(Response* resp) {
+    resp->doc = json::parse(resp->body, nullptr, /*allow_exceptions=*/false);
+    return !resp->doc.is_discarded();
   }
 
   // Interprets a single-port response: {"port":{...}} (or 404 / {"port":null} -> NOT_FOUND).
@@ -487,40 +443,31 @@ struct Client::Impl {
     return port;
   }
 
-  // The array of ports a response carries (bare, or under "ports"); nullptr for null (none).
-  Result<const json*> PortArray(const Response& r) {
+  // The ports of a list answer `read` from `r`'s body (bare, or under "ports"; null is none).
+  // A 2xx answer got here only once ListReader had read it.
+  static Result<PortList> PortListOf(const Response& r, std::optional<PortListDocument> read) {
     if (!r.success()) return r.Error();
-    const json* list = &r.doc;
-    if (r.doc.is_object()) {
-      auto it = r.doc.find("ports");
-      if (it == r.doc.end()) {
+    JsonType list_type = read->type;
+    if (read->type == JsonType::kObject) {
+      if (read->ports_type == JsonType::kAbsent) {
         return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
                              ": response has no \"ports\": " + Excerpt(r.body));
       }
-      list = &*it;
+      list_type = read->ports_type;
     }
-    if (list->is_null()) return static_cast<const json*>(nullptr);
-    if (!list->is_array()) {
-      return InternalError(r.call + ": ports is not an array (got " +
-                           std::string(list->type_name()) + ")");
+    if (list_type == JsonType::kNull) return PortList();
+    if (list_type != JsonType::kArray) {
+      return InternalError(r.call + ": ports is not an array (got " + TypeName(list_type) + ")");
     }
-    return list;
+    return std::move(read->list);
   }
 
-  // Every port of the response, or the first that does not parse (what we created must read
-  // back whole).
-  Result<std::vector<Port>> PortsFromResponse(const Response& r) {
-    MZ_ASSIGN_OR_RETURN(const json* list, PortArray(r));
-    std::vector<Port> out;
-    if (list == nullptr) return out;
-    for (size_t i = 0; i < list->size(); ++i) {
-      auto port = PortFromJson((*list)[i]);
-      if (!port.ok()) {
-        return port.status().WithContext(r.call + ": ports[" + std::to_string(i) + "]");
-      }
-      out.push_back(std::move(port).value());
-    }
-    return out;
+  // A BodyReader that reads a port list answer into *read (ParsePortList).
+  static BodyReader ListReader(std::optional<PortListDocument>* read) {
+    return [read](const std::string& body) {
+      *read = ParsePortList(body);
+      return read->has_value();
+    };
   }
 
   Result<Port> Get(const std::string& port_id, std::optional<Clock::time_point> deadline) {
@@ -537,7 +484,9 @@ struct Client::Impl {
     const std::string body = DumpBody(json{{"ports", std::move(list)}});
     const std::string path =
         ProjectPath() + (dialect == Dialect::kAlcor ? "/ports/bulk" : "/ports");
-    MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kPost, path, &body, true));
+    std::optional<PortListDocument> read;
+    MZ_ASSIGN_OR_RETURN(
+        Response r, Call(Method::kPost, path, &body, true, std::nullopt, false, ListReader(&read)));
     if (endpoint_missing != nullptr) *endpoint_missing = r.http == 404 || r.http == 405;
     if (r.http == 409 && r.attempts > 1) {
       // An earlier attempt went through before its answer was lost: read back what it made.
@@ -551,7 +500,10 @@ struct Client::Impl {
       }
       return out;
     }
-    return PortsFromResponse(r);
+    // Every port created must read back whole.
+    MZ_ASSIGN_OR_RETURN(PortList created, PortListOf(r, std::move(read)));
+    if (!created.unreadable.empty()) return InternalError(r.call + ": " + created.unreadable[0]);
+    return std::move(created.ports);
   }
 };
 
@@ -801,12 +753,10 @@ Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& fil
   };
   for (const auto& [k, v] : filters) add_parameter(k, v);
   for (const std::string& field : fields) add_parameter("fields", field);
-  PortListReader reader;
+  std::optional<PortListDocument> read;
   MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, true, std::nullopt,
-                                              false, reader.Callback()));
-  // What is left of the answer ({"ports":[]}, the entries read) still says whether it was a list.
-  MZ_RETURN_IF_ERROR(impl_->PortArray(r).status());
-  return reader.Take();
+                                              false, Impl::ListReader(&read)));
+  return Impl::PortListOf(r, std::move(read));
 }
 
 Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) {

@@ -62,6 +62,7 @@ struct Port {
 
   // UP / ACTIVE (any case) -> ready; failed / ERROR -> failed; anything else -> pending.
   PortState state() const;
+  bool operator==(const Port&) const = default;
 };
 
 // A port list as read from the controller: the ports that parsed, and one line per entry that
@@ -69,6 +70,7 @@ struct Port {
 struct PortList {
   std::vector<Port> ports;
   std::vector<std::string> unreadable;
+  bool operator==(const PortList&) const = default;
 };
 
 struct Subnet {

@@ -13,7 +13,7 @@ PACKAGES=(
   # libraries the C++ code links
   nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev libboost-dev
   libssl-dev openssl libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcryptsetup-dev libsqlite3-dev prometheus-cpp-dev
+  libcryptsetup-dev libsqlite3-dev prometheus-cpp-dev libsimdjson-dev
   # tests: googletest, LUKS tooling, an independent gRPC client
   libgtest-dev libgmock-dev cryptsetup-bin python3 python3-grpcio python3-grpc-tools
   # network namespaces, links and pings in tests and the demo

@@ -46,6 +46,7 @@ LIBRARY_OWNERS = [
     (re.compile(r"^httplib\.h$"), {"mock-server"}),
     (re.compile(r"^boost/"), {"mizarmp-client", "relay"}),
     (re.compile(r"^sqlite3\.h$"), {"fence"}),
+    (re.compile(r"^simdjson\.h$"), {"mizarmp-client"}),
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
     (re.compile(r"^prometheus/"), {"addons", "fence", "relay"}),
     (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "ctl", "cmd/mizarmp-addons"}),

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mizarmp-client/port_list_reader.h"
 #include "mizarmp-client/types.h"
 
 namespace mizarmp::client {
@@ -165,6 +166,98 @@ TEST(PortFromJson, BadShapesNameTheField) {
   ExpectInternal(json{{"port", "p1"}}, "port is not an object");
   ExpectInternal(json::array(), "port is not an object");
   ExpectInternal(json::parse(R"({"port":null})"), "port is null");
+}
+
+// ParsePortList reads a list without a tree; each entry must read as PortFromJson reads it.
+Port ReadOne(const char* entry) {
+  auto port = PortFromJson(json::parse(entry));
+  EXPECT_TRUE(port.ok()) << entry << ": " << port.status().ToString();
+  return port.ok() ? *port : Port();
+}
+
+TEST(ParsePortList, ReadsEachEntryAsPortFromJsonDoes) {
+  const char* bare = R"({"id":"a","status":"UP","binding:host_id":"node-1","admin_state_up":false,
+      "extra":{"nested":[1,{"id":"not-this"}]},"fixed_ips":[{"subnet_id":"s","ip_address":"10.0.0.2",
+      "more":[]}],"veth_namespace":"/ns/a","network_ns":null,"mac_address":"aa:bb:cc:dd:ee:ff"})";
+  const char* envelope = R"({"port":{"id":"b","network_ns":"/ns/b","veth_namespace":"/old",
+      "port":{"id":"inner"},"fixed_ips":null}})";
+  auto read = ParsePortList(std::string(R"({"before":[{"id":"x"}],"ports":[)") + bare + "," +
+                            envelope + R"(],"after":{"ports":[]}})");
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->type, JsonType::kObject);
+  EXPECT_EQ(read->ports_type, JsonType::kArray);
+  EXPECT_TRUE(read->list.unreadable.empty()) << read->list.unreadable[0];
+  ASSERT_EQ(read->list.ports.size(), 2u);
+  EXPECT_EQ(read->list.ports[0], ReadOne(bare));
+  EXPECT_EQ(read->list.ports[0].fixed_ips, (std::vector<FixedIp>{{"s", "10.0.0.2"}}));
+  EXPECT_FALSE(read->list.ports[0].admin_state_up);
+  EXPECT_EQ(read->list.ports[1], ReadOne(envelope));
+  EXPECT_EQ(read->list.ports[1].network_ns, "/ns/b");
+}
+
+TEST(ParsePortList, NamesEachUnreadableEntryAndReadsTheRest) {
+  auto read = ParsePortList(R"([{"id":"a"}, 5, {"port":null}, ["id"],
+      {"id":"b","fixed_ips":[{"ip_address":1}]}, {"port":{"id":"c"},"id":7}, {"id":"d"}])");
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->type, JsonType::kArray);
+  EXPECT_EQ(read->ports_type, JsonType::kAbsent);
+  ASSERT_EQ(read->list.ports.size(), 2u);
+  EXPECT_EQ(read->list.ports[0].id, "a");
+  EXPECT_EQ(read->list.ports[1].id, "d");
+  EXPECT_EQ(read->list.unreadable,
+            (std::vector<std::string>{
+                "ports[1]: port is not an object (got number)",
+                "ports[2]: port is null",
+                "ports[3]: port is not an object (got array)",
+                "ports[4]: port.fixed_ips[0].ip_address is not a string (got number)",
+                "ports[5]: port.id is not a string (got number)",
+            }));
+}
+
+TEST(ParsePortList, TheLastOfARepeatedMemberCounts) {
+  auto read = ParsePortList(R"({"ports":[{"id":"gone"}],
+      "ports":[{"id":"a","status":"DOWN","status":"UP","fixed_ips":[{"ip_address":"10.0.0.1"}],
+                "fixed_ips":[],"port":{"id":"unread"}}]})");
+  ASSERT_TRUE(read.has_value());
+  ASSERT_EQ(read->list.ports.size(), 1u);
+  EXPECT_EQ(read->list.ports[0].id, "a");
+  EXPECT_EQ(read->list.ports[0].status, "UP");
+  EXPECT_TRUE(read->list.ports[0].fixed_ips.empty());
+
+  auto replaced = ParsePortList(R"({"ports":[{"id":"a"}],"ports":null})");
+  ASSERT_TRUE(replaced.has_value());
+  EXPECT_EQ(replaced->ports_type, JsonType::kNull);
+  EXPECT_EQ(replaced->list, PortList());
+}
+
+// simdjson refuses integers beyond 64 bits, which JSON allows: such a body is read by nlohmann's
+// parser instead, so a counter in a member the plugin does not read costs nothing.
+TEST(ParsePortList, ReadsNumbersBeyond64Bits) {
+  auto read =
+      ParsePortList(R"({"ports":[{"id":"a","rx_bytes":340282366920938463463374607431768211456},
+      {"id":"b","status":18446744073709551616}]})");
+  ASSERT_TRUE(read.has_value());
+  ASSERT_EQ(read->list.ports.size(), 1u);
+  EXPECT_EQ(read->list.ports[0].id, "a");
+  EXPECT_EQ(read->list.unreadable,
+            std::vector<std::string>{"ports[1]: port.status is not a string (got number)"});
+}
+
+TEST(ParsePortList, ReportsTheShapeAndRefusesWhatIsNotJson) {
+  auto no_ports = ParsePortList(R"({"items":[{"id":"a"}]})");
+  ASSERT_TRUE(no_ports.has_value());
+  EXPECT_EQ(no_ports->type, JsonType::kObject);
+  EXPECT_EQ(no_ports->ports_type, JsonType::kAbsent);
+  EXPECT_TRUE(no_ports->list.ports.empty());
+
+  auto text = ParsePortList(R"("ports")");
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->type, JsonType::kString);
+
+  for (const char* broken : {"", "[", R"({"ports":[{"id":"a"}]} x)", R"({"ports":[{"id":"a"},]})",
+                             "[1e999]", "[\"\xff\"]"}) {
+    EXPECT_FALSE(ParsePortList(broken).has_value()) << broken;
+  }
 }
 
 TEST(PortState, MapsBothGenerations) {
