@@ -642,10 +642,20 @@ TEST_P(MockTest, ListFieldsSelectMembers) {
   ASSERT_EQ(filtered.status, 200) << filtered.Describe();
   EXPECT_EQ(filtered.j["ports"], (json::array({{{"id", "f-0"}}}))) << filtered.body;
 
-  // After an update the selection reads the new document.
-  ASSERT_EQ(Put(PortPath("f-0"), json{{"port", {{"admin_state_up", false}}}}).status, 200);
+  // After an update the selection reads the new document: the whole one but admin_state_up as
+  // before, and each member where a selection finds it (a fence's PUT changes that one member).
+  json expected = Get(PortPath("f-0")).j["port"];
+  expected["admin_state_up"] = false;
+  Http down = Put(PortPath("f-0"), json{{"port", {{"admin_state_up", false}}}});
+  ASSERT_EQ(down.status, 200) << down.Describe();
+  EXPECT_EQ(down.j["port"], expected) << down.body;
+  EXPECT_EQ(Get(PortPath("f-0")).j["port"], expected);
   EXPECT_EQ(Get(Ports() + "?fields=admin_state_up").j["ports"][0],
             (json{{"admin_state_up", false}}));
+  EXPECT_EQ(Get(Ports() + "?fields=id&fields=status&fields=veth_namespace").j["ports"][0],
+            (json{{"id", "f-0"},
+                  {"status", expected["status"]},
+                  {"veth_namespace", expected["veth_namespace"]}}));
 
   SetFaults({{"ignore_fields", true}});
   Http ignored = Get(Ports() + "?fields=id");
