@@ -3,6 +3,8 @@
 // nlohmann's SAX parser would. A body simdjson refuses goes to nlohmann's parser, which decides.
 #include <simdjson.h>
 
+#include <mutex>
+
 #include "mizarmp-client/port_list_reader.h"
 
 namespace mizarmp::client {
@@ -57,18 +59,46 @@ void Walk(element value, PortListReader& reader) {
   }
 }
 
-}  // namespace
+// Where a list is parsed. One parser serves every list up to kKeptParserBytes, its buffers
+// (the padded copy of the body, the tape, the strings: some three times the body) kept between
+// lists: a parser per list allocated them anew for every fence pass, and glibc's per-thread arenas
+// kept what was freed, so a long-running mizarmp-addons' RSS crept up (the fence soak). A larger
+// body (up to ClientConfig::max_response_bytes) gets a parser of its own, so no one answer leaves
+// its size behind. Lists are read one at a time.
+constexpr size_t kKeptParserBytes = size_t{4} << 20;  // a field-selected list of ~20,000 ports
 
-std::optional<PortListDocument> ParsePortList(std::string_view body) {
+struct KeptParser {
+  std::mutex mu;
   simdjson::dom::parser parser;
+};
+
+KeptParser& Kept() {
+  static KeptParser* const kept = new KeptParser;  // never destroyed: no list outlives its reader
+  return *kept;
+}
+
+std::optional<PortListDocument> Read(simdjson::dom::parser& parser, std::string_view body) {
   element document;
-  // parse() copies the body into a buffer with the padding simdjson reads past the end into.
+  // parse() copies the body into the parser's buffer, with the padding simdjson reads past the
+  // end into.
   if (parser.parse(body.data(), body.size()).get(document) != simdjson::SUCCESS) {
     return ParsePortListWithNlohmann(body);
   }
   PortListReader reader;
   Walk(document, reader);
   return reader.Take();
+}
+
+}  // namespace
+
+std::optional<PortListDocument> ParsePortList(std::string_view body) {
+  if (body.size() > kKeptParserBytes) {
+    simdjson::dom::parser own;
+    return Read(own, body);
+  }
+  KeptParser& kept = Kept();
+  std::lock_guard<std::mutex> lock(kept.mu);
+  return Read(kept.parser, body);
 }
 
 }  // namespace mizarmp::client
