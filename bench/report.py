@@ -702,8 +702,9 @@ def main():
       "159, 160 -> 114, 100 ms (the machine was slower by then).")
     soak_load = [x for x in g(soak, "server", "samples", default=[]) or [] if x.get("phase") == "load"]
     addons_end = soak_load[-1]["addons"]["rss_kib"] if soak_load else None
-    p("- The fence soak's mizarmp-addons RSS at the end (simdjson's buffers are allocated per list and freed "
-      f"after it): {PREVIOUS['soak_addons_rss_kib']} KiB -> {fmt(addons_end, 'KiB', 0)}.")
+    p("- The fence soak's mizarmp-addons RSS at the end: one simdjson parser reads every list and keeps its "
+      "buffers (a parser per list made glibc's per-thread arenas keep what each freed, and the RSS grew through "
+      f"the soak in a run before this one): {PREVIOUS['soak_addons_rss_kib']} KiB -> {fmt(addons_end, 'KiB', 0)}.")
     p("- The plugin makes the same calls as before and still reads a single port from a tree (now through the "
       "same checks as the list reader): its http figures below (ADD, DEL, readiness, VERSION) move with the machine.")
     if pt_add and PREVIOUS["ptp_add"]:
