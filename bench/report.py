@@ -1077,6 +1077,12 @@ def main():
               f"(see 2.). Through the node's relay an https ADD peaked at "
               f"{fmt(g(lat, 'https_relay', 'add_maxrss_kib', 'max'), 'KiB', 0)}, as over http:// "
               f"({fmt(g(lat, 'mizarmp', 'add_maxrss_kib', 'max'), 'KiB', 0)}): no TLS runs in the process.")
+        p("- A peak RSS counts the executable's pages the process maps, and this kernel maps a file's page cache "
+          "a folio at a time, however the file's folios fell when it was written: by hand on 2026-11-27, one "
+          "plugin binary's VERSION peaked at 2324 KiB (68 page faults) and, run from a byte-identical `cp` of it, "
+          "at 2848 KiB (57 page faults: fewer, larger folios). A few hundred KiB between runs, or between two "
+          "builds of nearly the same code (this run's VERSION against the previous run's), say nothing about "
+          "the code.")
         p("")
     miss_ready = []
     for r in ready:
