@@ -14,7 +14,7 @@
 #                                 /etc/mizarmp/mizarmp-addons.json) with exactly the shared
 #                                 libraries the dynamic loader resolves for it on this machine
 #                                 (`ldd`), at the same paths: Debian's gRPC, protobuf, abseil,
-#                                 OpenSSL, SQLite and libcryptsetup, and nothing else.
+#                                 OpenSSL, SQLite, libcryptsetup and simdjson, and nothing else.
 #
 # BIN_DIR defaults to build/bin, TAG to the project version (CMakeLists.txt). PODMAN (default
 # `podman`) is the podman command, so tests can use an isolated storage (tests/e2e/podman_env.sh).
