@@ -50,6 +50,8 @@ LIBRARY_OWNERS = [
     (re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
     (re.compile(r"^prometheus/"), {"addons", "fence", "relay"}),
     (re.compile(r"^grpcpp/"), {"addons", "etcd", "fence", "keyrotation", "ctl", "cmd/mizarmp-addons"}),
+    # abseil comes with gRPC; only the server's main() sets it up (its deadlock detector).
+    (re.compile(r"^absl/"), {"cmd/mizarmp-addons"}),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
