@@ -12,19 +12,18 @@ import os
 import re
 import sys
 
-# The previous run (commit 1832408, 2026-11-27), for "what changed and what it moved".
+# The previous run (commit 3f957c8, 2026-11-27), for "what changed and what it moved".
 PREVIOUS = {
-    "commit": "1832408",
-    "add": 5.4, "ptp_add": 10.4, "del": 20.2, "ptp_del": 26.0,
-    "ready50_over": 1.89, "ready50_gets": 11, "ready500_over": 1.46, "ready500_gets": 93,
-    "rss_kib": 7116, "version_ms": 1.30, "version_ptp_ms": 2.69, "probe_ratio": 0.95, "list_ratio": 0.75,
-    "probe_cpu_us": 33.3, "list_cpu_us": 42.3, "list_bare_cpu_us": 27.6,
-    "fence_ms": 146.3, "unfence_ms": 134.3, "etcd_fence_ms": 156.1, "etcd_unfence_ms": 148.4,
-    "etcd_fence_rest": 1001, "https_ca_file_ratio": 1.73, "https_system_store_ratio": 1.74,
-    "https_relay_ratio": 1.17, "soak_addons_rss_kib": 25492,
+    "commit": "3f957c8",
+    "add": 5.5, "ptp_add": 10.6, "del": 23.5, "ptp_del": 27.4,
+    "rss_kib": 7280, "version_ms": 1.52, "version_ptp_ms": 3.13, "probe_ratio": 0.96, "list_ratio": 0.79,
+    # Server CPU per call (us): mizarmp-addons and the bare gRPC server.
+    "rpc_cpu_us": {"Probe": (33.5, 30.3), "ListClusterFence": (49.9, 34.8)},
+    "fence_ms": 80.8, "unfence_ms": 84.9, "etcd_fence_ms": 102.9, "etcd_unfence_ms": 98.9,
+    "etcd_fence_rest": 1001, "soak_addons_rss_kib": 27452,
     # CPU of mizarmp-addons and of the mock per RPC (fence, unfence), SQLite and etcd.
-    "fence_addons_cpu_ms": {"SQLite": (120, 90), "etcd": (100, 110)},
-    "fence_mock_cpu_ms": {"SQLite": (120, 110), "etcd": (110, 110)},
+    "fence_addons_cpu_ms": {"SQLite": (60, 70), "etcd": (70, 80)},
+    "fence_mock_cpu_ms": {"SQLite": (60, 60), "etcd": (70, 70)},
 }
 
 
@@ -684,29 +683,28 @@ def main():
     def cpu_change(proc):
         return "; ".join(f"{store} {before[0]} / {before[1]} ms -> {cpu_now(store, proc)}"
                          for store, before in PREVIOUS[f"fence_{proc}_cpu_ms"].items())
-    p("- Two changes shortened the fence and unfence RPCs. Fence / unfence, SQLite "
-      f"{PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}, etcd "
-      f"{PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (REST calls of "
-      f"the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}):")
-    p("  - **Port lists are read without a tree, on simdjson in mizarmp-addons** (the product; "
-      "`mizarmp-client/port_list_reader.h`): a SAX handler fills each port's members as the parser goes, driven "
-      "by simdjson's DOM parser in every dynamically linked program and by nlohmann's SAX parser in the static "
-      "plugin (its GC lists). Every pass starts with the 10,000-port list: read with a tree per entry it took "
-      "some 38 ms, now some 14 ms (a throwaway probe over the mock's 1.8 MB list). mizarmp-addons' CPU per RPC "
-      f"(fence / unfence): {cpu_change('addons')}.")
-    p("  - **The mock's `PUT` of `admin_state_up` alone edits one member of the port's kept text** (the "
-      "simulator, not the product): it used to build, check and serialise the whole document again under its "
-      f"model's lock. The mock's CPU per RPC: {cpu_change('mock')}. On these 2 cores the mock's CPU is time the "
-      "RPC waits for. By hand, each figure one run's median of 5 fences on SQLite, runs alternating the previous "
-      "binaries and the new ones: the reader alone 145, 137, 144 -> 127, 112, 154 ms; with the mock's change too "
-      "159, 160 -> 114, 100 ms (the machine was slower by then).")
+
+    def rpc_cpu_change(method):
+        m = rpc.get(method, {})
+        before = PREVIOUS["rpc_cpu_us"][method]
+        return (f"{method} {before[0]} -> {fmt(g(m, 'mizarmp-addons', 'server_cpu_us_per_call_median'), 'us', 1)} "
+                f"(bare {before[1]} -> {fmt(g(m, 'bare', 'server_cpu_us_per_call_median'), 'us', 1)})")
+    p("- **mizarmp-addons turns abseil's debug deadlock detector off at start** (the product, "
+      "`cmd/mizarmp-addons/main.cc`, DESIGN.md). Debian builds abseil without `NDEBUG`, so every lock inside "
+      "gRPC (`absl::Mutex`) kept a process-wide lock-order graph behind one spin lock; abseil's release builds "
+      "skip it. By callgrind, 200 ListClusterFence calls, each on a new connection, cost the server 12% fewer "
+      "instructions (627k -> 551k per call) and its start 8% fewer. The bare gRPC server runs gRPC as Debian "
+      f"builds it, the detector on. Server CPU per call: {rpc_cpu_change('Probe')}, "
+      f"{rpc_cpu_change('ListClusterFence')}. mizarmp-addons' CPU per fence / unfence RPC: {cpu_change('addons')}; "
+      f"fence / unfence, SQLite {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}, "
+      f"etcd {PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (REST calls "
+      f"of the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}).")
     soak_load = [x for x in g(soak, "server", "samples", default=[]) or [] if x.get("phase") == "load"]
     addons_end = soak_load[-1]["addons"]["rss_kib"] if soak_load else None
-    p("- The fence soak's mizarmp-addons RSS at the end: one simdjson parser reads every list and keeps its "
-      "buffers (a parser per list made glibc's per-thread arenas keep what each freed, and the RSS grew through "
-      f"the soak in a run before this one): {PREVIOUS['soak_addons_rss_kib']} KiB -> {fmt(addons_end, 'KiB', 0)}.")
-    p("- The plugin makes the same calls as before and still reads a single port from a tree (now through the "
-      "same checks as the list reader): its http figures below (ADD, DEL, readiness, VERSION) move with the machine.")
+    p(f"- The fence soak's mizarmp-addons RSS at the end: {PREVIOUS['soak_addons_rss_kib']} KiB -> "
+      f"{fmt(addons_end, 'KiB', 0)}.")
+    p("- The plugin and the mock are the previous run's code: the plugin's figures below (ADD, DEL, https, "
+      "readiness, VERSION, peak RSS) and the mock's CPU move with the machine.")
     if pt_add and PREVIOUS["ptp_add"]:
         p(f"- The machine: ptp's ADD, which none of these changes touch, took {pt_add / PREVIOUS['ptp_add']:.1f}x "
           "its previous time in this run, so absolute times of the two runs do not compare; the ratios do.")
