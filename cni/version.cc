@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/version.h"
+#include "mizarmp-client/transport.h"
+#include "netns/netns.h"
 
 namespace mizarmp::cni {
 
@@ -34,9 +36,15 @@ bool IsSupported(std::string_view version) {
 
 std::string SupportedList() { return Joined(kSupportedVersions, ", "); }
 
-std::string AboutText() {
+std::string AboutText(Linkage linkage) {
+  const std::string libraries =
+      client::TlsLibraryVersion() + ", " + netns::NetlinkLibraryVersion() + ", " + LibcVersion();
   return "CNI mizarmp plugin " + std::string(Version()) + " (commit " + std::string(GitCommit()) +
-         ")\nCNI protocol versions supported: " + SupportedList() + "\n";
+         ")\nCNI protocol versions supported: " + SupportedList() + "\n" +
+         (linkage == Linkage::kStatic
+              ? "Linked into this file (a host's updates of them do not reach it): "
+              : "Linked with the host's: ") +
+         libraries + "\n";
 }
 
 Status CheckSupported(std::string_view version) {

@@ -31,9 +31,14 @@ bool AtLeast(std::string_view version, std::string_view minimum);
 std::string SupportedList();
 // The VERSION command's answer: {"cniVersion":"1.1.0","supportedVersions":[...]}.
 std::string VersionResultJson();
+// How the running plugin has its libraries: inside its own file, or the host's shared ones.
+enum class Linkage { kStatic, kDynamic };
+
 // What a person running the plugin by hand is told (`--version`, or no CNI_COMMAND), as the
 // reference plugins do: "CNI mizarmp plugin 0.1.0 (commit ...)" and a line listing the CNI
-// versions it speaks.
-std::string AboutText();
+// versions it speaks; then the versions of OpenSSL, libnl and glibc it runs on. A static
+// plugin carries them in its file, where a host's security updates never reach: the line says
+// so, and tells an operator which fixes need a new plugin.
+std::string AboutText(Linkage linkage);
 
 }  // namespace mizarmp::cni

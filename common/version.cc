@@ -1,5 +1,7 @@
 #include "common/version.h"
 
+#include <gnu/libc-version.h>
+
 #ifndef MIZARMP_VERSION
 #error "MIZARMP_VERSION must be defined by the build (common/CMakeLists.txt)"
 #endif
@@ -11,5 +13,6 @@ namespace mizarmp {
 
 std::string_view Version() { return MIZARMP_VERSION; }
 std::string_view GitCommit() { return MIZARMP_GIT_COMMIT; }
+std::string LibcVersion() { return std::string("glibc ") + gnu_get_libc_version(); }
 
 }  // namespace mizarmp

@@ -279,6 +279,8 @@ http::request<http::string_body> BuildRequest(const HttpRequest& r) {
 
 }  // namespace
 
+std::string TlsLibraryVersion() { return OpenSSL_version(OPENSSL_VERSION); }
+
 std::string TrimmedBaseUrl(std::string base_url) {
   while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
   return base_url;

@@ -32,6 +32,9 @@ inline constexpr const char* kRelayToHeader = "Mizarmp-Relay-To";
 // nothing. The client then goes to the controller directly.
 inline constexpr const char* kRelayErrorHeader = "Mizarmp-Relay-Error";
 
+// "OpenSSL 3.0.19 27 Jan 2026": the OpenSSL the transport runs on.
+std::string TlsLibraryVersion();
+
 // base_url without its trailing '/'s: how a base URL is compared and logged.
 std::string TrimmedBaseUrl(std::string base_url);
 

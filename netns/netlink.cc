@@ -31,6 +31,11 @@
 
 namespace mizarmp::netns {
 
+std::string NetlinkLibraryVersion() {
+  return "libnl " + std::to_string(nl_ver_maj) + "." + std::to_string(nl_ver_min) + "." +
+         std::to_string(nl_ver_mic);
+}
+
 namespace {
 
 // Owners for libnl objects.

@@ -16,6 +16,9 @@ struct nl_cache;
 
 namespace mizarmp::netns {
 
+// "libnl 3.7.0": the libnl the netlink code runs on.
+std::string NetlinkLibraryVersion();
+
 // An open network namespace: a file descriptor on a bind-mounted netns file
 // ("/var/run/netns/x") or a /proc/<pid>/ns/net path.
 class Netns {

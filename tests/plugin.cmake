@@ -13,11 +13,16 @@ if(TARGET mizarmp)
     TIMEOUT 120)
   add_dependencies(plugin_hostile_test mizarmp)
 endif()
-# The plugin binary run by hand: --version, no CNI_COMMAND (no server, no root).
+# The plugin binary run by hand: --version, no CNI_COMMAND (no server, no root). It names the
+# libraries the build used (libnl's version header) and whether they are inside the file.
 if(TARGET mizarmp)
   mizarmp_add_test(NAME plugin_by_hand_test SOURCES integration/plugin_by_hand_test.cc
-    LIBS mizarmp_common LABELS integration TIMEOUT 60)
+    LIBS mizarmp_common PkgConfig::LIBNL LABELS integration TIMEOUT 60)
   add_dependencies(plugin_by_hand_test mizarmp)
+  get_target_property(mizarmp_links_statically mizarmp MIZARMP_STATIC_LINK)
+  if(mizarmp_links_statically)
+    target_compile_definitions(plugin_by_hand_test PRIVATE MIZARMP_STATIC_PLUGIN)
+  endif()
 endif()
 # The self-contained plugin in an otherwise empty root (root, netns): only when the build links
 # it statically (MIZARMP_STATIC_LINK on the target; sanitizer and fuzz builds link dynamically).

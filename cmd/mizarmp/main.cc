@@ -41,6 +41,13 @@ std::string ReadBoundedStdin() {
   return input;
 }
 
+// cmd/mizarmp/CMakeLists.txt defines MIZARMP_STATIC_PLUGIN for the static executable.
+#ifdef MIZARMP_STATIC_PLUGIN
+constexpr auto kLinkage = mizarmp::cni::Linkage::kStatic;
+#else
+constexpr auto kLinkage = mizarmp::cni::Linkage::kDynamic;
+#endif
+
 // By hand, `mizarmp --version` (stdout) or a run with no CNI_COMMAND (stderr: stdout is the
 // runtime's channel, as for the reference plugins) says what this is and exits 0 without
 // reading stdin.
@@ -49,7 +56,7 @@ bool PrintAboutIfRunByHand(int argc, char** argv) {
   const char* command = std::getenv("CNI_COMMAND");
   if (!version_flag && command != nullptr && *command != '\0') return false;
   (void)mizarmp::WriteAllFd(version_flag ? STDOUT_FILENO : STDERR_FILENO,
-                            mizarmp::cni::AboutText());
+                            mizarmp::cni::AboutText(kLinkage));
   return true;
 }
 

@@ -1,7 +1,9 @@
 // The mizarmp binary run by hand, as an operator checks what is installed: `mizarmp --version`
-// and a run with no CNI_COMMAND say what it is and which CNI versions it speaks, and exit 0, as
-// the reference plugins do. No server, no root.
+// and a run with no CNI_COMMAND say what it is, which CNI versions it speaks and which libraries
+// it runs on, and exit 0, as the reference plugins do. No server, no root.
 #include <gtest/gtest.h>
+#include <netlink/version.h>
+#include <openssl/opensslv.h>
 
 #include <map>
 #include <string>
@@ -45,6 +47,24 @@ TEST(PluginByHand, NoCniCommandPrintsWhatItIsOnStderrAndNothingOnStdout) {
     EXPECT_EQ(r.err.rfind(FirstLine(), 0), 0u) << r.err;
     EXPECT_NE(r.err.find(kVersions), std::string::npos) << r.err;
   }
+}
+
+// The versions of the development packages this build compiled against, which a static plugin
+// carries and a dynamic one finds again on this same machine.
+std::string LibrariesLine() {
+#ifdef MIZARMP_STATIC_PLUGIN
+  const std::string lead = "Linked into this file (a host's updates of them do not reach it): ";
+#else
+  const std::string lead = "Linked with the host's: ";
+#endif
+  return lead + OPENSSL_VERSION_TEXT + ", " + LIBNL_STRING + ", glibc " +
+         std::to_string(__GLIBC__) + "." + std::to_string(__GLIBC_MINOR__) + "\n";
+}
+
+TEST(PluginByHand, VersionNamesTheLibrariesItRunsOn) {
+  ProcessResult r = RunByHand({"--version"}, {});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_NE(r.out.find(kVersions + LibrariesLine()), std::string::npos) << r.out;
 }
 
 TEST(PluginByHand, AnUnknownCommandIsStillACniError) {
