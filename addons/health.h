@@ -40,6 +40,9 @@ class HealthService final : public grpc::health::v1::Health::Service {
  public:
   using ServingStatus = grpc::health::v1::HealthCheckResponse::ServingStatus;
 
+  // The full name gRPC gives a Watch call (a server interceptor sees calls by this name).
+  static constexpr const char* kWatchMethod = "/grpc.health.v1.Health/Watch";
+
   explicit HealthService(HealthOptions options = {});
   ~HealthService() override;  // Shutdown()
   HealthService(const HealthService&) = delete;

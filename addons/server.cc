@@ -30,6 +30,10 @@
 namespace mizarmp::addons {
 namespace {
 
+// How long the drain waits for the open health Watches to end before it sends the GOAWAY
+// (Server::Drain). They end at once, unless a client stopped reading.
+constexpr std::chrono::milliseconds kWatchesEnd{1000};
+
 Result<std::string> ReadPem(const char* what, const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) {
@@ -101,15 +105,19 @@ std::string TcpWithoutClientAuthMessage(std::string_view endpoint) {
 // How many calls the server is running, from the moment gRPC hands a call to the server until
 // it is finished: each call gets a CountingInterceptor, made when the call arrives and destroyed
 // with the call. Shutdown() waits on it for the drain to empty.
+// Health Watch calls are counted apart as well: the drain waits for them alone first.
 class CallCounter {
  public:
-  void Enter() {
+  void Enter(bool watch) {
     std::lock_guard<std::mutex> lock(mu_);
     ++in_flight_;
+    if (watch) ++watches_;
   }
-  void Leave() {
+  void Leave(bool watch) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (--in_flight_ == 0) cv_.notify_all();
+    --in_flight_;
+    if (watch) --watches_;
+    cv_.notify_all();
   }
   // Wakes WaitIdle() for good (the server stopped by itself).
   void Stop() {
@@ -123,11 +131,17 @@ class CallCounter {
     cv_.wait_until(lock, deadline, [this] { return in_flight_ == 0 || stopped_; });
     return in_flight_ == 0 && !stopped_;
   }
+  // True once no Watch call is in flight; false at `deadline`.
+  bool WaitNoWatch(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_until(lock, deadline, [this] { return watches_ == 0; });
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   int in_flight_ = 0;
+  int watches_ = 0;
   bool stopped_ = false;
 };
 
@@ -154,10 +168,13 @@ std::string RequestId(std::multimap<grpc::string_ref, grpc::string_ref>* metadat
 class CallInterceptor : public grpc::experimental::Interceptor {
  public:
   CallInterceptor(std::shared_ptr<CallCounter> calls, Metrics* metrics, std::string method)
-      : calls_(std::move(calls)), metrics_(metrics), method_(std::move(method)) {
-    calls_->Enter();
+      : calls_(std::move(calls)),
+        metrics_(metrics),
+        method_(std::move(method)),
+        watch_(method_ == HealthService::kWatchMethod) {
+    calls_->Enter(watch_);
   }
-  ~CallInterceptor() override { calls_->Leave(); }
+  ~CallInterceptor() override { calls_->Leave(watch_); }
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using Hook = grpc::experimental::InterceptionHookPoints;
     if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_INITIAL_METADATA)) {
@@ -182,6 +199,7 @@ class CallInterceptor : public grpc::experimental::Interceptor {
   std::shared_ptr<CallCounter> calls_;
   Metrics* metrics_;
   const std::string method_;
+  const bool watch_;
   std::string request_id_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
@@ -429,8 +447,15 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
 
 void Server::Drain(std::chrono::milliseconds grace) {
   // NOT_SERVING for everything from now on; every open Watch sends that and returns, so none
-  // of them holds the drain below until the grace period ends.
+  // of them holds the drain below until the grace period ends. Their ends go out before the
+  // GOAWAY: once a connection's last stream is done after a GOAWAY, gRPC closes it, and a
+  // client then writing to it fails its open streams with UNAVAILABLE ("Broken pipe"), even a
+  // Watch whose OK status already sits in its socket. A call counts until its status is sent.
   for (HealthService* health : Healths()) health->Shutdown();
+  if (!calls_->WaitNoWatch(std::chrono::steady_clock::now() + kWatchesEnd)) {
+    MZ_LOG(kWarn) << "a health Watch did not end within " << kWatchesEnd.count()
+                  << " ms of the shutdown (a client not reading?): draining anyway";
+  }
   // gRPC's drain (stop accepting; let calls finish until `grace`, then cancel them) also waits
   // for every client connection to go, which an idle client takes seconds to do after the
   // GOAWAY. So the drain runs on its own thread, and once no call is left, the connections are
