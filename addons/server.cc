@@ -103,9 +103,9 @@ std::string TcpWithoutClientAuthMessage(std::string_view endpoint) {
 }
 
 // How many calls the server is running, from the moment gRPC hands a call to the server until
-// it is finished: each call gets a CountingInterceptor, made when the call arrives and destroyed
-// with the call. Shutdown() waits on it for the drain to empty.
-// Health Watch calls are counted apart as well: the drain waits for them alone first.
+// it is finished: each call gets a CallInterceptor, made when the call arrives and destroyed
+// with the call. Shutdown() waits on it for the drain to empty, and first for the health Watch
+// calls alone, which it also counts apart.
 class CallCounter {
  public:
   void Enter(bool watch) {
