@@ -117,7 +117,7 @@ class CallCounter {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;
     if (watch) --watches_;
-    cv_.notify_all();
+    if (in_flight_ == 0 || (watch && watches_ == 0)) cv_.notify_all();
   }
   // Wakes WaitIdle() for good (the server stopped by itself).
   void Stop() {
