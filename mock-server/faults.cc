@@ -23,7 +23,8 @@ json FaultsToJson(const Faults& f) {
               {"malformed_ports", f.malformed_ports},
               {"update_no_content", f.update_no_content},
               {"reject_updates", f.reject_updates},
-              {"ignore_fields", f.ignore_fields}};
+              {"ignore_fields", f.ignore_fields},
+              {"lose_create_answers", f.lose_create_answers}};
 }
 
 namespace {
@@ -55,7 +56,8 @@ Result<Faults> FaultsFromJson(const json& j) {
                                             {"truncate_json", &f.truncate_json},
                                             {"reject_creates", &f.reject_creates},
                                             {"malformed_ports", &f.malformed_ports},
-                                            {"reject_updates", &f.reject_updates}};
+                                            {"reject_updates", &f.reject_updates},
+                                            {"lose_create_answers", &f.lose_create_answers}};
   const std::map<std::string, bool*> bools = {{"never_ready", &f.never_ready},
                                               {"fail_ready", &f.fail_ready},
                                               {"update_no_content", &f.update_no_content},

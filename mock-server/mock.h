@@ -1,7 +1,8 @@
 // mizarmp-mock: a Mizar-MP controller and host-agent simulator over HTTP (cpp-httplib).
 // Used by the tests, the benchmarks and the one-box demo; never in production.
 //
-// REST API (both dialects), under /project/{project}:
+// With Options::strict the REST API is the real controller's of that generation instead
+// (strict.h). Otherwise, the seed README's (both dialects), under /project/{project}:
 //   POST   /ports            {"port":{...}} -> 201 {"port":{...}};  {"ports":[...]} -> 201 bulk
 //   POST   /ports/bulk       {"ports":[...]} -> 201 {"ports":[...]}   (Alcor)
 //   GET    /ports/{id}       -> 200 {"port":{...}}; unknown: v0.1 200 {"port":null}, Alcor 404
@@ -60,12 +61,22 @@ struct Faults {
   // Port lists (until changed) answer whole documents whatever `fields` asks for, as a
   // controller without field selection does.
   bool ignore_fields = false;
+  // The next N creates are made, then their connection is closed without an answer: a POST
+  // whose answer was lost after the controller stored the port.
+  int lose_create_answers = 0;
 };
 
 struct Options {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: pick a free port; see MockServer::port()
   Dialect dialect = Dialect::kV01;
+  // The REST surface of the real controller of that generation (strict.h: v0.1 at alcor@5ca01ef0,
+  // Alcor at alcor@21f11b5c) rather than the seed README's: no port list in v0.1, whole-record
+  // updates, Spring error bodies, Alcor's placeholders and project-less list, and so on.
+  bool strict = false;
+  // Strict Alcor refuses a port list of this many rows or more with a 500
+  // (IgniteClientDbCache.RESULT_THRESHOLD_SIZE).
+  int row_limit = 100000;
   std::string project_id = "3dda2801-d675-4688-a63f-dcda8d327f50";
   std::string vpc_id = "9192a4d4-ffff-4ece-b3f0-8d36e3d88038";
   std::string subnet_id = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
@@ -94,7 +105,10 @@ struct Options {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
-  // When set, every REST request must carry "Authorization: Bearer <token in this file>".
+  // When set, every REST request must carry "Authorization: Bearer <token in this file>"; in
+  // strict Alcor "X-Auth-Token: <token>", as Alcor's API gateway wants with Keystone on
+  // (services/api_gateway KeystoneAuthGwFilter; 401 without a body otherwise). Strict v0.1 has
+  // no authentication, and refuses a token file.
   std::string token_file;
   // How many port updates GET /mock/requests keeps (the newest; some 200 bytes each). A long run
   // that wants the mock's memory flat from early on (the soak) keeps few.

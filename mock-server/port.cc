@@ -224,7 +224,12 @@ Result<NewPort> CompleteNewPort(json obj, const std::string& where, const Networ
   return p;
 }
 
-Result<bool> ApplyUpdate(PortRecord& r, const json& patch, bool placed) {
+Result<bool> ApplyUpdate(PortRecord& r, const json& given, bool placed) {
+  // A null member keeps the stored value, as Alcor's update merges it (PortProcessor).
+  json patch = json::object();
+  for (const auto& [key, value] : given.items()) {
+    if (!value.is_null()) patch[key] = value;
+  }
   if (patch.size() == 1 && patch.contains("admin_state_up") && patch.begin()->is_boolean()) {
     return SetAdminState(r, patch.begin()->get<bool>());
   }

@@ -76,6 +76,10 @@ const json* PortFields(const json& doc) {
 Result<std::unique_ptr<Routes>> Routes::Create(const Options& options, Model& model,
                                                FaultInjector& faults) {
   std::string token;
+  if (!options.token_file.empty() && options.strict && options.dialect == Dialect::kV01) {
+    return InvalidArgumentError("mock: a strict v0.1 controller has no authentication "
+                                "(alcor@5ca01ef0 has no security); no token file");
+  }
   if (!options.token_file.empty()) {
     auto t = ReadFile(options.token_file);
     if (!t.ok()) return t.status().WithContext("mock: token file");
@@ -92,35 +96,17 @@ Routes::Routes(const Options& options, std::string token, Model& model, FaultInj
       token_(std::move(token)),
       model_(model),
       faults_(faults),
-      journal_(options.journal_capacity) {}
+      journal_(options.journal_capacity),
+      strict_(options, model) {}
 
 void Routes::Install(httplib::Server& s) {
   using httplib::Request;
   using httplib::Response;
-  const std::string p = "/project/([^/]+)";
-  s.Post(p + "/ports", [this](const Request& q, Response& r) {
-    Serve(q, r, [&] { return CreatePorts(q, false); });
-  });
-  s.Post(p + "/ports/bulk", [this](const Request& q, Response& r) {
-    Serve(q, r, [&] { return CreatePorts(q, true); });
-  });
-  s.Get(p + "/ports",
-        [this](const Request& q, Response& r) { Serve(q, r, [&] { return ListPorts(q); }); });
-  s.Get(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
-    Serve(q, r, [&] { return GetPort(q.matches[2].str()); });
-  });
-  s.Put(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
-    const std::string id = q.matches[2].str();
-    Journal(id, q, Serve(q, r, [&] { return UpdatePort(id, q); }));
-  });
-  s.Delete(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
-    Serve(q, r, [&] { return DeletePort(q.matches[2].str()); });
-  });
-  s.Get(p + "/subnets",
-        [this](const Request& q, Response& r) { Serve(q, r, [&] { return ListSubnets(); }); });
-  s.Get(p + "/subnets/([^/]+)", [this](const Request& q, Response& r) {
-    Serve(q, r, [&] { return GetSubnet(q.matches[2].str()); });
-  });
+  if (options_.strict) {
+    InstallStrict(s);
+  } else {
+    InstallSeed(s);
+  }
 
   s.Get("/healthz", [](const Request&, Response& r) {
     r.status = 200;
@@ -154,6 +140,97 @@ void Routes::Install(httplib::Server& s) {
   });
 }
 
+// The seed README's REST surface, in either dialect (mock.h).
+void Routes::InstallSeed(httplib::Server& s) {
+  using httplib::Request;
+  using httplib::Response;
+  const std::string p = "/project/([^/]+)";
+  s.Post(p + "/ports", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return CreatePorts(q, false); });
+  });
+  s.Post(p + "/ports/bulk", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return CreatePorts(q, true); });
+  });
+  s.Get(p + "/ports",
+        [this](const Request& q, Response& r) { Serve(q, r, [&] { return ListPorts(q); }); });
+  s.Get(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return GetPort(q.matches[2].str()); });
+  });
+  s.Put(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
+    const std::string id = q.matches[2].str();
+    Journal(id, q, Serve(q, r, [&] { return UpdatePort(id, q); }));
+  });
+  s.Delete(p + "/ports/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return DeletePort(q.matches[2].str()); });
+  });
+  s.Get(p + "/subnets",
+        [this](const Request& q, Response& r) { Serve(q, r, [&] { return ListSubnets(); }); });
+  s.Get(p + "/subnets/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return GetSubnet(q.matches[2].str()); });
+  });
+}
+
+// The real controllers' REST surface (strict.h). Both generations also answer under "v4/"
+// (PortController's second mapping); no client uses it, so the mock leaves it out.
+void Routes::InstallStrict(httplib::Server& s) {
+  using httplib::Request;
+  using httplib::Response;
+  const std::string p = "/project/([^/]+)";
+  const auto project = [](const Request& q) { return q.matches[1].str(); };
+  const auto body = [](const Request& q) { return json::parse(q.body, nullptr, false); };
+  const auto query = [](const Request& q) {
+    return std::multimap<std::string, std::string>(q.params.begin(), q.params.end());
+  };
+  s.Post(p + "/ports", [=, this](const Request& q, Response& r) {
+    Serve(q, r, [&] {
+      return Strict(strict_.Create(project(q), body(q), false, faults_.Get(), q.path));
+    });
+  });
+  if (alcor()) {
+    s.Post(p + "/ports/bulk", [=, this](const Request& q, Response& r) {
+      Serve(q, r, [&] {
+        return Strict(strict_.Create(project(q), body(q), true, faults_.Get(), q.path));
+      });
+    });
+    s.Get(p + "/ports", [=, this](const Request& q, Response& r) {
+      Serve(q, r, [&] { return Strict(strict_.List(query(q), q.path)); });
+    });
+  } else {
+    s.Post(p + "/portgroup", [this](const Request& q, Response& r) {
+      Serve(q, r, [&] { return Strict(strict_.CreateGroup(q.path)); });
+    });
+    s.Get(p + "/subnet/([^/]+)/ports", [=, this](const Request& q, Response& r) {
+      Serve(q, r, [&] { return Strict(strict_.ListOfSubnet(project(q), q.matches[2].str())); });
+    });
+    // PortController maps /ports for POST only: Spring answers another method 405.
+    s.Get(p + "/ports", [this](const Request& q, Response& r) {
+      Serve(q, r, [&] {
+        return Strict(SpringError(405, "Request method 'GET' not supported", q.path));
+      });
+    });
+  }
+  s.Get(p + "/ports/([^/]+)", [=, this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return Strict(strict_.Get(q.matches[2].str(), query(q), q.path)); });
+  });
+  s.Put(p + "/ports/([^/]+)", [=, this](const Request& q, Response& r) {
+    const std::string id = q.matches[2].str();
+    Journal(id, q, Serve(q, r, [&] {
+              return Strict(strict_.Update(project(q), id, body(q), q.path));
+            }));
+  });
+  s.Delete(p + "/ports/([^/]+)", [=, this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return Strict(strict_.Delete(project(q), q.matches[2].str(), q.path)); });
+  });
+  s.Get(p + "/subnets/([^/]+)", [this](const Request& q, Response& r) {
+    Serve(q, r, [&] { return Strict(strict_.GetSubnet(q.matches[2].str())); });
+  });
+}
+
+Reply Routes::Strict(const StrictReply& reply) const {
+  if (reply.empty_body) return Reply{reply.status, json(), std::string()};
+  return Reply{reply.status, reply.body};
+}
+
 void Routes::Stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -182,8 +259,9 @@ int Routes::Serve(const httplib::Request& req, httplib::Response& res,
   Reply reply;
   const std::string project = req.matches.size() < 2 ? std::string() : req.matches[1].str();
   if (!Authorized(req)) {
-    reply = ErrorReply(401, "unauthorized");
-  } else if (project != options_.project_id) {
+    // Alcor's gateway answers 401 without a body (KeystoneAuthGwFilter).
+    reply = options_.strict ? Reply{401, json(), std::string()} : ErrorReply(401, "unauthorized");
+  } else if (!options_.strict && project != options_.project_id) {
     reply = ErrorReply(404, "project " + project + " not found");
   } else {
     try {
@@ -191,6 +269,11 @@ int Routes::Serve(const httplib::Request& req, httplib::Response& res,
     } catch (const std::exception& e) {
       reply = ErrorReply(500, std::string("internal error: ") + e.what());
     }
+  }
+  if (reply.status == 201 && faults_.Take(&Faults::lose_create_answers)) {
+    DropConnection(req);
+    MZ_LOG(kDebug) << req.method << " " << req.path << ": created, answer lost (fault)";
+    return 0;
   }
   if (reply.status == 204) {  // No Content: no body at all
     res.status = 204;
@@ -221,6 +304,7 @@ void Routes::Journal(const std::string& id, const httplib::Request& req, int sta
 
 bool Routes::Authorized(const httplib::Request& req) const {
   if (token_.empty()) return true;
+  if (options_.strict) return ConstantTimeEqual(req.get_header_value("X-Auth-Token"), token_);
   return ConstantTimeEqual(req.get_header_value("Authorization"), "Bearer " + token_);
 }
 
@@ -362,7 +446,9 @@ Reply Routes::State() const {
                          {"agent_backlog", usage.agent_backlog},
                          {"requests", requests_.load()},
                          {"faults", FaultsToJson(faults_.Get())},
-                         {"dialect", alcor() ? "alcor" : "v0.1"}}};
+                         {"dialect", alcor() ? "alcor" : "v0.1"},
+                         {"strict", options_.strict},
+                         {"leaked_addresses", strict_.leaked_addresses()}}};
 }
 
 Reply Routes::SetFaults(const httplib::Request& req) {
@@ -376,6 +462,7 @@ Reply Routes::SetFaults(const httplib::Request& req) {
 }
 
 Reply Routes::Reset() {
+  strict_.Clear();
   const size_t n = model_.DeleteAllPorts();
   faults_.Set(Faults{});
   journal_.Clear();

@@ -20,6 +20,7 @@
 #include "mock-server/journal.h"
 #include "mock-server/mock.h"
 #include "mock-server/model.h"
+#include "mock-server/strict.h"
 
 namespace httplib {
 class Server;
@@ -75,6 +76,12 @@ class Routes {
   Reply ListSubnets() const;
   Reply UnknownPort(const std::string& id) const;
 
+  // The seed README's routes, or the strict modes' (strict.h) in their place.
+  void InstallSeed(httplib::Server& server);
+  void InstallStrict(httplib::Server& server);
+  // A strict route's answer as a Reply; the create routes' lose_create_answers fault.
+  Reply Strict(const StrictReply& reply) const;
+
   // Control handlers.
   Reply State() const;
   Reply SetFaults(const httplib::Request& req);
@@ -88,6 +95,7 @@ class Routes {
   FaultInjector& faults_;
   std::atomic<uint64_t> requests_{0};
   UpdateJournal journal_;
+  StrictController strict_;
 
   std::mutex mu_;
   std::condition_variable cv_;  // wakes sleeping requests on Stop()

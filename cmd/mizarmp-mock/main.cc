@@ -88,6 +88,14 @@ FlagTable Flags(Config* c) {
            &c->port_file);
   t.Add({"dialect", "v0.1|alcor", "wire dialect (default v0.1)",
          [&o](std::string_view v) { return ParseDialect(v, &o.dialect); }});
+  t.Switch("strict",
+           "answer as that generation's real controller does (alcor@5ca01ef0 for v0.1, "
+           "alcor@21f11b5c for alcor), not as the seed README describes it",
+           &o.strict);
+  t.Int("row-limit", "N",
+        "strict alcor: a port list of N rows or more answers 500 (default " +
+            std::to_string(o.row_limit) + ")",
+        1, kMaxCount, &o.row_limit);
   t.String("project", "ID", "project id (default " + o.project_id + ")", &o.project_id);
   t.String("vpc", "ID", "VPC id (default " + o.vpc_id + ")", &o.vpc_id);
   t.String("subnet", "ID", "subnet id (default " + o.subnet_id + ")", &o.subnet_id);
@@ -113,7 +121,9 @@ FlagTable Flags(Config* c) {
   t.String("tls-key", "FILE", "the certificate's private key", &o.tls_key_file);
   t.String("tls-client-ca", "FILE", "require client certificates signed by this CA (mTLS)",
            &o.tls_client_ca_file);
-  t.String("token-file", "FILE", "require \"Authorization: Bearer <token>\" on REST requests",
+  t.String("token-file", "FILE",
+           "require \"Authorization: Bearer <token>\" on REST requests (strict alcor: "
+           "\"X-Auth-Token: <token>\")",
            &o.token_file);
   t.Int("journal-capacity", "N",
         "port updates GET /mock/requests keeps, the newest (default " +
@@ -128,6 +138,9 @@ FlagTable Flags(Config* c) {
         &f.reject_creates);
   t.Int("reject-updates", "N", "fault: the next N port updates answer 400", 0, kMaxCount,
         &f.reject_updates);
+  t.Int("lose-create-answers", "N",
+        "fault: the next N creates are made, then their connection is closed unanswered", 0,
+        kMaxCount, &f.lose_create_answers);
   t.Int("close-connections", "N", "fault: the next N REST requests get their connection closed", 0,
         kMaxCount, &f.close_connections);
   t.Int("truncate-json", "N", "fault: the next N REST responses carry truncated JSON", 0, kMaxCount,
