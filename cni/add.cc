@@ -154,6 +154,8 @@ class AddCommand {
     spec.description = PortDescription(env_.container_id, env_.netns, host_id_, conf_.name,
                                        env_.ifname, env_.args.pod_namespace, env_.args.pod_name);
     spec.network_id = conf_.network_id;
+    // Alcor takes the subnet from here (its network_id is the VPC); v0.1 sets fixed_ips itself.
+    spec.fixed_ips = {client::FixedIp{conf_.subnet, ""}};
     spec.veth_name = env_.ifname;
     spec.network_ns = env_.netns;
     spec.host_id = host_id_;

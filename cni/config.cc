@@ -175,16 +175,9 @@ Result<NetConf> ParseNetConf(const json& doc) {
 
   std::string dialect = "auto";
   MZ_RETURN_IF_ERROR(ReadString(doc, "dialect", "dialect", &dialect));
-  if (dialect == "auto") {
-    c.dialect = client::Dialect::kAuto;
-  } else if (dialect == "v0.1") {
-    c.dialect = client::Dialect::kV01;
-  } else if (dialect == "alcor") {
-    c.dialect = client::Dialect::kAlcor;
-  } else {
-    return InvalidArgumentError("config key \"dialect\": " + Quoted(dialect) +
-                                " is not one of \"auto\", \"v0.1\", \"alcor\"");
-  }
+  auto parsed_dialect = client::ParseDialect(dialect);
+  if (!parsed_dialect.ok()) return parsed_dialect.status().WithContext("config key \"dialect\"");
+  c.dialect = *parsed_dialect;
 
   MZ_RETURN_IF_ERROR(ReadString(doc, "stateDir", "stateDir", &c.state_dir));
   if (c.state_dir.empty() || c.state_dir[0] != '/') {
@@ -287,6 +280,7 @@ client::ClientConfig ClientConfigFor(const NetConf& conf) {
   client::ClientConfig cc;
   cc.base_url = conf.mpurl;
   cc.project_id = conf.project;
+  cc.subnet_id = conf.subnet;
   cc.dialect = conf.dialect;
   cc.connect_timeout = conf.connect_timeout;
   cc.request_timeout = conf.request_timeout;

@@ -247,6 +247,7 @@ Result<FenceService::Opened> FenceService::Store() const {
 
 Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
   client::ClientConfig config = options_.mizarmp;
+  config.known_generation = generation_.load();
   config.observer = metrics_.MizarMpObserver();
   if (!options_.replica_id.empty()) {
     config.user_agent =
@@ -356,6 +357,7 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
 Result<FenceService::PortListing> FenceService::ListPorts() const {
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
   auto ports = mp->ListPorts({}, kFencePortFields);
+  generation_.store(mp->generation_found());  // the pass's other clients ask no more
   return PortListing{std::move(mp), std::move(ports)};
 }
 

@@ -238,6 +238,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   std::string MizarMpName() const;
 
   FenceOptions options_;
+  // The controller's generation as the last port list found it (kAuto: not yet), given to the
+  // clients made after it (ClientConfig::known_generation).
+  mutable std::atomic<client::Dialect> generation_{client::Dialect::kAuto};
   FenceMetrics metrics_;
   FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
 

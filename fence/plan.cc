@@ -171,6 +171,8 @@ EnforcementPlan PlanEnforcement(const StoreSnapshot& snapshot,
   // Canonical CIDR -> the changes serving it.
   std::map<std::string, std::vector<size_t>> served_by;
   for (const client::Port& port : ports) {
+    // The network's own ports (Alcor's router and gateway interfaces) are never a fence's.
+    if (port.network_owned()) continue;
     std::optional<PortChange> change = PlanPort(port, targets, plan);
     if (!change) continue;
     for (const Cidr& c : change->serves) served_by[CanonicalCidr(c)].push_back(plan.changes.size());

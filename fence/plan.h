@@ -70,14 +70,15 @@ struct EnforcementPlan {
 // The members of a port the fence service reads (the plan, and the addresses GetFenceClients
 // answers with): all it asks a port list for (client::Client::ListPorts' `fields`), about a third
 // of each port's document, so a list of 10,000 ports is that much less to read.
-inline const std::vector<std::string> kFencePortFields = {"id", "fixed_ips", "binding:host_id",
-                                                          "admin_state_up"};
+inline const std::vector<std::string> kFencePortFields = {
+    "id", "fixed_ips", "binding:host_id", "admin_state_up", "device_owner"};
 
 // The fixed IPs of `port` that parse (Mizar-MP could in principle return garbage: the others are
 // logged and skipped).
 std::vector<IpAddress> PortIps(const client::Port& port);
 
-// The changes that bring `ports` (the project's ports at Mizar-MP) in line with `snapshot`.
+// The changes that bring `ports` (the project's ports at Mizar-MP) in line with `snapshot`; a
+// port the network owns (Port::network_owned) is left alone.
 EnforcementPlan PlanEnforcement(const StoreSnapshot& snapshot,
                                 const std::vector<client::Port>& ports);
 // The same for a list as read from Mizar-MP, holes (PortList::unreadable) included.

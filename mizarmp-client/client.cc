@@ -22,6 +22,8 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr size_t kExcerptMax = 200;
+// A port id no controller has: Generation()'s list asks for it, to list nothing.
+constexpr const char* kNoSuchPortId = "00000000-0000-0000-0000-000000000000";
 constexpr milliseconds kMaxBackoff{1000};
 
 // A short, single-line excerpt of a response body for error messages.
@@ -64,6 +66,39 @@ std::string Escape(const std::string& s, std::string_view keep = {}) {
     }
   }
   return out;
+}
+
+// The "message" of a Spring Boot error body ({"timestamp", "status", "error", "message",
+// "path"}), which both real generations answer an exception with; "" for any other body.
+std::string SpringMessage(const std::string& body) {
+  if (body.empty() || body.size() > 64 * 1024) return "";
+  const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("timestamp") || !doc.contains("status")) return "";
+  auto message = doc.find("message");
+  return message != doc.end() && message->is_string() ? message->get<std::string>() : "";
+}
+
+// 500s whose message says the request cannot succeed as it is: sending it again changes nothing,
+// so it is not retried and fails with FAILED_PRECONDITION.
+constexpr std::string_view kConfigurationErrors[] = {
+    // Alcor port manager (services/port_manager/.../exception/): network_id is not a VPC, a
+    // fixed IP's subnet or binding:host_id is unknown.
+    "Get VpcEntity exception",
+    "Get SubnetEntity exception",
+    "Get node information exception",
+    // Alcor IgniteClientDbCache.getAll: a list of RESULT_THRESHOLD_SIZE rows or more.
+    "too many rows found",
+    // v0.1 RestPreconditions (web/util/): a port without id or network_id.
+    "ResourceNullException",
+    "ResourceNotFoundException",
+};
+
+bool IsConfigurationError(long http, const std::string& body) {
+  if (http < 500) return false;
+  const std::string message = SpringMessage(body);
+  if (message.empty()) return false;
+  return std::any_of(std::begin(kConfigurationErrors), std::end(kConfigurationErrors),
+                     [&](std::string_view known) { return message.find(known) != std::string::npos; });
 }
 
 // The code for a final HTTP status that is not a success (see client.h).
@@ -143,11 +178,16 @@ struct Response {
   int attempts = 0;  // how many attempts this call took
   std::string call;  // "GET /project/p/ports/x"
 
-  // "GET /project/p/ports/x: HTTP 404: {...}" with the code for the status.
-  Status Error() const { return ErrorWithCode(CodeForHttp(http)); }
+  // "GET /project/p/ports/x: HTTP 404: {...}" with the code for the status; a Spring error
+  // body is quoted by its message ("POST /project/p/ports: HTTP 500: Get VpcEntity exception").
+  Status Error() const {
+    return ErrorWithCode(IsConfigurationError(http, body) ? Code::kFailedPrecondition
+                                                          : CodeForHttp(http));
+  }
   Status ErrorWithCode(Code code) const {
     std::string msg = call + ": HTTP " + std::to_string(http);
-    std::string ex = Excerpt(body);
+    const std::string message = SpringMessage(body);
+    std::string ex = message.empty() ? Excerpt(body) : Excerpt(message);
     msg += ex.empty() ? " (empty body)" : ": " + ex;
     return Status(code, std::move(msg));
   }
@@ -172,7 +212,8 @@ struct Client::Impl {
   std::unique_ptr<Transport> relay;      // ClientConfig::relay_socket's, until it fails
   // Sent with every request; holds the token: never log.
   std::map<std::string, std::string> headers;
-  std::optional<Dialect> bulk_dialect;  // what bulk create turned out to speak (kAuto)
+  std::optional<Dialect> generation;    // what the controller turned out to be (kAuto)
+  bool list_refused = false;            // the last ListAll was answered 405
   FileVersion token_version;            // the token file as it was when its token was read
 
   // Re-reads the token file when it changed since it was read (a rotated token), so a
@@ -191,8 +232,14 @@ struct Client::Impl {
       return;
     }
     token_version = now;
-    headers["Authorization"] = "Bearer " + *token;
+    SetToken(*token);
     MZ_LOG(kInfo) << "token file " << path << " changed; using its new token";
+  }
+
+  // The token's headers for the configured generation (client.h, ClientConfig::token_file).
+  void SetToken(const std::string& token) {
+    if (cfg().dialect != Dialect::kAlcor) headers["Authorization"] = "Bearer " + token;
+    if (cfg().dialect != Dialect::kV01) headers["X-Auth-Token"] = token;
   }
 
   const ClientConfig& cfg() const { return owner->config_; }
@@ -261,16 +308,21 @@ struct Client::Impl {
   // status is returned for the caller to interpret. `deadline` (if set) bounds every attempt
   // and every backoff sleep; running into it gives DEADLINE_EXCEEDED. `read_body` (if set)
   // parses the JSON answer instead of Response::doc.
+  // `max_attempts` (if not 0) replaces the configured count: 1 for a POST that must not be sent
+  // again unseen (CreatePort).
   Result<Response> Call(Method method, const std::string& path, const std::string* body,
                         bool expect_json, std::optional<Clock::time_point> deadline = {},
-                        bool empty_ok = false, const BodyReader& read_body = nullptr) {
+                        bool empty_ok = false, const BodyReader& read_body = nullptr,
+                        int max_attempts = 0) {
     AttemptsMade made;
+    if (max_attempts == 0) max_attempts = cfg().max_attempts;
     if (!cfg().observer) {
-      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, read_body, made);
+      return CallWithRetries(method, path, body, expect_json, deadline, empty_ok, read_body,
+                             max_attempts, made);
     }
     const auto started = Clock::now();
-    auto result =
-        CallWithRetries(method, path, body, expect_json, deadline, empty_ok, read_body, made);
+    auto result = CallWithRetries(method, path, body, expect_json, deadline, empty_ok, read_body,
+                                  max_attempts, made);
     CallObservation seen;
     seen.call = std::string(MethodName(method)) + " " + PathShape(path);
     seen.outcome = Outcome(result, made);
@@ -319,11 +371,12 @@ struct Client::Impl {
   // Call()'s attempts; `made` tells how they went.
   Result<Response> CallWithRetries(Method method, const std::string& path, const std::string* body,
                                    bool expect_json, std::optional<Clock::time_point> deadline,
-                                   bool empty_ok, const BodyReader& read_body, AttemptsMade& made) {
+                                   bool empty_ok, const BodyReader& read_body,
+                                   int max_attempts, AttemptsMade& made) {
     RefreshToken();
     Response resp;
     resp.call = std::string(MethodName(method)) + " " + path;
-    const int max_attempts = std::max(1, cfg().max_attempts);
+    max_attempts = std::max(1, max_attempts);
     Status last;
     for (int attempt = 1; attempt <= max_attempts; ++attempt) {
       if (attempt > 1) {
@@ -400,6 +453,7 @@ struct Client::Impl {
   // With `empty_ok`, a 204 or a 2xx without a body is an answer too (resp->doc stays null).
   static Status RetryReason(Response* resp, bool expect_json, bool empty_ok,
                             const BodyReader& read_body) {
+    if (IsConfigurationError(resp->http, resp->body)) return Status::Ok();  // final: see above
     if (resp->http >= 500) return resp->Error();
     if (empty_ok && resp->success() && (resp->http == 204 || Trim(resp->body).empty())) {
       return Status::Ok();
@@ -476,34 +530,128 @@ struct Client::Impl {
     return PortFromResponse(r);
   }
 
-  // `endpoint_missing` (if given) is set when the server has no such endpoint (404/405).
-  Result<std::vector<Port>> Bulk(const std::vector<PortSpec>& specs, Dialect dialect,
-                                 bool* endpoint_missing = nullptr) {
+  // GET /ports?k=v&fields=f (Alcor's list, and the seed's). Sets list_refused when the
+  // controller has no such list (405: v0.1).
+  Result<PortList> ListAll(const std::map<std::string, std::string>& filters,
+                           std::vector<std::string> fields) {
+    if (!fields.empty() &&
+        std::find(fields.begin(), fields.end(), "project_id") == fields.end()) {
+      fields.push_back("project_id");  // ListPorts drops the other projects' ports by it
+    }
+    std::string path = ProjectPath() + "/ports";
+    char sep = '?';
+    auto add_parameter = [&](const std::string& k, const std::string& v) {
+      path += sep;
+      path += Escape(k, ":");  // keep "binding:host_id" readable; servers decode either way
+      path += '=';
+      path += Escape(v);
+      sep = '&';
+    };
+    for (const auto& [k, v] : filters) add_parameter(k, v);
+    for (const std::string& field : fields) add_parameter("fields", field);
+    std::optional<PortListDocument> read;
+    MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kGet, path, nullptr, true, std::nullopt, false,
+                                         ListReader(&read)));
+    list_refused = r.http == 405;
+    return PortListOf(r, std::move(read));
+  }
+
+  // v0.1's only list, GET /subnet/{s}/ports (web/PortController.java at 5ca01ef0): an object
+  // of the subnet's ports keyed by port id, filtered here by `filters` (top-level string
+  // members, compared exactly).
+  Result<PortList> ListOfSubnet(const std::map<std::string, std::string>& filters) {
+    if (cfg().subnet_id.empty()) {
+      return InvalidArgumentError(
+          "a v0.1 controller lists ports only by subnet, and no subnet is configured");
+    }
+    MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kGet,
+                                         ProjectPath() + "/subnet/" + Escape(cfg().subnet_id) +
+                                             "/ports",
+                                         nullptr, true));
+    if (!r.success()) return r.Error();
+    if (!r.doc.is_object()) {
+      return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
+                           ": response is not a JSON object: " + Excerpt(r.body));
+    }
+    PortList list;
+    for (const auto& [key, value] : r.doc.items()) {
+      const auto matches = [&value](const auto& filter) {
+        auto member = value.find(filter.first);
+        return value.is_object() && member != value.end() && member->is_string() &&
+               member->template get<std::string>() == filter.second;
+      };
+      if (!std::all_of(filters.begin(), filters.end(), matches)) continue;
+      auto port = PortFromJson(value);
+      if (port.ok()) {
+        list.ports.push_back(std::move(port).value());
+      } else {
+        list.unreadable.push_back("ports[" + Quoted(key) + "]: " + port.status().message());
+      }
+    }
+    return list;
+  }
+
+  // The port's whole v0.1 record, to be written back changed (a v0.1 PUT replaces it).
+  Result<json> Record(const std::string& port_id) {
+    MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kGet, PortPath(port_id), nullptr, true));
+    MZ_RETURN_IF_ERROR(PortFromResponse(r).status());
+    return r.doc["port"];
+  }
+
+  // Alcor's bulk create: POST /ports/bulk {"ports":[...]}.
+  Result<std::vector<Port>> Bulk(const std::vector<PortSpec>& specs) {
     json list = json::array();
     for (const PortSpec& s : specs) list.push_back(PortSpecToJson(s));
     const std::string body = DumpBody(json{{"ports", std::move(list)}});
-    const std::string path =
-        ProjectPath() + (dialect == Dialect::kAlcor ? "/ports/bulk" : "/ports");
     std::optional<PortListDocument> read;
-    MZ_ASSIGN_OR_RETURN(
-        Response r, Call(Method::kPost, path, &body, true, std::nullopt, false, ListReader(&read)));
-    if (endpoint_missing != nullptr) *endpoint_missing = r.http == 404 || r.http == 405;
-    if (r.http == 409 && r.attempts > 1) {
-      // An earlier attempt went through before its answer was lost: read back what it made.
-      MZ_LOG(kInfo) << r.call << ": HTTP 409 on attempt " << r.attempts
-                    << "; fetching the ports an earlier attempt created";
-      std::vector<Port> out;
-      for (const PortSpec& s : specs) {
-        auto p = Get(s.id, std::nullopt);
-        if (!p.ok()) return p.status().WithContext(r.call + ": after HTTP 409 on retry");
-        out.push_back(std::move(p).value());
-      }
-      return out;
-    }
+    MZ_ASSIGN_OR_RETURN(Response r, Call(Method::kPost, ProjectPath() + "/ports/bulk", &body, true,
+                                         std::nullopt, false, ListReader(&read), 1));
     // Every port created must read back whole.
     MZ_ASSIGN_OR_RETURN(PortList created, PortListOf(r, std::move(read)));
     if (!created.unreadable.empty()) return InternalError(r.call + ": " + created.unreadable[0]);
     return std::move(created.ports);
+  }
+
+  // Creates the ports with `post` (one POST, not repeated by itself), never sending a POST
+  // again unseen: after a failure that may have been a lost answer, the ids are looked up, the
+  // ports found are the ones that POST made, and only the rest are asked for again (at most
+  // max_attempts POSTs in all).
+  Result<std::vector<Port>> CreateOnce(
+      std::vector<PortSpec> specs,
+      const std::function<Result<std::vector<Port>>(const std::vector<PortSpec>&)>& post) {
+    std::vector<Port> made;
+    const int max_attempts = std::max(1, cfg().max_attempts);
+    Status last;
+    for (int attempt = 1; attempt <= max_attempts; ++attempt) {
+      if (attempt > 1) {
+        MZ_RETURN_IF_ERROR(BackOff("creating " + std::to_string(specs.size()) + " port(s)",
+                                   attempt, max_attempts, last, std::nullopt));
+      }
+      auto created = post(specs);
+      if (created.ok()) {
+        for (Port& p : *created) made.push_back(std::move(p));
+        return made;
+      }
+      last = created.status();
+      // No answer, or a garbled one: the port may be there. Any other answer is final.
+      if (last.code() != Code::kUnavailable && last.code() != Code::kInternal) return last;
+      std::vector<PortSpec> missing;
+      for (PortSpec& spec : specs) {
+        auto found = Get(spec.id, std::nullopt);
+        if (found.ok()) {
+          MZ_LOG(kInfo) << "port " << spec.id << " was created though the answer was lost ("
+                        << LogEscaped(last.message()) << "); using it";
+          made.push_back(std::move(found).value());
+        } else if (found.status().IsNotFound()) {
+          missing.push_back(std::move(spec));
+        } else {
+          return found.status().WithContext("after " + last.message() + ": looking the port up");
+        }
+      }
+      if (missing.empty()) return made;
+      specs = std::move(missing);
+    }
+    return last;
   }
 };
 
@@ -544,7 +692,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientConfig config) {
   impl.base = base;
   impl.headers.emplace("Host", endpoint.host_header);
   impl.headers.emplace("Accept", "application/json");
-  if (!token.empty()) impl.headers.emplace("Authorization", "Bearer " + token);
+  if (!token.empty()) impl.SetToken(token);
   // The connection itself is opened by the first request.
   const ClientConfig& cfg = client->config_;
   if (!cfg.user_agent.empty()) impl.headers.emplace("User-Agent", cfg.user_agent);
@@ -565,16 +713,19 @@ TlsHandshakes Client::tls_handshakes() const { return impl_->transport->handshak
 
 Result<Port> Client::CreatePort(const PortSpec& spec) {
   if (spec.id.empty()) return InvalidArgumentError("CreatePort: empty port id");
+  auto made = impl_->CreateOnce({spec}, [this](const std::vector<PortSpec>& specs)
+                                            -> Result<std::vector<Port>> {
+    MZ_ASSIGN_OR_RETURN(Port port, PostPort(specs.front()));
+    return std::vector<Port>{std::move(port)};
+  });
+  if (!made.ok()) return made.status();
+  return std::move(made->front());
+}
+
+Result<Port> Client::PostPort(const PortSpec& spec) {
   const std::string body = DumpBody(json{{"port", PortSpecToJson(spec)}});
-  MZ_ASSIGN_OR_RETURN(Response r,
-                      impl_->Call(Method::kPost, impl_->ProjectPath() + "/ports", &body, true));
-  if (r.http == 409 && r.attempts > 1) {
-    MZ_LOG(kInfo) << r.call << ": HTTP 409 on attempt " << r.attempts << "; port " << spec.id
-                  << " was created by an earlier attempt, fetching it";
-    auto port = impl_->Get(spec.id, std::nullopt);
-    if (!port.ok()) return port.status().WithContext(r.call + ": after HTTP 409 on retry");
-    return port;
-  }
+  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kPost, impl_->ProjectPath() + "/ports",
+                                              &body, true, std::nullopt, false, nullptr, 1));
   if (!r.success()) return r.Error();
   auto port = impl_->PortFromResponse(r);
   if (!port.ok()) return port.status();
@@ -589,23 +740,38 @@ Result<std::vector<Port>> Client::CreatePorts(const std::vector<PortSpec>& specs
   for (const PortSpec& s : specs) {
     if (s.id.empty()) return InvalidArgumentError("CreatePorts: a spec has an empty port id");
   }
-  Dialect dialect = config_.dialect;
-  if (dialect == Dialect::kAuto && impl_->bulk_dialect) dialect = *impl_->bulk_dialect;
-  if (dialect != Dialect::kAuto) return impl_->Bulk(specs, dialect);
-
-  // Unknown yet: try the Alcor endpoint; a server without it (404/405) is a v0.1 controller.
-  bool missing = false;
-  auto alcor = impl_->Bulk(specs, Dialect::kAlcor, &missing);
-  if (alcor.ok()) {
-    impl_->bulk_dialect = Dialect::kAlcor;
-    return alcor;
+  MZ_ASSIGN_OR_RETURN(const Dialect generation, Generation());
+  if (generation == Dialect::kAlcor) {
+    return impl_->CreateOnce(specs, [this](const auto& left) { return impl_->Bulk(left); });
   }
-  if (!missing) return alcor;
-  MZ_LOG(kInfo) << "bulk create: no /ports/bulk at " << impl_->base
-                << "; using the v0.1 form POST /ports {\"ports\":[...]}";
-  auto v01 = impl_->Bulk(specs, Dialect::kV01);
-  if (v01.ok()) impl_->bulk_dialect = Dialect::kV01;
-  return v01;
+  std::vector<Port> out;
+  for (const PortSpec& spec : specs) {
+    MZ_ASSIGN_OR_RETURN(Port port, CreatePort(spec));
+    out.push_back(std::move(port));
+  }
+  return out;
+}
+
+Dialect Client::generation_found() const {
+  if (config_.dialect != Dialect::kAuto) return config_.dialect;
+  if (impl_->generation) return *impl_->generation;
+  return config_.known_generation;
+}
+
+Result<Dialect> Client::Generation() {
+  if (const Dialect known = generation_found(); known != Dialect::kAuto) return known;
+  // A list that matches nothing: Alcor answers it, v0.1 maps /ports for POST only (405).
+  const std::string path = impl_->ProjectPath() + "/ports?id=" + kNoSuchPortId + "&fields=id";
+  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, false));
+  if (r.http == 405) {
+    impl_->generation = Dialect::kV01;
+  } else if (r.success()) {
+    impl_->generation = Dialect::kAlcor;
+  } else {
+    return r.Error().WithContext("finding out the controller's generation");
+  }
+  MZ_LOG(kInfo) << impl_->base << " is a " << DialectName(*impl_->generation) << " controller";
+  return *impl_->generation;
 }
 
 Result<Port> Client::GetPort(const std::string& port_id) { return impl_->Get(port_id, {}); }
@@ -742,21 +908,24 @@ Status Client::DeletePort(const std::string& port_id) {
 
 Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& filters,
                                    const std::vector<std::string>& fields) {
-  std::string path = impl_->ProjectPath() + "/ports";
-  char sep = '?';
-  auto add_parameter = [&](const std::string& k, const std::string& v) {
-    path += sep;
-    path += Escape(k, ":");  // keep "binding:host_id" readable; servers decode either way
-    path += '=';
-    path += Escape(v);
-    sep = '&';
-  };
-  for (const auto& [k, v] : filters) add_parameter(k, v);
-  for (const std::string& field : fields) add_parameter("fields", field);
-  std::optional<PortListDocument> read;
-  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, path, nullptr, true, std::nullopt,
-                                              false, Impl::ListReader(&read)));
-  return Impl::PortListOf(r, std::move(read));
+  Result<PortList> list = InternalError("no list");
+  if (generation_found() == Dialect::kV01) {
+    list = impl_->ListOfSubnet(filters);
+  } else {
+    list = impl_->ListAll(filters, fields);
+    if (list.ok() && !impl_->generation) impl_->generation = Dialect::kAlcor;
+    if (!list.ok() && impl_->list_refused && config_.dialect == Dialect::kAuto) {
+      impl_->generation = Dialect::kV01;
+      MZ_LOG(kInfo) << impl_->base << " has no port list (HTTP 405): a v0.1 controller, listing "
+                    << "the ports of subnet " << config_.subnet_id;
+      list = impl_->ListOfSubnet(filters);
+    }
+  }
+  if (!list.ok()) return list;
+  std::erase_if(list->ports, [this](const Port& p) {
+    return !p.project_id.empty() && p.project_id != config_.project_id;
+  });
+  return list;
 }
 
 Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) {
@@ -765,18 +934,26 @@ Result<Port> Client::UpdatePort(const std::string& port_id, const json& fields) 
     return InvalidArgumentError(std::string("UpdatePort ") + port_id +
                                 ": fields must be a JSON object, got " + fields.type_name());
   }
-  const std::string body = DumpBody(json{{"port", fields}});
+  MZ_ASSIGN_OR_RETURN(const Dialect generation, Generation());
+  json port = fields;
+  if (generation == Dialect::kV01) {
+    MZ_ASSIGN_OR_RETURN(port, impl_->Record(port_id));
+    for (const auto& [key, value] : fields.items()) port[key] = value;
+  } else if (!port.contains("port_security_enabled")) {
+    port["port_security_enabled"] = nullptr;  // null: Alcor keeps the stored value
+  }
+  const std::string body = DumpBody(json{{"port", std::move(port)}});
   MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kPut, impl_->PortPath(port_id), &body, true,
                                               std::nullopt, /*empty_ok=*/true));
   if (r.success() && r.doc.is_null()) {
     // Updated, and the controller said nothing more (204, or an empty body): read it back.
     MZ_LOG(kDebug) << r.call << ": HTTP " << r.http << " without a body; reading the port back";
-    auto port = impl_->Get(port_id, std::nullopt);
-    if (!port.ok()) {
-      return port.status().WithContext(r.call + ": updated (HTTP " + std::to_string(r.http) +
+    auto read = impl_->Get(port_id, std::nullopt);
+    if (!read.ok()) {
+      return read.status().WithContext(r.call + ": updated (HTTP " + std::to_string(r.http) +
                                        ", no body), then reading it back");
     }
-    return port;
+    return read;
   }
   return impl_->PortFromResponse(r);
 }

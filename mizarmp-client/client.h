@@ -7,8 +7,11 @@
 // Codes: connection failures and timeouts after retries -> UNAVAILABLE (DEADLINE_EXCEEDED for
 // the poll deadline); 400 -> INVALID_ARGUMENT; 401 -> UNAUTHENTICATED; 403 -> PERMISSION_DENIED;
 // 404 / {"port":null} -> NOT_FOUND; 409 -> ALREADY_EXISTS; other 4xx -> FAILED_PRECONDITION;
-// 5xx after retries -> UNAVAILABLE; a body that is not the JSON expected, is larger than
-// max_response_bytes or nests deeper than kMaxResponseDepth -> INTERNAL.
+// 5xx after retries -> UNAVAILABLE, but a 5xx whose Spring error body names a configuration
+// error (an unknown VPC, subnet or host: see kConfigurationErrors) -> FAILED_PRECONDITION at
+// once, not retried; a body that is not the JSON expected, is larger than max_response_bytes or
+// nests deeper than kMaxResponseDepth -> INTERNAL. A Spring error body's "message" is what the
+// error quotes of the body.
 #pragma once
 
 #include <atomic>
@@ -60,7 +63,15 @@ struct CallObservation {
 struct ClientConfig {
   std::string base_url;  // "http://127.0.0.1:9090"; "/project/<id>/..." is appended
   std::string project_id = kDefaultProjectId;
+  // The subnet whose ports ListPorts reads from a v0.1 controller, whose only port list is a
+  // subnet's (GET /project/{p}/subnet/{s}/ports).
+  std::string subnet_id;
+  // kAuto: found out on the first call that needs it (ListPorts, UpdatePort, CreatePorts): a
+  // controller that answers a port list with 405 is v0.1, one that lists is Alcor's.
   Dialect dialect = Dialect::kAuto;
+  // With kAuto: what an earlier Client of the same controller found out (generation_found()),
+  // so that one long-lived process asks once; kAuto: not known.
+  Dialect known_generation = Dialect::kAuto;
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds request_timeout{5000};  // per HTTP request
   // Idempotent calls (GET, PUT, DELETE, and POST of a client-chosen id) are retried on connection
@@ -68,8 +79,10 @@ struct ClientConfig {
   int max_attempts = 3;
   std::chrono::milliseconds retry_backoff{20};
   TlsConfig tls;
-  // Optional bearer token, read by Create() and again whenever the file changes (rotation);
-  // never logged.
+  // Optional token, read by Create() and again whenever the file changes (rotation); never
+  // logged. Sent as "X-Auth-Token" to Alcor (its API gateway reads that header with Keystone on:
+  // services/api_gateway KeystoneAuthGwFilter), as "Authorization: Bearer" to a v0.1 controller,
+  // and as both with kAuto.
   std::string token_file;
   // The User-Agent of every request; empty: "mizarmp/<version>". A server replica names itself
   // here, so the controller's request log tells replicas apart.
@@ -133,10 +146,14 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // POST /project/{p}/ports {"port":{...}} -> 201. ALREADY_EXISTS if the id is taken (unless a
-  // retry of this same call hit it: then the existing port is fetched and returned).
+  // POST /project/{p}/ports {"port":{...}} -> 201. Both real generations write a POST of an
+  // existing id over the port with new addresses, so a POST whose answer was lost is never sent
+  // blindly again: the id is looked up first, and a port found is the one that POST made. A
+  // seed-shaped controller answers 409 for a taken id: ALREADY_EXISTS (unless a retry of this
+  // same call hit it: then the existing port is fetched and returned).
   Result<Port> CreatePort(const PortSpec& spec);
-  // Bulk create: v0.1 POST /project/{p}/ports {"ports":[...]}; Alcor POST .../ports/bulk.
+  // Bulk create: Alcor POST /project/{p}/ports/bulk {"ports":[...]}; a v0.1 controller gets one
+  // POST per port (its /portgroup answers 500 as shipped: app/onebox/OneBoxConfig.java).
   Result<std::vector<Port>> CreatePorts(const std::vector<PortSpec>& specs);
   // GET /project/{p}/ports/{id}. NOT_FOUND for 404 or 200 {"port":null}.
   Result<Port> GetPort(const std::string& port_id);
@@ -147,18 +164,34 @@ class Client {
   Result<Subnet> GetSubnet(const std::string& subnet_id);
   // DELETE /project/{p}/ports/{id}. A port that is already gone (404, {"port":null}) is success.
   Status DeletePort(const std::string& port_id);
-  // GET /project/{p}/ports?k=v&... e.g. {{"binding:host_id", "node-a"}}. An entry that does not
-  // parse as a port does not fail the list: it is named in `unreadable`, and the caller decides
-  // what a list with holes may be trusted for.
+  // The project's ports matching `filters`, e.g. {{"binding:host_id", "node-a"}}: Alcor's
+  // GET /project/{p}/ports?k=v&..., whose answer holds every project's ports (the port manager
+  // does not filter on the URL's project), so the other projects' are dropped here; from a v0.1
+  // controller, GET /project/{p}/subnet/{s}/ports (its only list, an object keyed by port id) of
+  // ClientConfig::subnet_id, filtered here. An entry that does not parse as a port does not fail
+  // the list: it is named in `unreadable`, and the caller decides what a list with holes may be
+  // trusted for.
   // `fields` asks for only those members of each port (`&fields=id&fields=fixed_ips`, Neutron's
-  // and Alcor's field selection): the ports then leave every other member at its default. A
-  // controller without field selection answers whole ports, which read the same.
+  // and Alcor's field selection; project_id is added): the ports then leave every other member
+  // at its default. A controller without field selection answers whole ports, which read the
+  // same.
   Result<PortList> ListPorts(const std::map<std::string, std::string>& filters = {},
                              const std::vector<std::string>& fields = {});
-  // PUT /project/{p}/ports/{id} {"port": fields}, e.g. {"admin_state_up": false}. The updated
-  // port; a controller that answers 204 or a 2xx with an empty body has done the update, and
-  // the port is then read back with GET (an error then says the update itself went through).
+  // PUT /project/{p}/ports/{id}, changing `fields` (e.g. {"admin_state_up": false}) and nothing
+  // else. v0.1 replaces the whole record with the body (web/PortController.java at 5ca01ef0),
+  // so its port is read, changed and written back whole. Alcor merges what the body leaves
+  // null but defaults port_security_enabled to true (PortEntity), so the body names it null
+  // unless `fields` sets it. The updated port; a controller that answers 204 or a 2xx with an
+  // empty body has done the update, and the port is then read back with GET (an error then says
+  // the update itself went through).
   Result<Port> UpdatePort(const std::string& port_id, const nlohmann::json& fields);
+
+  // The controller's generation: the configured one, or the one found out (a GET of the port
+  // list with a filter that matches nothing, once per Client).
+  Result<Dialect> Generation();
+  // The generation as far as this Client knows it without asking: configured, given, or found
+  // out by a call so far; kAuto when none of these.
+  Dialect generation_found() const;
 
   // HTTP requests sent so far (every attempt counts), for benchmarks and tests.
   uint64_t requests_sent() const { return requests_sent_; }
@@ -167,6 +200,8 @@ class Client {
 
  private:
   explicit Client(ClientConfig config);
+  // One POST of one port, not repeated (CreatePort looks up a lost answer first).
+  Result<Port> PostPort(const PortSpec& spec);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   ClientConfig config_;

@@ -13,8 +13,11 @@ Status NotA(const MemberPath& where, const char* key, const char* wanted, JsonTy
                        ")");
 }
 
+// A boolean; "" reads as absent: Alcor's JacksonJsonFilter writes a null Boolean so in GET and
+// list answers (web/json/filter/JacksonJsonFilter.java at alcor@21f11b5c).
 Status TakeBool(const MemberValue& value, const MemberPath& where, const char* key, bool* out) {
   if (value.absent_or_null()) return Status::Ok();
+  if (value.type == JsonType::kString && value.text.empty()) return Status::Ok();
   if (value.type != JsonType::kBoolean) return NotA(where, key, "boolean", value.type);
   *out = value.boolean;
   return Status::Ok();
@@ -50,7 +53,7 @@ struct StringMember {
   MemberValue PortFields::*value;
   std::string Port::*out;
 };
-constexpr std::array<StringMember, 10> kStringMembers{{
+constexpr std::array<StringMember, 11> kStringMembers{{
     {"project_id", &PortFields::project_id, &Port::project_id},
     {"name", &PortFields::name, &Port::name},
     {"description", &PortFields::description, &Port::description},
@@ -61,7 +64,36 @@ constexpr std::array<StringMember, 10> kStringMembers{{
     {"veth_name", &PortFields::veth_name, &Port::veth_name},
     {"veth_namespace", &PortFields::veth_namespace, &Port::network_ns},
     {"network_ns", &PortFields::network_ns, &Port::network_ns},
+    {"device_owner", &PortFields::device_owner, &Port::device_owner},
 }};
+
+bool IsHexDigit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// A MAC of six groups of one or two hex digits in the usual form, two lower-case digits a
+// group: v0.1 writes each byte with Integer.toHexString, unpadded ("0e:73:ae:c8:0:6",
+// web/util/ControllerUtil.java GenereateMacAddress at alcor@5ca01ef0), and runtimes parse the
+// CNI result's MAC strictly. Anything else is left as it is, for the caller's checks.
+void NormalizeMac(std::string* mac) {
+  std::string out;
+  int groups = 0;
+  size_t start = 0;
+  while (start <= mac->size()) {
+    size_t end = mac->find(':', start);
+    if (end == std::string::npos) end = mac->size();
+    const size_t len = end - start;
+    if (len < 1 || len > 2 || ++groups > 6) return;
+    if (!out.empty()) out += ':';
+    if (len == 1) out += '0';
+    for (size_t i = start; i < end; ++i) {
+      if (!IsHexDigit((*mac)[i])) return;
+      out += static_cast<char>((*mac)[i] | 0x20);  // lower case (digits are unchanged)
+    }
+    start = end + 1;
+  }
+  if (groups == 6) *mac = std::move(out);
+}
 
 }  // namespace
 
@@ -127,6 +159,7 @@ Result<Port> PortFromFields(PortFields& fields) {
   for (const StringMember& m : kStringMembers) {
     MZ_RETURN_IF_ERROR(TakeString(fields.*m.value, "port", m.key.data(), &(port.*m.out)));
   }
+  NormalizeMac(&port.mac_address);
   MZ_RETURN_IF_ERROR(
       TakeBool(fields.admin_state_up, "port", "admin_state_up", &port.admin_state_up));
   MZ_RETURN_IF_ERROR(TakeFixedIps(fields, &port.fixed_ips));

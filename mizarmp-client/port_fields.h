@@ -50,7 +50,7 @@ struct FixedIpFields {
 
 struct PortFields {
   MemberValue id, project_id, name, description, network_id, status, mac_address, host_id,
-      veth_name, veth_namespace, network_ns, admin_state_up;
+      veth_name, veth_namespace, network_ns, device_owner, admin_state_up;
   JsonType fixed_ips_type = JsonType::kAbsent;
   std::vector<FixedIpFields> fixed_ips;  // when fixed_ips is an array
 

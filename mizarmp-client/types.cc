@@ -84,6 +84,25 @@ PortFields FieldsOf(const json& port) {
 
 }  // namespace
 
+const char* DialectName(Dialect dialect) {
+  switch (dialect) {
+    case Dialect::kAuto:
+      return "auto";
+    case Dialect::kV01:
+      return "v0.1";
+    case Dialect::kAlcor:
+      return "alcor";
+  }
+  return "?";
+}
+
+Result<Dialect> ParseDialect(std::string_view name) {
+  if (name == "auto") return Dialect::kAuto;
+  if (name == "v0.1" || name == "v01") return Dialect::kV01;
+  if (name == "alcor") return Dialect::kAlcor;
+  return InvalidArgumentError("must be auto, v0.1 or alcor, got " + Quoted(std::string(name)));
+}
+
 PortState Port::state() const {
   const std::string s = AsciiLower(status);
   if (s == "up" || s == "active") return PortState::kReady;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -20,6 +21,11 @@ enum class Dialect {
   kV01,    // ready "UP"; unknown port -> 200 {"port":null}; bulk as POST ports {"ports":[...]}
   kAlcor,  // ready "ACTIVE"; unknown port -> 404; bulk as POST ports/bulk
 };
+
+// "auto", "v0.1", "alcor": the config files' spelling.
+const char* DialectName(Dialect dialect);
+// The dialect a config file names (also "v01" for v0.1); INVALID_ARGUMENT for another name.
+Result<Dialect> ParseDialect(std::string_view name);
 
 struct FixedIp {
   std::string subnet_id;
@@ -57,9 +63,14 @@ struct Port {
   std::string host_id;  // binding:host_id
   std::string veth_name;
   std::string network_ns;
+  // "network:router_interface" and the like for the ports the network itself owns (Alcor's
+  // subnet and route managers make them), which a fence never touches.
+  std::string device_owner;
   bool admin_state_up = true;
   std::vector<FixedIp> fixed_ips;
 
+  // Whether the network owns the port (device_owner "network:..."): not a workload's.
+  bool network_owned() const { return device_owner.starts_with("network:"); }
   // UP / ACTIVE (any case) -> ready; failed / ERROR -> failed; anything else -> pending.
   PortState state() const;
   bool operator==(const Port&) const = default;

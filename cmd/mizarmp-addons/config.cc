@@ -293,15 +293,9 @@ Status SetMode(const std::string& s, const std::string& where, ServerConfig& c) 
 }
 
 Status SetDialect(const std::string& s, const std::string& where, ServerConfig& c) {
-  if (s == "auto") {
-    c.mizarmp.dialect = client::Dialect::kAuto;
-  } else if (s == "v0.1" || s == "v01") {
-    c.mizarmp.dialect = client::Dialect::kV01;
-  } else if (s == "alcor") {
-    c.mizarmp.dialect = client::Dialect::kAlcor;
-  } else {
-    return InvalidArgumentError(where + ": want \"auto\", \"v0.1\" or \"alcor\", got " + Quoted(s));
-  }
+  auto dialect = client::ParseDialect(s);
+  if (!dialect.ok()) return dialect.status().WithContext(where);
+  c.mizarmp.dialect = *dialect;
   return Status::Ok();
 }
 
@@ -650,6 +644,7 @@ std::string HostName() {
 void ShareCommonSettings(const std::map<std::string, std::string>& secrets, ServerConfig& c) {
   // Both services check every request against these; an empty file authenticates nobody.
   c.server.requests_need_secrets = !secrets.empty();
+  c.mizarmp.subnet_id = c.subnet_id;  // a v0.1 controller lists the ports of a subnet only
   c.identity.mizarmp = c.mizarmp;
   c.identity.subnet_id = c.subnet_id;
   c.fence.mizarmp = c.mizarmp;

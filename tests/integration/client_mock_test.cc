@@ -260,7 +260,8 @@ TEST_P(ClientMockTest, TheObserverSeesEachCallOnceByShapeAndOutcome) {
   ASSERT_TRUE(client_->GetSubnet(kDefaultSubnetId).ok());
   EXPECT_FALSE(client_->GetSubnet("9f0e8d7c-6b5a-4938-8271-605f4e3d2c1b").ok());
   EXPECT_EQ(count("PUT /ports/{id}", "ok", 1), 1);
-  EXPECT_EQ(count("GET /ports", "ok", 1), 1);
+  // UpdatePort's Generation() lists nothing to tell the generation, then ListPorts lists.
+  EXPECT_EQ(count("GET /ports", "ok", 1), 2);
   EXPECT_EQ(count("GET /subnets/{id}", "ok", 1), 1);
   EXPECT_EQ(count("GET /subnets/{id}", "http_404", 1), 1);  // an answer, not retried
 
@@ -325,7 +326,8 @@ TEST_P(ClientMockTest, BulkCreateWithExplicitDialect) {
   auto ports = client->CreatePorts({Spec("x-1"), Spec("x-2")});
   ASSERT_TRUE(ports.ok()) << ports.status().ToString();
   EXPECT_EQ(ports->size(), 2u);
-  EXPECT_EQ(client->requests_sent(), 1u);
+  // v0.1 gets one POST per port: its /portgroup answers 500 as shipped.
+  EXPECT_EQ(client->requests_sent(), GetParam() == mock::Dialect::kV01 ? 2u : 1u);
   EXPECT_TRUE(ServerHasPort("x-1"));
   EXPECT_TRUE(ServerHasPort("x-2"));
 }
@@ -515,7 +517,8 @@ TEST_P(ClientMockTest, FailedCreateIsRetried) {
   server_->SetFaults(f);
   auto p = client_->CreatePort(Spec("retried"));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  EXPECT_EQ(client_->requests_sent(), 2u);
+  // The POST, the look-up that finds no port (the 500 was not a lost answer), the POST again.
+  EXPECT_EQ(client_->requests_sent(), 3u);
   EXPECT_TRUE(ServerHasPort("retried"));
 }
 
@@ -530,7 +533,7 @@ TEST_P(ClientMockTest, PersistentCreateFailureIsUnavailable) {
   const std::string& msg = p.status().message();
   EXPECT_TRUE(Contains(msg, "POST /project/" + std::string(kDefaultProjectId) + "/ports")) << msg;
   EXPECT_TRUE(Contains(msg, "HTTP 500")) << msg;
-  EXPECT_EQ(client_->requests_sent(), 3u);
+  EXPECT_EQ(client_->requests_sent(), 6u);  // each of the 3 POSTs followed by a look-up
   EXPECT_FALSE(ServerHasPort("doomed"));
 }
 
@@ -656,10 +659,11 @@ TEST_P(ClientMockTest, TruncatedJsonIsRetriedThenInternal) {
   EXPECT_CODE(list.status(), Code::kInternal);
 }
 
-TEST_P(ClientMockTest, RetriedCreateThatHitsConflictReturnsThePort) {
+TEST_P(ClientMockTest, GarbledCreateAnswerIsLookedUpNotSentAgain) {
   ASSERT_NO_FATAL_FAILURE(StartDefault());
-  // The first POST creates the port but its answer is garbled; the retry then meets 409,
-  // which means the earlier attempt succeeded: the client reads the port back.
+  // The POST creates the port but its answer is garbled: the client looks the id up and takes
+  // the port it finds, rather than sending the POST again (which a real controller would take
+  // as an overwrite, with new addresses).
   mock::Faults f;
   f.truncate_json = 1;
   server_->SetFaults(f);
@@ -667,7 +671,7 @@ TEST_P(ClientMockTest, RetriedCreateThatHitsConflictReturnsThePort) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->id, "twice");
   EXPECT_TRUE(ServerHasPort("twice"));
-  EXPECT_EQ(client_->requests_sent(), 3u);  // POST (garbled), POST (409), GET
+  EXPECT_EQ(client_->requests_sent(), 2u);  // POST (garbled), GET
 }
 
 TEST_P(ClientMockTest, RejectedCreateIsNotRetried) {

@@ -636,10 +636,13 @@ EnforcementPlan PlanOneFence(client::Client& mp, const std::string& cidr) {
 }
 
 // More clients of the mock, as the service makes them.
-ClientFactory MockClients(const std::string& url) {
-  return [url]() -> Result<std::unique_ptr<client::Client>> {
+// Clients of the mock that know its generation from `first`, as FenceService gives its pass's
+// clients what the list found out: they send updates only.
+ClientFactory MockClients(const std::string& url, const client::Client& first) {
+  return [url, generation = first.generation_found()]() -> Result<std::unique_ptr<client::Client>> {
     client::ClientConfig cc;
     cc.base_url = url;
+    cc.known_generation = generation;
     return client::Client::Create(cc);
   };
 }
@@ -651,7 +654,7 @@ TEST_F(FenceServiceTest, LeadershipLostMidPassStopsFurtherUpdates) {
   std::atomic<int> leads_for{120};  // the lease covers 120 more updates, then it is lost
   const uint64_t before = mock_->requests();
   const AppliedPlan applied = ApplyPlan(
-      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()), .count = 8},
+      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = 8},
       plan, [&] { return leads_for.fetch_sub(1) > 0; });
   EXPECT_EQ(mock_->requests() - before, 120u);  // nothing went out once it said no
   EXPECT_EQ(DownPorts().size(), 120u);
@@ -709,7 +712,7 @@ TEST_F(FenceServiceTest, UpdatesOnOtherConnectionsLogUnderTheCallersRequestId) {
   log::SetLevel(log::Level::kInfo);
   log::SetThreadContext("req=feedc0de");
   const AppliedPlan applied = ApplyPlan(
-      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url()), .count = 4},
+      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = 4},
       plan, [] { return true; });
   log::SetThreadContext("");
   log::SetLevel(level);
@@ -734,7 +737,7 @@ TEST_F(FenceServiceTest, OneConnectionAndEightMakeTheSameReport) {
     EXPECT_TRUE(mp_->DeletePort("p17").ok());
     AppliedPlan applied = ApplyPlan(
         UpdateConnections{
-            .first = mp_.get(), .more = MockClients(mock_->base_url()), .count = count},
+            .first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = count},
         plan, [] { return true; });
     return applied;
   };
