@@ -10,5 +10,9 @@ set_target_properties(client_types_nlohmann_test PROPERTIES MIZARMP_PORT_LIST_PA
 mizarmp_add_test(NAME client_mock_test SOURCES integration/client_mock_test.cc
                  LIBS mizarmp_client mizarmp_mock PkgConfig::HTTPLIB
                  LABELS "integration;concurrency")
+# The real controller generations as the strict mock plays them, and the client against them.
+mizarmp_add_test(NAME strict_controllers_test SOURCES integration/strict_controllers_test.cc
+                 LIBS mizarmp_client mizarmp_fence mizarmp_mock PkgConfig::HTTPLIB
+                 LABELS "integration;concurrency")
 mizarmp_add_test(NAME tls_session_test SOURCES integration/tls_session_test.cc
                  LIBS mizarmp_client mizarmp_mock LABELS integration)

@@ -14,6 +14,7 @@
 
 #include "common/fileutil.h"
 #include "common/uuid.h"
+#include "mizarmp-client/types.h"
 #include "mock-server/mock.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
@@ -46,9 +47,10 @@ class PluginNetnsTest : public ::testing::Test {
   // `agent_here`: the agent keeps the bridge and the host ends in this process's namespace (the
   // plugin's), as a real host agent does, instead of in host_.
   void StartMock(const mock::Faults& faults, mock::Dialect dialect = mock::Dialect::kV01,
-                 bool agent_here = false) {
+                 bool agent_here = false, bool strict = false) {
     mock_.reset();
     mock::Options o;
+    o.strict = strict;
     o.agent = true;
     o.bridge = UniqueName("mzbr");
     o.agent_netns = agent_here ? std::string() : host_->path();
@@ -500,6 +502,47 @@ TEST_F(PluginNetnsTest, AlcorDialectEndToEnd) {
   EXPECT_EQ(Del("alcor", pod.path()).exit_code, 0);
   EXPECT_EQ(Del("alcor", pod.path()).exit_code, 0);  // 404 on the second delete is success
   EXPECT_EQ(mock_->Ports().size(), 0u);
+}
+
+// ADD, CHECK, GC and DEL against each real controller generation, as the strict mock plays it
+// (mock-server/strict.h): v0.1 answers the POST with the port UP and lists only a subnet's
+// ports; Alcor wants the VPC as network_id and lists every project's ports.
+TEST_F(PluginNetnsTest, RealControllerGenerationsEndToEnd) {
+  for (const mock::Dialect dialect : {mock::Dialect::kV01, mock::Dialect::kAlcor}) {
+    const bool alcor = dialect == mock::Dialect::kAlcor;
+    SCOPED_TRACE(alcor ? "alcor" : "v0.1");
+    ASSERT_NO_FATAL_FAILURE(StartMock(mock::Faults{}, dialect, false, /*strict=*/true));
+    json cfg = Config("1.1.0");
+    if (alcor) cfg["networkId"] = client::kDefaultVpcId;
+    auto& pod = NewPod();
+    auto& stale = NewPod();
+    auto add = Plugin("ADD", "real", pod.path(), cfg);
+    ASSERT_EQ(add.exit_code, 0) << Describe(add);
+    ASSERT_EQ(Plugin("ADD", "stale", stale.path(), cfg).exit_code, 0);
+    const json result = ParseResult(add);
+    EXPECT_EQ(result["interfaces"][0]["mac"].get<std::string>().size(), 17u) << add.out;
+    std::string out;
+    EXPECT_EQ(pod.Exec(std::string("ping -c1 -W2 ") + kGateway, &out), 0) << out;
+
+    json check = cfg;
+    check["prevResult"] = result;
+    auto checked = Plugin("CHECK", "real", pod.path(), check);
+    EXPECT_EQ(checked.exit_code, 0) << Describe(checked);
+
+    json gc = cfg;
+    gc["cni.dev/valid-attachments"] = json::array({{{"containerID", "real"}, {"ifname", "eth0"}}});
+    auto env = Env("GC", "", "");
+    env.erase("CNI_CONTAINERID");
+    env.erase("CNI_IFNAME");
+    auto collected = testing::RunProcess({testing::BinDir() + "/mizarmp"}, env, gc.dump());
+    EXPECT_EQ(collected.exit_code, 0) << Describe(collected);
+    ASSERT_EQ(mock_->Ports().size(), 1u);
+
+    EXPECT_EQ(Plugin("DEL", "real", pod.path(), cfg).exit_code, 0);
+    EXPECT_EQ(Plugin("DEL", "real", pod.path(), cfg).exit_code, 0);  // gone already: success
+    EXPECT_EQ(mock_->Ports().size(), 0u);
+    EXPECT_TRUE(Records().empty());
+  }
 }
 
 // A runtime may collect garbage while a pod is being created, with a list of valid attachments
