@@ -31,12 +31,22 @@ void HealthService::AddServiceName(const std::string& name) {
   if (statuses_.emplace(name, HealthCheckResponse::NOT_SERVING).second) changed_.notify_all();
 }
 
+void HealthService::AddLivenessName(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shut_down_) return;
+  liveness_.insert(name);
+  statuses_[name] = HealthCheckResponse::SERVING;
+  changed_.notify_all();
+}
+
 void HealthService::SetServingStatus(bool serving) {
   const ServingStatus status =
       serving ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING;
   std::lock_guard<std::mutex> lock(mu_);
   if (shut_down_) return;
-  for (auto& [name, s] : statuses_) s = status;
+  for (auto& [name, s] : statuses_) {
+    if (!liveness_.contains(name)) s = status;
+  }
   changed_.notify_all();
 }
 

@@ -7,7 +7,8 @@
 // under load (bench/RESULTS.md, Probe). This one is an ordinary sync service and starts no
 // threads of its own.
 //
-// Known names: "" (the server overall) and every name added with AddServiceName().
+// Known names: "" (the server overall), every name added with AddServiceName() and every
+// liveness name (AddLivenessName()).
 // Check: SERVING or NOT_SERVING for a known name, NOT_FOUND for any other.
 // Watch: the current status at once (SERVICE_UNKNOWN for an unknown name, the call staying
 //   open as the protocol asks), then one message per change, until the client cancels or
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "health.grpc.pb.h"
@@ -51,7 +53,13 @@ class HealthService final : public grpc::health::v1::Health::Service {
   // Makes `name` known, NOT_SERVING until the next SetServingStatus(). "" is always known.
   void AddServiceName(const std::string& name);
 
-  // Every known name (and "") SERVING or NOT_SERVING. Ignored after Shutdown().
+  // Makes `name` known as a liveness name: SERVING until Shutdown(), whatever
+  // SetServingStatus() says (a Kubernetes livenessProbe asks it, so a dependency's outage,
+  // which makes the server not ready, does not get the container restarted).
+  void AddLivenessName(const std::string& name);
+
+  // Every known name (and "") but the liveness names SERVING or NOT_SERVING. Ignored after
+  // Shutdown().
   void SetServingStatus(bool serving);
 
   // NOT_SERVING for every known name from now on (later updates are ignored); every open Watch
@@ -75,6 +83,7 @@ class HealthService final : public grpc::health::v1::Health::Service {
   mutable std::mutex mu_;
   std::condition_variable changed_;  // a status changed, or Shutdown()
   std::map<std::string, ServingStatus> statuses_;
+  std::set<std::string> liveness_;  // names SetServingStatus() leaves SERVING
   bool shut_down_ = false;
   int watches_ = 0;
 };

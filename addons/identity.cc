@@ -1,16 +1,48 @@
 #include "addons/identity.h"
 
 #include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/server_context.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
 
 #include <algorithm>
 
-#include "addons/grpc_status.h"
 #include "addons/redact.h"
 #include "common/log.h"
 #include "common/version.h"
 
 namespace mizarmp::addons {
 namespace {
+
+using State = DependencyReadiness::State;
+
+// The dependency name of the Mizar-MP check (logs, metrics).
+constexpr const char* kMizarMp = "Mizar-MP";
+
+// Within a not-ready period the background evaluation runs this often: the sidecar's own retry
+// interval on ready=false (probeInterval, kubernetes-csi-addons sidecar/internal/client/client.go).
+constexpr std::chrono::milliseconds kNotReadyInterval{1000};
+
+// The trailing metadata key of a ready=false Probe answer: why (for mizarmpctl and people;
+// the CSI-Addons sidecar only reads `ready`).
+constexpr const char* kNotReadyMetadata = "mizarmp-not-ready";
+
+// `text` as a metadata value: printable ASCII only, at most 1 KiB.
+std::string MetadataValue(const std::string& text) {
+  std::string out = text.substr(0, 1024);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+const DependencyReadiness* Find(const ReadinessReport& report, const std::string& name) {
+  for (const auto& d : report.dependencies) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
 
 // `caps` in order, each kept only the first time it appears.
 std::vector<identity::Capability> WithoutDuplicates(std::vector<identity::Capability> caps) {
@@ -35,6 +67,15 @@ Result<std::unique_ptr<client::Client>> ProbeClient(const IdentityOptions& optio
 }
 
 }  // namespace
+
+std::string ReadinessReport::Reason() const {
+  for (State wanted : {State::kFailed, State::kInitializing}) {
+    for (const auto& d : dependencies) {
+      if (d.state == wanted) return d.reason;
+    }
+  }
+  return "";
+}
 
 IdentityService::IdentityService(IdentityOptions options, std::vector<AddonsService*> services,
                                  std::vector<AddonsComponent*> components)
@@ -64,7 +105,7 @@ IdentityService::IdentityService(IdentityOptions options, std::vector<AddonsServ
   }
 }
 
-IdentityService::~IdentityService() = default;
+IdentityService::~IdentityService() { Stop(); }
 
 std::string IdentityService::health_name() const { return identity::Identity::service_full_name(); }
 
@@ -108,44 +149,175 @@ Status IdentityService::CallMizarMp() {
 }
 
 Status IdentityService::CheckMizarMp() {
-  if (options_.mizarmp.base_url.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mp_mu_);
   if (!mp_client_error_.ok()) return mp_client_error_;
   const auto now = std::chrono::steady_clock::now();
   if (mp_cached_ && now - mp_cached_at_ < options_.probe_cache_ttl) return *mp_cached_;
-
-  Status result = CallMizarMp();
-  // Log changes only: a Probe comes every few seconds.
-  if (!mp_cached_ || mp_cached_->ok() != result.ok()) {
-    if (result.ok()) {
-      MZ_LOG(kInfo) << "probe: Mizar-MP at " << RedactUrl(options_.mizarmp.base_url)
-                    << " is reachable";
-    } else {
-      MZ_LOG(kWarn) << "probe: " << result.message();
-    }
-  }
-  mp_cached_ = result;
+  mp_cached_ = CallMizarMp();
   // Time the cache from the end of the call, so a slow answer is not immediately stale.
   mp_cached_at_ = std::chrono::steady_clock::now();
-  return result;
+  return *mp_cached_;
 }
 
-Result<bool> IdentityService::CheckReady() {
-  bool ready = true;
+ReadinessReport IdentityService::CheckReady() {
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lock(publish_mu_);
+    seq = ++next_seq_;
+  }
+  ReadinessReport report;
   for (const ReadinessCheck& check : checks_) {
     const Readiness r = check.check();
-    if (!r.error.ok()) return FailedPreconditionError(check.name + ": " + r.error.message());
-    ready = ready && r.ready;
+    DependencyReadiness d{.name = check.name};
+    if (!r.error.ok()) {
+      d.state = State::kFailed;
+      d.reason = check.name + ": " + r.error.message();
+    } else if (!r.ready) {
+      d.state = State::kInitializing;
+      d.reason = check.name + ": initialising";
+    }
+    report.dependencies.push_back(std::move(d));
   }
-  MZ_RETURN_IF_ERROR(CheckMizarMp());
-  return ready;
+  if (!options_.mizarmp.base_url.empty()) {
+    DependencyReadiness d{.name = kMizarMp};
+    if (Status s = CheckMizarMp(); !s.ok()) {
+      d.state = State::kFailed;
+      d.reason = s.message();  // names Mizar-MP and its URL
+    }
+    report.dependencies.push_back(std::move(d));
+  }
+  report.ready = std::all_of(report.dependencies.begin(), report.dependencies.end(),
+                             [](const DependencyReadiness& d) { return d.state == State::kReady; });
+  Publish(seq, report);
+  return report;
 }
 
-grpc::Status IdentityService::Probe(grpc::ServerContext*, const identity::ProbeRequest*,
+void IdentityService::Publish(uint64_t seq, const ReadinessReport& report) {
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  if (seq <= published_seq_) return;  // a later evaluation was handed over already
+  published_seq_ = seq;
+  const ReadinessReport* before = published_ ? &*published_ : nullptr;
+  // The usual case, a Probe finding what the last one found: nothing to tell anyone.
+  if (before != nullptr && before->dependencies.size() == report.dependencies.size() &&
+      std::equal(before->dependencies.begin(), before->dependencies.end(),
+                 report.dependencies.begin(),
+                 [](const DependencyReadiness& a, const DependencyReadiness& b) {
+                   return a.name == b.name && a.state == b.state && a.reason == b.reason;
+                 })) {
+    return;
+  }
+  // The log: each dependency's change of state, once (Probe may come every second).
+  for (const auto& d : report.dependencies) {
+    const DependencyReadiness* was = before != nullptr ? Find(*before, d.name) : nullptr;
+    if (was != nullptr && was->state == d.state) {
+      if (d.state == State::kFailed && was->reason != d.reason) {
+        MZ_LOG(kDebug) << "readiness: " << d.reason;
+      }
+      continue;
+    }
+    switch (d.state) {
+      case State::kFailed:
+        MZ_LOG(kWarn) << "readiness: not ready: " << d.reason;
+        break;
+      case State::kInitializing:
+        MZ_LOG(kInfo) << "readiness: not ready yet: " << d.reason;
+        break;
+      case State::kReady:
+        if (was != nullptr) {
+          MZ_LOG(kInfo) << "readiness: " << d.name
+                        << (was->state == State::kFailed ? " is usable again" : " is ready");
+        }
+        break;
+    }
+  }
+  const bool changed = before == nullptr || before->ready != report.ready;
+  if (changed && report.ready) {
+    MZ_LOG(kInfo) << "readiness: ready (Probe answers ready=true)";
+  } else if (changed) {
+    MZ_LOG(kInfo) << "readiness: Probe answers ready=false while " << report.Reason();
+  }
+  if (ready_gauge_ != nullptr) {
+    ready_gauge_->Set(report.ready ? 1 : 0);
+    for (const auto& d : report.dependencies) {
+      auto it = dependency_gauges_.find(d.name);
+      if (it != dependency_gauges_.end()) it->second->Set(d.state == State::kReady ? 1 : 0);
+    }
+  }
+  published_ = report;
+  if (changed && listener_) listener_(report.ready);
+}
+
+void IdentityService::OnReadinessChange(std::function<void(bool ready)> listener) {
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  listener_ = std::move(listener);
+  if (published_ && listener_) listener_(published_->ready);
+}
+
+void IdentityService::RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) {
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  registry_ = registry;
+  ready_gauge_ = &prometheus::BuildGauge()
+                      .Name("mizarmp_addons_ready")
+                      .Help("1 when Probe answers ready=true (every dependency usable), else 0")
+                      .Register(*registry)
+                      .Add({});
+  auto& family =
+      prometheus::BuildGauge()
+          .Name("mizarmp_addons_dependency_ready")
+          .Help(
+              "1 when the dependency Probe checks is usable, 0 while it is initialising or "
+              "unusable (the log says why)")
+          .Register(*registry);
+  std::vector<std::string> names;
+  for (const ReadinessCheck& check : checks_) names.push_back(check.name);
+  if (!options_.mizarmp.base_url.empty()) names.push_back(kMizarMp);
+  for (const auto& name : names) dependency_gauges_[name] = &family.Add({{"dependency", name}});
+  if (published_) {
+    ready_gauge_->Set(published_->ready ? 1 : 0);
+    for (const auto& d : published_->dependencies) {
+      auto it = dependency_gauges_.find(d.name);
+      if (it != dependency_gauges_.end()) it->second->Set(d.state == State::kReady ? 1 : 0);
+    }
+  }
+}
+
+void IdentityService::Start() {
+  if (options_.readiness_interval.count() <= 0) return;
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  if (loop_.joinable()) return;
+  stopping_ = false;
+  loop_ = std::thread([this] { RunReadinessLoop(); });
+}
+
+void IdentityService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void IdentityService::RunReadinessLoop() {
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    lock.unlock();
+    const bool ready = CheckReady().ready;
+    lock.lock();
+    const auto wait = ready ? options_.readiness_interval
+                            : std::min(options_.readiness_interval, kNotReadyInterval);
+    loop_cv_.wait_for(lock, wait, [this] { return stopping_; });
+  }
+}
+
+grpc::Status IdentityService::Probe(grpc::ServerContext* context, const identity::ProbeRequest*,
                                     identity::ProbeResponse* response) {
-  auto ready = CheckReady();
-  if (!ready.ok()) return ToGrpcStatus(ready.status());
-  response->mutable_ready()->set_value(*ready);
+  // Never an error (see the header): the sidecar would exit on one.
+  const ReadinessReport report = CheckReady();
+  response->mutable_ready()->set_value(report.ready);
+  if (!report.ready && context != nullptr) {
+    context->AddTrailingMetadata(kNotReadyMetadata, MetadataValue(report.Reason()));
+  }
   return grpc::Status::OK;
 }
 

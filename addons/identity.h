@@ -5,22 +5,37 @@
 // GetCapabilities: the service type (CONTROLLER_SERVICE or NODE_SERVICE, from the mode) and the
 //   union of the capabilities of the services it was built over, so what is advertised is
 //   always what is served.
-// Probe: FAILED_PRECONDITION naming the dependency when one is unusable (a service's readiness
-//   check reporting an error, Mizar-MP unreachable), ready=false while a check is still
-//   initialising (e.g. the fence store opening), ready=true otherwise. The services' checks run
-//   first, in the order the services were given, then the other components'; then the Mizar-MP
-//   check (GET of the configured subnet, short timeout), which is cached for `probe_cache_ttl` and
-//   made by one caller at a time, so a storm of Probe calls costs at most one REST call per TTL.
+// Probe: ready=true when every dependency is usable, ready=false otherwise, never an error:
+//   while a check is still initialising (e.g. the fence store opening) and while one is unusable
+//   (a service's readiness check reporting an error, Mizar-MP unreachable). The CSI-Addons
+//   sidecar exits on any Probe error but DEADLINE_EXCEEDED and retries every second on
+//   ready=false (kubernetes-csi-addons sidecar/internal/client/client.go, Probe/probeOnce), so an
+//   outage answered as an error would crash-loop it. Why it is not ready goes instead to the log
+//   (once per change of a dependency's state), the metrics (mizarmp_addons_ready and
+//   mizarmp_addons_dependency_ready{dependency}), the health service (OnReadinessChange) and
+//   the answer itself: a ready=false answer carries the reason as trailing metadata
+//   "mizarmp-not-ready" (mizarmpctl probe shows it; the sidecar reads only `ready`).
+//   The services' checks run first, in the order the services were given, then the other
+//   components', then the Mizar-MP check (GET of the configured subnet, short timeout), which is
+//   cached for `probe_cache_ttl` and made by one caller at a time, so a storm of Probe calls
+//   costs at most one REST call per TTL.
+// Between Start() and Stop() the same checks run in the background (every `readiness_interval`,
+//   every second while not ready), so the health service and the metrics follow readiness when
+//   nobody calls Probe (the sidecar stops probing once it saw ready=true).
 #pragma once
 
 #include <grpcpp/support/status.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "addons/driver.h"
@@ -28,6 +43,12 @@
 #include "common/status.h"
 #include "identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
+
+// Declared only, as in addons/metrics.h.
+namespace prometheus {
+class Gauge;
+class Registry;
+}  // namespace prometheus
 
 namespace mizarmp::addons {
 
@@ -41,6 +62,26 @@ struct IdentityOptions {
   std::string subnet_id = client::kDefaultSubnetId;
   std::chrono::milliseconds probe_timeout{1000};
   std::chrono::milliseconds probe_cache_ttl{1000};
+  // How often readiness is evaluated in the background while ready (every second while not);
+  // zero: only when Probe is called.
+  std::chrono::milliseconds readiness_interval{10000};
+};
+
+// One dependency as the last readiness evaluation found it.
+struct DependencyReadiness {
+  enum class State { kReady, kInitializing, kFailed };
+  std::string name;  // the check's name ("fence store", "relay", ...) or "Mizar-MP"
+  State state = State::kReady;
+  std::string reason;  // not ready: why, naming the dependency ("fence store: ...")
+};
+
+// What one evaluation of every dependency found.
+struct ReadinessReport {
+  bool ready = true;  // every dependency kReady
+  std::vector<DependencyReadiness> dependencies;
+  // Why it is not ready: the first dependency that is not, failures before initialisations;
+  // empty when ready.
+  std::string Reason() const;
 };
 
 class IdentityService final : public identity::Identity::Service, public AddonsService {
@@ -50,13 +91,26 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   // then the components'.
   IdentityService(IdentityOptions options, std::vector<AddonsService*> services,
                   std::vector<AddonsComponent*> components = {});
-  ~IdentityService() override;
+  ~IdentityService() override;  // Stop()
 
   // AddonsService. capabilities() is the service-type capability: Identity is what makes the
   // server a controller or a node service.
   grpc::Service* grpc_service() override { return this; }
   std::string health_name() const override;
   std::vector<identity::Capability> capabilities() const override;
+  // mizarmp_addons_ready and mizarmp_addons_dependency_ready{dependency}: 1 ready, 0 not (as
+  // of the last evaluation; 0 before the first).
+  void RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) override;
+  // The background evaluation (readiness_interval); Stop() waits for one in progress, which a
+  // Mizar-MP check can make last up to probe_timeout.
+  void Start() override;
+  void Stop() override;
+
+  // Called with the overall readiness after the first evaluation and after each one that
+  // changed it, one call at a time, in the order of the evaluations (main feeds the health
+  // service with it: NOT_SERVING while not ready). Set before Start(); it must not call back
+  // into this object.
+  void OnReadinessChange(std::function<void(bool ready)> listener);
 
   grpc::Status GetIdentity(grpc::ServerContext* context,
                            const identity::GetIdentityRequest* request,
@@ -67,9 +121,9 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   grpc::Status Probe(grpc::ServerContext* context, const identity::ProbeRequest* request,
                      identity::ProbeResponse* response) override;
 
-  // The Probe decision without gRPC: whether every dependency is ready, or the
-  // FAILED_PRECONDITION naming the first unusable one.
-  Result<bool> CheckReady();
+  // The Probe decision without gRPC: every dependency evaluated now (the Mizar-MP check
+  // cached as above). Each call also updates the log, the metrics and the listener.
+  ReadinessReport CheckReady();
 
   // REST calls made by the Mizar-MP check so far.
   uint64_t mizarmp_checks() const;
@@ -77,6 +131,10 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
  private:
   Status CheckMizarMp();
   Status CallMizarMp();
+  // Hands an evaluation started as number `seq` to the log, the metrics and the listener,
+  // unless a later one was handed over already.
+  void Publish(uint64_t seq, const ReadinessReport& report);
+  void RunReadinessLoop();
 
   IdentityOptions options_;
   // Both fixed at construction: the services are given once. advertised_ is what
@@ -91,6 +149,23 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   std::optional<Status> mp_cached_;
   std::chrono::steady_clock::time_point mp_cached_at_;
   uint64_t mp_checks_ = 0;
+
+  // The last evaluation handed over (Publish).
+  std::mutex publish_mu_;
+  uint64_t next_seq_ = 0;  // under publish_mu_
+  uint64_t published_seq_ = 0;
+  std::optional<ReadinessReport> published_;
+  std::function<void(bool)> listener_;
+  // Set by RegisterMetrics; the registry kept alive as long as they are written.
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* ready_gauge_ = nullptr;
+  std::map<std::string, prometheus::Gauge*> dependency_gauges_;
+
+  // The background evaluation.
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  std::thread loop_;
 };
 
 }  // namespace mizarmp::addons

@@ -285,7 +285,9 @@ Server::Server(ServerOptions options)
       probe_health_(options_.health_address.empty() ? nullptr
                                                     : std::make_unique<HealthService>(HealthOptions{
                                                           options_.health_watch_poll})),
-      calls_(std::make_shared<CallCounter>()) {}
+      calls_(std::make_shared<CallCounter>()) {
+  for (HealthService* health : Healths()) health->AddLivenessName(kLivenessHealthName);
+}
 
 Server::~Server() { Shutdown(options_.shutdown_grace); }
 
@@ -320,7 +322,11 @@ Status Server::Start() {
     return s;
   }
   started_ = true;
-  for (HealthService* health : Healths()) health->SetServingStatus(true);
+  {
+    std::lock_guard<std::mutex> serving_lock(serving_mu_);
+    serving_reported_ = true;
+    for (HealthService* health : Healths()) health->SetServingStatus(serving_);
+  }
   MZ_LOG(kInfo) << "serving gRPC on " << address_;
   for (AddonsComponent* component : components_) component->Start();
   return Status::Ok();
@@ -423,8 +429,11 @@ bool Server::running() const {
 }
 
 void Server::SetServing(bool serving) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || shut_down_) return;
+  // Not under mu_: Shutdown() holds it while it stops the components, one of which may be
+  // calling this. After Shutdown() the health services ignore it (HealthService::Shutdown()).
+  std::lock_guard<std::mutex> lock(serving_mu_);
+  serving_ = serving;
+  if (!serving_reported_) return;
   for (HealthService* health : Healths()) health->SetServingStatus(serving);
 }
 

@@ -38,6 +38,11 @@ namespace mizarmp::addons {
 
 inline constexpr const char* kDefaultEndpoint = "unix:///run/mizarmp/csi-addons.sock";
 
+// The grpc.health.v1 name that is SERVING as long as the server serves, whether or not it is
+// ready (HealthService::AddLivenessName): what a Kubernetes livenessProbe should ask. "" and the
+// services' names follow SetServing(), which main feeds with readiness.
+inline constexpr const char* kLivenessHealthName = "liveness";
+
 // A parsed listening endpoint.
 struct Endpoint {
   enum class Kind { kUnix, kTcp };
@@ -109,8 +114,10 @@ class Server {
   int health_port() const { return probe_port_; }       // health_address's bound port
   int metrics_port() const { return metrics_.port(); }  // metrics_address's bound port
 
-  // Health status reported by grpc.health.v1.Health for "" and every registered service
-  // (SERVING from Start() on).
+  // Health status reported by grpc.health.v1.Health for "" and every registered service:
+  // SERVING from Start() on unless set otherwise. May be called before Start() (the status
+  // Start() then reports) and from any thread at any time: it never waits for Start() or
+  // Shutdown(), so a component's thread may call it while Shutdown() waits for that thread.
   void SetServing(bool serving);
 
   // Reports NOT_SERVING and ends every health Watch, stops accepting calls, lets in-flight
@@ -147,6 +154,10 @@ class Server {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> probe_server_;
   int probe_port_ = 0;
+  // SetServing()'s state, apart from mu_ (see SetServing()).
+  std::mutex serving_mu_;
+  bool serving_ = true;            // what "" and the services report once started
+  bool serving_reported_ = false;  // Start() has put serving_ on the health services
   mutable std::mutex mu_;
   bool started_ = false;
   bool shut_down_ = false;

@@ -23,18 +23,21 @@ class Registry;
 
 namespace mizarmp::addons {
 
-// What a readiness check reports to Probe.
+// What a readiness check reports to Probe. Either way a dependency that is not ready makes
+// Probe answer ready=false, never an error (addons/identity.h says why); the error's message is
+// the reason the log and mizarmpctl show.
 struct Readiness {
   bool ready = true;  // false: healthy but still initialising
-  Status error;       // not OK: the dependency is unusable (Probe answers FAILED_PRECONDITION)
+  Status error;       // not OK: the dependency is unusable
 
   static Readiness Ready() { return {}; }
   static Readiness Initializing() { return {false, Status::Ok()}; }
   static Readiness Failed(Status s) { return {true, std::move(s)}; }
 };
 
-// A dependency Probe checks. `check` runs on every Probe, so it must be cheap (read an atomic,
-// not do I/O); an error's message is prefixed with `name` (e.g. "fence store").
+// A dependency Probe checks. `check` runs on every Probe and on Identity's background
+// evaluation, so it must be cheap (read an atomic, not do I/O); an error's message is prefixed
+// with `name` (e.g. "fence store"), which also labels the dependency's metric.
 struct ReadinessCheck {
   std::string name;
   std::function<Readiness()> check;

@@ -115,7 +115,15 @@ Result<ServerInfo> AddonsClient::Info() {
   identity::ProbeResponse resp;
   grpc::Status s = stub->Probe(&ctx, {}, &resp);
   info.ready = s.ok() && (!resp.has_ready() || resp.ready().value());
-  if (!s.ok()) info.probe_error = Failed("Probe", s).ToString();
+  if (!s.ok()) {
+    info.probe_error = Failed("Probe", s).ToString();
+  } else if (!info.ready) {
+    // The server's reason for ready=false (addons/identity.h), when it gave one.
+    const auto& trailing = ctx.GetServerTrailingMetadata();
+    if (auto why = trailing.find("mizarmp-not-ready"); why != trailing.end()) {
+      info.probe_error.assign(why->second.data(), why->second.size());
+    }
+  }
   return info;
 }
 

@@ -32,7 +32,8 @@ struct ServerInfo {
   std::map<std::string, std::string> manifest;
   std::vector<std::string> capabilities;  // "service:CONTROLLER_SERVICE", "network_fence:..."
   bool ready = false;
-  std::string probe_error;  // Probe's failure, when it failed
+  // Why Probe did not answer ready: its error, or the reason the server gave for ready=false.
+  std::string probe_error;
 };
 
 struct FenceClientInfo {

@@ -425,6 +425,12 @@ const std::vector<Key>& Keys() {
       MillisKey(
           "probeTimeoutMs", "timeout of Probe's Mizar-MP check", 60000,
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.identity.probe_timeout; }),
+      MillisKey("readinessIntervalMs",
+                "how often readiness (what Probe checks) is evaluated in the background while "
+                "ready, for grpc.health.v1 and the metrics (every second while not ready)",
+                24LL * 3600 * 1000,
+                [](ServerConfig& c)
+                    -> std::chrono::milliseconds& { return c.identity.readiness_interval; }),
       TextKey("logLevel", "LEVEL", "debug|info|warn|error|off" + Default("info"), SetLogLevel),
       StringKey("logFile", "FILE", "where logs go" + Default("stderr"),
                 [](ServerConfig& c) -> std::string& { return c.log_file; }),

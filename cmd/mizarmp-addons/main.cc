@@ -129,6 +129,11 @@ int main(int argc, char** argv) {
   mz::addons::IdentityService identity(config.identity, Pointers(services), components);
 
   mz::addons::Server server(config.server);
+  // grpc.health.v1 ("" and the services) follows readiness: NOT_SERVING until Identity's first
+  // evaluation finds every dependency ready, and whenever Probe would answer ready=false
+  // ("liveness" stays SERVING: an outage is not cured by a restart).
+  server.SetServing(false);
+  identity.OnReadinessChange([&server](bool ready) { server.SetServing(ready); });
   server.Register(identity);
   for (const auto& service : services) server.Register(*service);
   for (mz::addons::AddonsComponent* component : components) server.Attach(*component);

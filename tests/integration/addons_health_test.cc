@@ -281,6 +281,20 @@ TEST_F(AddonsHealthServiceTest, NotServingUntilSetAndAfterShutdown) {
   EXPECT_TRUE(w.reader->Finish().ok());
 }
 
+// A liveness name stays SERVING whatever SetServingStatus() says, until Shutdown().
+TEST_F(AddonsHealthServiceTest, LivenessNameServesUntilShutdown) {
+  Start({});
+  health_->AddLivenessName("liveness");
+  EXPECT_EQ(Check(*stub_, "liveness"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Check(*stub_, ""), HealthCheckResponse::NOT_SERVING);
+  health_->SetServingStatus(true);
+  health_->SetServingStatus(false);
+  EXPECT_EQ(Check(*stub_, ""), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Check(*stub_, "liveness"), HealthCheckResponse::SERVING);
+  health_->Shutdown();
+  EXPECT_EQ(Check(*stub_, "liveness"), HealthCheckResponse::NOT_SERVING);
+}
+
 TEST_F(AddonsHealthServiceTest, CancelledWatchReturns) {
   Start({.cancel_poll = 50ms, .max_watches = 100});
   health_->SetServingStatus(true);
@@ -329,6 +343,12 @@ TEST(AddonsBinaryHealth, ServesHealthWithoutCallbackThreadsAndSigtermEndsWatch) 
   ASSERT_TRUE(channel->WaitForConnected(In(20s)))
       << "server did not come up; log: " << ReadFile(dir.path() + "/addons.log").value();
   auto stub = Health::NewStub(channel);
+  // Alive from the start; "" follows readiness, so it serves once the fence store has opened
+  // (Identity's background evaluation runs every second while not ready).
+  EXPECT_EQ(Check(*stub, "liveness"), HealthCheckResponse::SERVING);
+  for (int i = 0; i < 200 && Check(*stub, "") != HealthCheckResponse::SERVING; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
   // Controller mode (the default) serves Identity and the FenceController.
   EXPECT_EQ(Check(*stub, ""), HealthCheckResponse::SERVING);
   EXPECT_EQ(Check(*stub, kIdentityName), HealthCheckResponse::SERVING);

@@ -237,24 +237,48 @@ TEST_F(IdentityServerTest, ProbeReadyWithMizarMp) {
   EXPECT_TRUE(resp.ready().value());
 }
 
-TEST_F(IdentityServerTest, ProbeFailsWhenMizarMpUnreachable) {
-  StartServer(OptionsFor("http://127.0.0.1:" + std::to_string(ClosedPort())));
+// Probe over the wire: its status, whether it said ready and why not (its trailing metadata).
+struct Probed {
+  grpc::Status status;
+  bool has_ready = false;
+  bool ready = false;
+  std::string why;
+};
+
+Probed ProbeOnce(identity::Identity::Stub& stub) {
   grpc::ClientContext ctx;
   identity::ProbeResponse resp;
-  grpc::Status s = stub_->Probe(&ctx, {}, &resp);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
-  EXPECT_NE(s.error_message().find("Mizar-MP"), std::string::npos) << s.error_message();
+  Probed p;
+  p.status = stub.Probe(&ctx, {}, &resp);
+  p.has_ready = resp.has_ready();
+  p.ready = resp.ready().value();
+  const auto& trailing = ctx.GetServerTrailingMetadata();
+  if (auto it = trailing.find("mizarmp-not-ready"); it != trailing.end()) {
+    p.why.assign(it->second.data(), it->second.size());
+  }
+  return p;
 }
 
-TEST_F(IdentityServerTest, ProbeFailsWhenSubnetMissing) {
+// An unusable dependency makes Probe answer ready=false, never an error: the CSI-Addons sidecar
+// exits on any Probe error but DEADLINE_EXCEEDED and retries every second on ready=false
+// (kubernetes-csi-addons sidecar/internal/client/client.go).
+TEST_F(IdentityServerTest, ProbeNotReadyWhenMizarMpUnreachable) {
+  StartServer(OptionsFor("http://127.0.0.1:" + std::to_string(ClosedPort())));
+  const Probed p = ProbeOnce(*stub_);
+  ASSERT_TRUE(p.status.ok()) << p.status.error_code() << " " << p.status.error_message();
+  ASSERT_TRUE(p.has_ready);
+  EXPECT_FALSE(p.ready);
+  EXPECT_EQ(p.why.rfind("Mizar-MP at ", 0), 0u) << p.why;
+}
+
+TEST_F(IdentityServerTest, ProbeNotReadyWhenSubnetMissing) {
   IdentityOptions o = OptionsFor(mock_->base_url());
   o.subnet_id = "00000000-0000-0000-0000-000000000000";
   StartServer(o);
-  grpc::ClientContext ctx;
-  identity::ProbeResponse resp;
-  grpc::Status s = stub_->Probe(&ctx, {}, &resp);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
-  EXPECT_NE(s.error_message().find("subnet"), std::string::npos) << s.error_message();
+  const Probed p = ProbeOnce(*stub_);
+  ASSERT_TRUE(p.status.ok()) << p.status.error_message();
+  EXPECT_FALSE(p.ready);
+  EXPECT_NE(p.why.find("subnet"), std::string::npos) << p.why;
 }
 
 TEST_F(IdentityServerTest, ProbeFollowsReadinessChecks) {
@@ -285,15 +309,22 @@ TEST_F(IdentityServerTest, ProbeFollowsReadinessChecks) {
   EXPECT_TRUE(r1.ready().value());
 
   state = 2;
-  identity::ProbeResponse r2;
-  grpc::Status s = probe(&r2);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(s.error_message().find("fence store"), std::string::npos) << s.error_message();
+  const Probed p = ProbeOnce(*stub_);
+  ASSERT_TRUE(p.status.ok()) << p.status.error_message();
+  EXPECT_FALSE(p.ready);
+  EXPECT_EQ(p.why, "fence store: database disk image is malformed");
+
+  state = 1;
+  const Probed back = ProbeOnce(*stub_);
+  ASSERT_TRUE(back.status.ok());
+  EXPECT_TRUE(back.ready);
+  EXPECT_EQ(back.why, "");
 }
 
 TEST_F(IdentityServerTest, ProbeStormMakesOneRestCallPerCacheWindow) {
   IdentityOptions o = OptionsFor(mock_->base_url());
   o.probe_cache_ttl = std::chrono::hours(1);  // the whole test is inside one window
+  o.readiness_interval = 0ms;                 // no background check: only the storm counts
   StartServer(o);
   const uint64_t before = mock_->requests();
   std::vector<std::thread> threads;
@@ -353,6 +384,69 @@ TEST_F(IdentityServerTest, HealthServing) {
   auto down = HealthCheck(channel, "");
   ASSERT_TRUE(down.ok());
   EXPECT_EQ(*down, 2);  // NOT_SERVING
+  // What a livenessProbe asks stays SERVING: not ready is no reason to restart.
+  auto alive = HealthCheck(channel, kLivenessHealthName);
+  ASSERT_TRUE(alive.ok()) << alive.status().ToString();
+  EXPECT_EQ(*alive, 1);
+}
+
+// Wired as main() wires it, grpc.health.v1 follows readiness: NOT_SERVING until the first
+// evaluation and while a dependency is not ready, found by the background evaluation without
+// any Probe; "liveness" SERVING throughout. The metrics say which dependency.
+TEST_F(IdentityServerTest, HealthFollowsReadinessWithoutProbes) {
+  std::atomic<bool> store_ok{true};
+  fence_ = std::make_unique<FakeFence>(
+      NetworkFenceCapabilities(),
+      std::vector<ReadinessCheck>{{"fence store", [&store_ok] {
+                                     return store_ok ? Readiness::Ready()
+                                                     : Readiness::Failed(
+                                                           UnavailableError("etcd at x: down"));
+                                   }}});
+  IdentityOptions o = OptionsFor(mock_->base_url());
+  o.readiness_interval = 50ms;
+  identity_ = std::make_unique<IdentityService>(o, std::vector<AddonsService*>{fence_.get()});
+  ServerOptions so;
+  so.endpoint = endpoint_;
+  so.metrics_address = "127.0.0.1:0";
+  server_ = std::make_unique<Server>(so);
+  server_->SetServing(false);
+  identity_->OnReadinessChange([this](bool ready) { server_->SetServing(ready); });
+  server_->Register(*identity_);
+  server_->Register(*fence_);
+  ASSERT_TRUE(server_->Start().ok());
+  auto channel = Dial(server_->address());
+  auto status_of = [&](const std::string& name) {
+    auto r = HealthCheck(channel, name);
+    return r.ok() ? *r : -1;
+  };
+  auto eventually = [&](const std::string& name, int want) {
+    for (int i = 0; i < 200 && status_of(name) != want; ++i) std::this_thread::sleep_for(10ms);
+    return status_of(name);
+  };
+  EXPECT_EQ(eventually("", 1), 1);
+  EXPECT_EQ(status_of("fence.FenceController"), 1);
+
+  store_ok = false;
+  EXPECT_EQ(eventually("", 2), 2);
+  EXPECT_EQ(status_of("identity.Identity"), 2);
+  EXPECT_EQ(status_of(kLivenessHealthName), 1);
+  std::string metrics;
+  EXPECT_EQ(mizarmp::testing::Shell("curl -sS --fail --max-time 10 http://127.0.0.1:" +
+                                        std::to_string(server_->metrics_port()) + "/metrics",
+                                    &metrics),
+            0)
+      << metrics;
+  EXPECT_NE(metrics.find("mizarmp_addons_ready 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("mizarmp_addons_dependency_ready{dependency=\"fence store\"} 0"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("mizarmp_addons_dependency_ready{dependency=\"Mizar-MP\"} 1"),
+            std::string::npos)
+      << metrics;
+
+  store_ok = true;
+  EXPECT_EQ(eventually("", 1), 1);
+  EXPECT_EQ(status_of(kLivenessHealthName), 1);
 }
 
 TEST_F(IdentityServerTest, StaleSocketIsReplaced) {
@@ -606,33 +700,42 @@ TEST(AddonsIdentity, ProbeAsksEveryServicesChecks) {
   FakeComponent relay("relay", {{"relay", [&third] { return third; }}});
   // No Mizar-MP: nothing else is checked.
   IdentityService id(IdentityOptions{}, {&fence, &keyrot}, {&relay});
-  auto ready = id.CheckReady();
-  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
-  EXPECT_TRUE(*ready);
+  std::vector<bool> heard;  // what the listener was told
+  id.OnReadinessChange([&heard](bool ready) { heard.push_back(ready); });
+  ReadinessReport ready = id.CheckReady();
+  EXPECT_TRUE(ready.ready);
+  EXPECT_EQ(ready.Reason(), "");
+  std::vector<std::string> names;
+  for (const auto& d : ready.dependencies) names.push_back(d.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fence store", "key store", "relay"}));
 
   third = Readiness::Failed(FailedPreconditionError("socket gone"));
   ready = id.CheckReady();
-  EXPECT_EQ(ready.status().code(), Code::kFailedPrecondition);
-  EXPECT_EQ(ready.status().message(), "relay: socket gone");
+  EXPECT_FALSE(ready.ready);
+  EXPECT_EQ(ready.Reason(), "relay: socket gone");
+  EXPECT_EQ(ready.dependencies[2].state, DependencyReadiness::State::kFailed);
   third = Readiness::Ready();
   ready = id.CheckReady();
-  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
-  EXPECT_TRUE(*ready);
+  EXPECT_TRUE(ready.ready) << ready.Reason();
 
   second = Readiness::Initializing();
   ready = id.CheckReady();
-  ASSERT_TRUE(ready.ok());
-  EXPECT_FALSE(*ready);
+  EXPECT_FALSE(ready.ready);
+  EXPECT_EQ(ready.Reason(), "key store: initialising");
+  EXPECT_EQ(ready.dependencies[1].state, DependencyReadiness::State::kInitializing);
 
-  second = Readiness::Failed(UnavailableError("disk gone"));
+  // A failure is named before an initialisation, whatever their order.
+  third = Readiness::Failed(UnavailableError("disk gone"));
   ready = id.CheckReady();
-  EXPECT_EQ(ready.status().code(), Code::kFailedPrecondition);
-  EXPECT_EQ(ready.status().message(), "key store: disk gone");
+  EXPECT_EQ(ready.Reason(), "relay: disk gone");
 
   first = Readiness::Failed(DataLossError("malformed"));
   ready = id.CheckReady();
-  EXPECT_EQ(ready.status().message(), "fence store: malformed");
+  EXPECT_EQ(ready.Reason(), "fence store: malformed");
+  EXPECT_FALSE(ready.ready);
   EXPECT_EQ(id.mizarmp_checks(), 0u);
+  // Told once at the first evaluation and once per change, not per evaluation.
+  EXPECT_EQ(heard, (std::vector<bool>{true, false, true, false}));
 }
 
 // The server starts the registered services once it serves, and stops them, last first, once
@@ -698,7 +801,9 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   ASSERT_TRUE(server.Start(
       {mizarmp::testing::BinDir() + "/mizarmp-addons", "--endpoint", "unix://" + sock, "--mpurl",
        mock->base_url(), "--probe-timeout-ms", "10000", "--log-level", "debug", "--fence-store",
-       dir.path() + "/fence.db", "--state-dir", dir.path() + "/cni"},
+       dir.path() + "/fence.db", "--state-dir", dir.path() + "/cni",
+       // One background readiness evaluation at the start, none while the test runs.
+       "--readiness-interval-ms", "3600000"},
       dir.path() + "/addons.log"));
   const pid_t pid = server.pid();
 
@@ -706,6 +811,17 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 20s))
       << "server did not come up; log: " << ReadFile(dir.path() + "/addons.log").value();
   auto stub = identity::Identity::NewStub(channel);
+  // Health turns SERVING once the background evaluation found everything ready (its Mizar-MP
+  // check took 1.5 s); past the Mizar-MP check's 1 s cache, the Probe below makes its own.
+  for (int i = 0; i < 400; ++i) {
+    auto serving = HealthCheck(channel, "");
+    if (serving.ok() && *serving == 1) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  auto serving = HealthCheck(channel, "");
+  ASSERT_TRUE(serving.ok() && *serving == 1)
+      << "health never SERVING; log: " << ReadFile(dir.path() + "/addons.log").value();
+  std::this_thread::sleep_for(1200ms);
 
   const uint64_t before = mock->requests();
   auto probe = std::async(std::launch::async, [&] {

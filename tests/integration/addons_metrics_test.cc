@@ -453,15 +453,27 @@ TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
   EXPECT_EQ(requests("upstream_failed"), 0);
   EXPECT_EQ(Value(scraped, "mizarmp_addons_relay_upstream_duration_seconds_count"), 1);
 
-  // Someone removes the socket: plugins would go directly, and Probe says why.
+  EXPECT_EQ(Value(scraped, "mizarmp_addons_dependency_ready{dependency=\"relay\"}"), 1);
+
+  // Someone removes the socket: plugins would go directly. Probe answers not ready (not an
+  // error, which would make the CSI-Addons sidecar exit) and says why in its trailing metadata;
+  // the metrics name the dependency.
   ASSERT_EQ(::unlink(relay.c_str()), 0);
   auto identity = identity::Identity::NewStub(node.channel);
   grpc::ClientContext ctx;
   identity::ProbeResponse probed;
   const grpc::Status s = identity->Probe(&ctx, {}, &probed);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
-  EXPECT_NE(s.error_message().find("relay: the relay socket \"" + relay + "\""), std::string::npos)
-      << s.error_message();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(probed.ready().value());
+  const auto& trailing = ctx.GetServerTrailingMetadata();
+  auto why = trailing.find("mizarmp-not-ready");
+  ASSERT_NE(why, trailing.end());
+  const std::string reason(why->second.data(), why->second.size());
+  EXPECT_NE(reason.find("relay: the relay socket \"" + relay + "\""), std::string::npos) << reason;
+  const Scrape after = ScrapeMetrics(node.metrics_port);
+  ASSERT_EQ(after.count("mizarmp_addons_ready"), 1u);
+  EXPECT_EQ(Value(after, "mizarmp_addons_dependency_ready{dependency=\"relay\"}"), 0);
+  EXPECT_EQ(Value(after, "mizarmp_addons_ready"), 0);
 }
 
 TEST(AddonsMetricsConfig, ABadListenAddressIsRefusedNamingTheKey) {

@@ -20,6 +20,7 @@
 
 #include "common/fileutil.h"
 #include "fence.grpc.pb.h"
+#include "health.grpc.pb.h"
 #include "identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
@@ -65,6 +66,7 @@ struct Replica {
   testing::Daemon process;
   std::unique_ptr<identity::Identity::Stub> identity;
   std::unique_ptr<::fence::FenceController::Stub> fence;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health;
 
   std::string socket() const { return dir + "/csi-addons.sock"; }
   std::string Log() const {
@@ -105,28 +107,45 @@ struct Replica {
     return out;
   }
 
-  // Probe answers FAILED_PRECONDITION naming etcd (within 30 s: a poll of the store and its
-  // call timeouts).
+  // Probe answers ready=false, not an error, and its trailing metadata names etcd (within 30 s:
+  // a poll of the store and its call timeouts). The CSI-Addons sidecar exits on any Probe
+  // error but DEADLINE_EXCEEDED (kubernetes-csi-addons sidecar/internal/client/client.go).
   void ExpectProbeToNameEtcd() {
     bool ready = true;
+    std::string why;
     grpc::Status probe;
-    EXPECT_TRUE(WaitFor(
-        [&] {
-          return (probe = Probe(&ready)).error_code() == grpc::StatusCode::FAILED_PRECONDITION;
-        },
-        30s))
-        << name << ": Probe without etcd: " << Text(probe);
-    EXPECT_NE(probe.error_message().find("etcd"), std::string::npos) << probe.error_message();
+    EXPECT_TRUE(WaitFor([&] { return (probe = Probe(&ready, &why)).ok() && !ready; }, 30s))
+        << name << ": Probe without etcd: " << Text(probe) << " ready=" << ready;
+    EXPECT_NE(why.find("fence store: "), std::string::npos) << why;
+    EXPECT_NE(why.find("etcd"), std::string::npos) << why;
   }
 
-  grpc::Status Probe(bool* ready) {
+  // Probe: its status, whether it said ready and why not (its trailing metadata).
+  grpc::Status Probe(bool* ready, std::string* why = nullptr) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     identity::ProbeRequest req;
     identity::ProbeResponse resp;
     const grpc::Status s = identity->Probe(&ctx, req, &resp);
     *ready = resp.has_ready() && resp.ready().value();
+    if (why != nullptr) {
+      const auto& trailing = ctx.GetServerTrailingMetadata();
+      auto it = trailing.find("mizarmp-not-ready");
+      why->assign(it == trailing.end() ? "" : std::string(it->second.data(), it->second.size()));
+    }
     return s;
+  }
+
+  // grpc.health.v1 Check of `service` on the replica's socket: the status's name, or "!<code>".
+  std::string Health(const std::string& service) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
+    grpc::health::v1::HealthCheckResponse resp;
+    const grpc::Status s = health->Check(&ctx, req, &resp);
+    if (!s.ok()) return "!" + Text(s);
+    return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
   }
 };
 
@@ -184,6 +203,9 @@ class FenceHaTest : public ::testing::Test {
         {"mpConnectTimeoutMs", 500},
         {"mpRequestTimeoutMs", 1000},
         {"reconcileIntervalMs", reconcile.count()},
+        // No background readiness check (a Mizar-MP GET) once ready: the tests count the
+        // mock's requests, and Probe calls evaluate readiness themselves.
+        {"readinessIntervalMs", 3600000},
         {"logLevel", "debug"},
         {"logFile", r->dir + "/addons.log"},
     };
@@ -194,6 +216,7 @@ class FenceHaTest : public ::testing::Test {
     auto channel = grpc::CreateChannel("unix:" + r->socket(), grpc::InsecureChannelCredentials());
     r->identity = identity::Identity::NewStub(channel);
     r->fence = ::fence::FenceController::NewStub(channel);
+    r->health = grpc::health::v1::Health::NewStub(channel);
     bool ready = false;
     grpc::Status last;
     EXPECT_TRUE(WaitFor([&] { return (last = r->Probe(&ready)).ok() && ready; }, 30s))
@@ -369,6 +392,44 @@ TEST_F(FenceHaTest, AMinorityOfEtcdLostLosesNothingAQuorumLostIsUnavailableUntil
   EXPECT_EQ(r1.List(), all);
   EXPECT_EQ(r2.List(), all);
   EXPECT_TRUE(etcd_->WaitForQuorum(10s));
+}
+
+// A replica whose etcd is gone answers Probe ready=false, never an error, for as long as the
+// outage lasts, and ready=true once etcd is back; grpc.health.v1 follows ("" NOT_SERVING while
+// not ready, "liveness" SERVING throughout), and the log says why once, not once per Probe.
+TEST_F(FenceHaTest, ProbeDuringAnEtcdOutageIsNotReadyWithoutAnErrorAndReadyAfter) {
+  // The replica reaches etcd through member 0 only: stopping it is the replica's outage.
+  Replica& r = StartReplica("replica-1", etcd_->Location(0));
+  EXPECT_EQ(r.Health(""), "SERVING");
+  etcd_->Stop(0);
+  r.ExpectProbeToNameEtcd();
+  for (int i = 0; i < 5; ++i) {  // as the sidecar does, every second while not ready
+    bool ready = true;
+    const grpc::Status s = r.Probe(&ready);
+    EXPECT_TRUE(s.ok()) << Text(s);
+    EXPECT_FALSE(ready);
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(r.Health(""), "NOT_SERVING");
+  EXPECT_EQ(r.Health("fence.FenceController"), "NOT_SERVING");
+  EXPECT_EQ(r.Health("liveness"), "SERVING");
+
+  ASSERT_TRUE(etcd_->Restart(0));
+  bool ready = false;
+  grpc::Status last;
+  EXPECT_TRUE(WaitFor([&] { return (last = r.Probe(&ready)).ok() && ready; }, 30s))
+      << "Probe never said ready after etcd returned: " << Text(last);
+  EXPECT_EQ(r.Health(""), "SERVING");
+  EXPECT_EQ(r.Health("fence.FenceController"), "SERVING");
+
+  const std::string log = r.Log();
+  size_t warned = 0;
+  for (size_t at = log.find("readiness: not ready: fence store"); at != std::string::npos;
+       at = log.find("readiness: not ready: fence store", at + 1)) {
+    ++warned;
+  }
+  EXPECT_EQ(warned, 1u) << "the outage is logged once\n" << log;
+  EXPECT_NE(log.find("readiness: fence store is usable again"), std::string::npos) << log;
 }
 
 TEST_F(FenceHaTest, AReplicaCutOffFromEtcdStopsEnforcingBeforeAnotherStarts) {

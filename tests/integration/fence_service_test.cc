@@ -856,7 +856,7 @@ TEST_F(FenceServiceTest, FenceClientsFromThePortList) {
   mock_->SetFaults({});
 }
 
-TEST_F(FenceServiceTest, UnusableStoreIsReportedByProbeAndRpcs) {
+TEST_F(FenceServiceTest, UnusableStoreMakesProbeNotReadyAndRpcsFail) {
   // A directory where the database file should be.
   FenceOptions o = Options();
   ASSERT_TRUE(MakeDirs(o.fence_store).ok());
@@ -874,9 +874,15 @@ TEST_F(FenceServiceTest, UnusableStoreIsReportedByProbeAndRpcs) {
   addons::IdentityService identity(io, {service_.get()});
   identity::ProbeResponse resp;
   grpc::ServerContext ctx;
+  // Not ready, and not an error: the CSI-Addons sidecar would exit on one.
   grpc::Status p = identity.Probe(&ctx, nullptr, &resp);
-  EXPECT_EQ(p.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(p.error_message().find("fence store"), std::string::npos) << p.error_message();
+  EXPECT_TRUE(p.ok()) << p.error_message();
+  ASSERT_TRUE(resp.has_ready());
+  EXPECT_FALSE(resp.ready().value());
+  const addons::ReadinessReport report = identity.CheckReady();
+  EXPECT_FALSE(report.ready);
+  EXPECT_EQ(report.Reason().rfind("fence store: ", 0), 0u) << report.Reason();
+  EXPECT_NE(report.Reason().find(o.fence_store), std::string::npos) << report.Reason();
 }
 
 TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
@@ -894,9 +900,8 @@ TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
     }
   }
   EXPECT_EQ(caps, (std::set<std::string>{"NETWORK_FENCE", "GET_CLIENTS_TO_FENCE"}));
-  auto ready = identity.CheckReady();
-  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
-  EXPECT_TRUE(*ready);
+  const addons::ReadinessReport ready = identity.CheckReady();
+  EXPECT_TRUE(ready.ready) << ready.Reason();
 }
 
 TEST_F(FenceServiceTest, RegistersAsAnAddonsService) {

@@ -9,6 +9,7 @@ Run: MIZARMP_BIN_DIR=build/bin python3 -m unittest -v test_fence   (from tests/p
 
 import json
 import os
+import time
 import urllib.request
 import unittest
 
@@ -253,7 +254,9 @@ class FenceTest(unittest.TestCase):
         self.assertEqual(fence_types, {"NETWORK_FENCE", "GET_CLIENTS_TO_FENCE"})
         self.assertTrue(ident.Probe(ipb.ProbeRequest(), timeout=TIMEOUT).ready.value)
 
-    def test_unusable_store_fails_the_probe(self):
+    def test_unusable_store_makes_the_probe_not_ready(self):
+        # Not an error, which would make the CSI-Addons sidecar exit: ready=false, the reason
+        # in the trailing metadata.
         store = os.path.join(self.work.path, "store-is-a-dir")
         os.makedirs(store, exist_ok=True)
         srv = self.server(fence_store=store, wait_ready=False)
@@ -261,8 +264,16 @@ class FenceTest(unittest.TestCase):
         self.addCleanup(channel.close)
         ipb = self.stubs.identity_pb2
         ident = self.stubs.identity_pb2_grpc.IdentityStub(channel)
-        self.assert_code(grpc.StatusCode.FAILED_PRECONDITION,
-                         lambda: ident.Probe(ipb.ProbeRequest(), timeout=TIMEOUT), "fence store")
+        deadline = time.monotonic() + 20
+        while True:  # the store fails to open in the background, after the socket is up
+            resp, call = ident.Probe.with_call(ipb.ProbeRequest(), timeout=TIMEOUT)
+            why = dict(call.trailing_metadata() or ()).get("mizarmp-not-ready", "")
+            if why.startswith("fence store: ") and "initialising" not in why:
+                break
+            self.assertLess(time.monotonic(), deadline, why)
+            time.sleep(0.1)
+        self.assertFalse(resp.ready.value)
+        self.assertIn(store, why)
 
     def test_acknowledged_fence_survives_kill_9(self):
         store = os.path.join(self.work.path, "kill9", "fence.db")

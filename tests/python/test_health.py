@@ -34,12 +34,16 @@ class HealthTest(unittest.TestCase):
         cls.mock.stop()
         cls.work.cleanup()
 
-    def server(self, **kwargs):
+    def server(self, wait_ready=True, **kwargs):
+        """A started server; by default once Probe said ready (health follows readiness, and
+        the fence store opens after the socket is up)."""
         kwargs.setdefault("mpurl", self.mock.base_url)
         kwargs.setdefault("name", self.id().rsplit(".", 1)[-1])
         srv = ac.AddonsServer(self.work.path, **kwargs)
         srv.start()
         self.addCleanup(srv.stop)
+        if wait_ready:
+            srv.wait_ready(self.stubs)
         return srv
 
     def health(self, srv):
@@ -104,6 +108,7 @@ class HealthTest(unittest.TestCase):
         srv = ac.AddonsServer(self.work.path, mpurl=self.mock.base_url, name="sigterm-health")
         srv.start()
         self.addCleanup(srv.stop)
+        srv.wait_ready(self.stubs)
         stub = self.health(srv)
         calls = {}
         for name in ("", IDENTITY, "no.Such"):
@@ -132,6 +137,7 @@ class HealthTest(unittest.TestCase):
         srv = ac.AddonsServer(self.work.path, mpurl=self.mock.base_url, name="sigterm-idle")
         srv.start()
         self.addCleanup(srv.stop)
+        srv.wait_ready(self.stubs)
         stub = self.health(srv)
         self.assertEqual(self.check(stub, ""), "SERVING")
         start = time.monotonic()
@@ -142,6 +148,20 @@ class HealthTest(unittest.TestCase):
         # client, an idle HTTP/2 connection closes ~5 s after the server's GOAWAY.
         self.assertLess(elapsed, 2.5, srv.log_text())
         self.assertEqual(self.check(stub, ""), grpc.StatusCode.UNAVAILABLE)
+
+    def test_not_ready_is_not_serving_but_alive(self):
+        # Mizar-MP unreachable: Probe says ready=false, so "" and the services are NOT_SERVING
+        # (a readinessProbe's answer), while "liveness" (the livenessProbe's) stays SERVING: a
+        # restart would not bring Mizar-MP back.
+        srv = self.server(wait_ready=False, mpurl=f"http://127.0.0.1:{ac.free_port()}")
+        stub = self.health(srv)
+        _, overall = self.watch(stub, "")
+        self.assertEqual(overall.get(timeout=TIMEOUT), "NOT_SERVING")
+        for name in ("", IDENTITY, FENCE):
+            self.assertEqual(self.check(stub, name), "NOT_SERVING", name)
+        self.assertEqual(self.check(stub, "liveness"), "SERVING")
+        time.sleep(1.5)  # the background evaluation runs every second while not ready
+        self.assertTrue(overall.empty(), "no change, no message")
 
     def test_reflection_lists_health(self):
         srv = self.server()

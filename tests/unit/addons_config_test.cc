@@ -493,6 +493,7 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "reconcileIntervalMs",
                                               "updateConnections",
                                               "probeTimeoutMs",
+                                              "readinessIntervalMs",
                                               "logLevel",
                                               "logFile",
                                               "usePortList",
