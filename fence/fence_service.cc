@@ -88,14 +88,15 @@ std::string FenceService::health_name() const {
 }
 
 std::vector<identity::Capability> FenceService::capabilities() const {
-  std::vector<identity::Capability> out;
-  for (auto type : {identity::Capability::NetworkFence::NETWORK_FENCE,
-                    identity::Capability::NetworkFence::GET_CLIENTS_TO_FENCE}) {
-    identity::Capability c;
-    c.mutable_network_fence()->set_type(type);
-    out.push_back(std::move(c));
-  }
-  return out;
+  // Not GET_CLIENTS_TO_FENCE, though GetFenceClients is served (mizarmpctl asks it): the
+  // CSI-Addons controller calls GetFenceClients through each CSIAddonsNode's own sidecar and
+  // stores the answer under that CSIAddonsNode, the node the sidecar runs on
+  // (kubernetes-csi-addons internal/controller/csiaddons/csiaddonsnode_controller.go), so a
+  // replica advertising it would report every node's clients as its own node's. The node
+  // plugins advertise it, each for its own node (fence/node_clients.h).
+  identity::Capability c;
+  c.mutable_network_fence()->set_type(identity::Capability::NetworkFence::NETWORK_FENCE);
+  return {c};
 }
 
 void FenceService::RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) {

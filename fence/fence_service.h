@@ -61,7 +61,10 @@
 // it finishes interrupted fences and unfences and disables ports created inside a fence later.
 // Fence, unfence and reconcile passes are serialised.
 //
-// Advertised capabilities: NETWORK_FENCE and GET_CLIENTS_TO_FENCE. Readiness ("fence store"):
+// Advertised capabilities: NETWORK_FENCE only. GetFenceClients answers for every node (or the
+// one its "hostId" parameter names) when asked, as mizarmpctl does, but GET_CLIENTS_TO_FENCE is
+// the node plugins' (fence/node_clients.h): the CSI-Addons controller files each answer under the
+// CSIAddonsNode of the sidecar it asked. Readiness ("fence store"):
 // ready=false while the store is opening (Start() opens it on a background thread), an error
 // naming the store when it cannot be opened or stops working.
 #pragma once
@@ -115,7 +118,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   grpc::Service* grpc_service() override { return this; }
   // "fence.FenceController".
   std::string health_name() const override;
-  // NETWORK_FENCE and GET_CLIENTS_TO_FENCE.
+  // NETWORK_FENCE (not GET_CLIENTS_TO_FENCE; see above).
   std::vector<identity::Capability> capabilities() const override;
   // One check, "fence store": StoreReadiness().
   std::vector<addons::ReadinessCheck> readiness_checks() override;

@@ -1,6 +1,8 @@
 // The FenceController of mizarmp-addons in node mode: GetFenceClients for this node only, the
 // way a CSI-Addons node plugin reports the clients on its node (the CSI-Addons controller asks
-// every CSIAddonsNode that advertises GET_CLIENTS_TO_FENCE). The answer is one ClientDetails
+// every CSIAddonsNode that advertises GET_CLIENTS_TO_FENCE, through that node's own sidecar, and
+// stores the answer under that CSIAddonsNode: kubernetes-csi-addons
+// internal/controller/csiaddons/csiaddonsnode_controller.go). The answer is one ClientDetails
 // whose id is this node's host id: the addresses of the attachment records in this node's state
 // dir (every record there is this node's, whatever host id the plugin wrote into it) and this
 // node's configured addresses. A "hostId" parameter naming another node gives an empty list.

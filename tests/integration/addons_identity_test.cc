@@ -207,9 +207,8 @@ TEST_F(IdentityServerTest, CapabilitiesInControllerMode) {
       got.insert("other:" + c.ShortDebugString());
     }
   }
-  EXPECT_EQ(got, (std::set<std::string>{"service:CONTROLLER_SERVICE", "fence:NETWORK_FENCE",
-                                        "fence:GET_CLIENTS_TO_FENCE"}));
-  EXPECT_EQ(resp.capabilities_size(), 3);  // no duplicates
+  EXPECT_EQ(got, (std::set<std::string>{"service:CONTROLLER_SERVICE", "fence:NETWORK_FENCE"}));
+  EXPECT_EQ(resp.capabilities_size(), 2);  // no duplicates
 }
 
 TEST_F(IdentityServerTest, NodeModeAdvertisesNodeService) {
@@ -684,7 +683,6 @@ TEST(AddonsIdentity, CapabilitiesAreTheUnionOfTheServices) {
   EXPECT_EQ(got,
             (std::vector<std::string>{"service { type: CONTROLLER_SERVICE }",
                                       "network_fence { type: NETWORK_FENCE }",
-                                      "network_fence { type: GET_CLIENTS_TO_FENCE }",
                                       "encryption_key_rotation { type: ENCRYPTIONKEYROTATION }"}));
   EXPECT_EQ(id.health_name(), "identity.Identity");
 }

@@ -62,16 +62,11 @@ class FakeComponent : public AddonsComponent {
   std::vector<std::string>* events_;
 };
 
-// The capabilities the FenceController advertises.
+// The capabilities the FenceController advertises in controller mode.
 inline std::vector<identity::Capability> NetworkFenceCapabilities() {
-  std::vector<identity::Capability> out;
-  for (auto type : {identity::Capability::NetworkFence::NETWORK_FENCE,
-                    identity::Capability::NetworkFence::GET_CLIENTS_TO_FENCE}) {
-    identity::Capability c;
-    c.mutable_network_fence()->set_type(type);
-    out.push_back(c);
-  }
-  return out;
+  identity::Capability c;
+  c.mutable_network_fence()->set_type(identity::Capability::NetworkFence::NETWORK_FENCE);
+  return {c};
 }
 
 }  // namespace mizarmp::addons::testing
