@@ -7,8 +7,8 @@ mizarmp_add_test(NAME addons_config_test SOURCES unit/addons_config_test.cc
 # drain and exit codes.
 mizarmp_add_test(NAME addons_identity_test SOURCES integration/addons_identity_test.cc
                  LIBS mizarmp_addons mizarmp_mock LABELS "integration;concurrency")
-# The binary is what the subprocess tests run.
-add_dependencies(addons_identity_test mizarmp-addons)
+# The binary is what the subprocess tests run; mizarmpctl stands in for the csi-addons sidecar.
+add_dependencies(addons_identity_test mizarmp-addons mizarmpctl)
 # grpc.health.v1.Health (addons/health.h): Check, Watch, shutdown with open watches, no
 # callback-queue threads, in process and in the binary.
 mizarmp_add_test(NAME addons_health_test SOURCES integration/addons_health_test.cc

@@ -41,6 +41,7 @@ case $MODE in
       "unknown kind example.com/v1 Unknown" "localhost/not-used names no container image" \
       "dials /csi/other.sock, but the server's endpoint is unix:///csi/mizarmp/csi-addons.sock" \
       "socket /csi/other.sock is on no volume both containers mount at one path" \
+      "runs as uid 0, the server as uid 65534" \
       "/spec/provisioner: other.example.com is no driver name of the server configs"; do
       grep -qF -- "$expected" <<<"$out" || { echo "FAIL: no problem reported for: $expected"; exit 1; }
     done

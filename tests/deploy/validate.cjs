@@ -180,7 +180,9 @@ function configFileOf(pod, container, file, configMaps) {
 
 // mizarmp-addons and its csi-addons sidecar meet at one socket: the server's "endpoint" (from
 // its --config file) must be what the sidecar dials (--csi-addons-address), on a volume both
-// containers mount at the same path. Otherwise the sidecar's first Probe fails and it exits.
+// containers mount at the same path, and the sidecar must run as the server's uid: the socket
+// is 0600 in the server's own 0700 directory, which only their owner reaches without
+// CAP_DAC_OVERRIDE. Otherwise the sidecar's first Probe fails and it exits.
 function checkSidecarSocket(file, obj, pod, configMaps) {
   const containers = pod.containers ?? [];
   const sidecar = containers.find((c) => argValue(c, "--csi-addons-address") !== undefined);
@@ -201,6 +203,12 @@ function checkSidecarSocket(file, obj, pod, configMaps) {
   const [a, b] = [mountHolding(server, dialed), mountHolding(sidecar, dialed)];
   if (!a || !b || a.name !== b.name || a.mountPath !== b.mountPath) {
     problem(file, obj, where, `socket ${dialed} is on no volume both containers mount at one path`);
+  }
+  // Neither image names a USER: root unless the pod or the container says otherwise.
+  const uid = (c) => c.securityContext?.runAsUser ?? pod.securityContext?.runAsUser ?? 0;
+  if (uid(sidecar) !== uid(server)) {
+    const why = "only the owner of the server's 0600 socket in its 0700 directory reaches it";
+    problem(file, obj, where, `runs as uid ${uid(sidecar)}, the server as uid ${uid(server)}: ${why}`);
   }
 }
 

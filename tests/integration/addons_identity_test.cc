@@ -845,6 +845,73 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   EXPECT_NE(::access(sock.c_str(), F_OK), 0) << "socket left behind";
 }
 
+// deploy/: the csi-addons sidecar reaches the server's socket (0600, in the server's own 0700
+// directory) by running as the server's uid, not through CAP_DAC_OVERRIDE, which it drops with
+// every other capability. mizarmpctl probe stands in for the sidecar, both processes started by
+// setpriv as the manifests start them: the controller's pair as 65534 (an emptyDir, 0777, holds
+// the server's directory), the node's as root; a client of another uid, or root without
+// capabilities next to a 65534 server, is refused.
+TEST(AddonsBinary, TheSidecarReachesTheSocketByOwnershipWithoutCapabilities) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as other users";
+  if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs setpriv (util-linux)";
+  auto mock = StartMock();
+  ASSERT_NE(mock, nullptr);
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::vector<std::string> no_caps = {"--inh-caps=-all", "--bounding-set=-all"};
+  auto as = [&](int uid, std::vector<std::string> argv) {
+    std::vector<std::string> out = {"/usr/bin/setpriv"};
+    if (uid != 0) {
+      out.insert(out.end(), {"--reuid=" + std::to_string(uid), "--regid=" + std::to_string(uid),
+                             "--clear-groups"});
+    }
+    out.insert(out.end(), no_caps.begin(), no_caps.end());
+    out.push_back("--");
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+  };
+  struct Case {
+    const char* what;
+    int server_uid;
+    int sidecar_uid;
+    int stranger_uid;
+  };
+  for (const Case& c : {Case{"controller", 65534, 65534, 0}, Case{"node", 0, 0, 65534}}) {
+    SCOPED_TRACE(c.what);
+    const std::string base = dir.path() + "/" + c.what;
+    ASSERT_TRUE(MakeDirs(base + "/csi", 0755).ok());
+    ASSERT_EQ(::chmod((base + "/csi").c_str(), 0777), 0);  // as an emptyDir is
+    ASSERT_TRUE(MakeDirs(base + "/lib", 0700).ok());
+    ASSERT_EQ(::chown((base + "/lib").c_str(), c.server_uid, c.server_uid), 0);
+    const std::string endpoint = "unix://" + base + "/csi/mizarmp/csi-addons.sock";
+    std::vector<std::string> server_argv = {mizarmp::testing::BinDir() + "/mizarmp-addons"};
+    server_argv.insert(server_argv.end(),
+                       {"--endpoint", endpoint, "--mpurl", mock->base_url(), "--fence-store",
+                        base + "/lib/fence.db", "--state-dir", base + "/cni"});
+    // The node's server is privileged: every capability.
+    if (c.server_uid != 0) server_argv = as(c.server_uid, server_argv);
+    mizarmp::testing::Daemon server;
+    ASSERT_TRUE(server.Start(server_argv, base + "/addons.log"));
+    const std::vector<std::string> probe = {
+        mizarmp::testing::BinDir() + "/mizarmpctl", "probe", "--endpoint", endpoint, "-o", "json"};
+    mizarmp::testing::ProcessResult sidecar;
+    for (int i = 0; i < 200; ++i) {
+      sidecar = mizarmp::testing::RunProcess(as(c.sidecar_uid, probe), {}, "", 30s);
+      if (sidecar.ok()) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(sidecar.ok()) << sidecar.Describe()
+                              << "\nlog: " << ReadFile(base + "/addons.log").value();
+    EXPECT_NE(sidecar.out.find("\"ready\": true"), std::string::npos) << sidecar.out;
+    const auto stranger = mizarmp::testing::RunProcess(as(c.stranger_uid, probe), {}, "", 30s);
+    EXPECT_FALSE(stranger.ok()) << stranger.Describe();
+    EXPECT_NE((stranger.out + stranger.err).find("ermission denied"), std::string::npos)
+        << stranger.Describe();
+    ASSERT_EQ(::kill(server.pid(), SIGTERM), 0);
+    EXPECT_NE(server.Wait(30s), -1);
+  }
+}
+
 TEST(AddonsBinary, BadConfigExitsTwo) {
   auto r = mizarmp::testing::RunProcess({mizarmp::testing::BinDir() + "/mizarmp-addons", "--mpurl",
                                          "http://127.0.0.1:1", "--drivername", "not_valid"},
