@@ -164,6 +164,23 @@ StrictReply SpringError(int status, const std::string& message, const std::strin
                                   {"path", path}}};
 }
 
+// RestPreconditions at 5ca01ef0: a create or an update names the port, its id and its
+// network_id, or it is an exception (500). Status 0 when they are there.
+StrictReply V01Preconditions(const json& body, const std::string& path) {
+  auto it = body.find("port");
+  if (it == body.end() || !it->is_object() || IsNull(*it, "id")) {
+    return SpringError(
+        500, "com.futurewei.alcor.controller.exception.ResourceNullException: Empty resource id",
+        path);
+  }
+  if (IsNull(*it, "network_id")) {
+    return SpringError(
+        500, "com.futurewei.alcor.controller.exception.ResourceNotFoundException: Resource not found",
+        path);
+  }
+  return StrictReply{0, json()};
+}
+
 StrictController::StrictController(const Options& options, Model& model)
     : options_(options), model_(model) {}
 
@@ -268,16 +285,7 @@ StrictReply StrictController::CreateAlcor(const std::string& project, const json
 StrictReply StrictController::CreateV01(const std::string& project, const json& body,
                                         const Faults& faults, const std::string& path) {
   auto it = body.find("port");
-  if (it == body.end() || !it->is_object() || IsNull(*it, "id")) {
-    return SpringError(
-        500, "com.futurewei.alcor.controller.exception.ResourceNullException: Empty resource id",
-        path);
-  }
-  if (IsNull(*it, "network_id")) {
-    return SpringError(
-        500, "com.futurewei.alcor.controller.exception.ResourceNotFoundException: Resource not found",
-        path);
-  }
+  if (StrictReply refused = V01Preconditions(body, path); refused.status != 0) return refused;
   json port = V01Record(*it);
   if (!port["id"].is_string() || !port["network_id"].is_string()) {
     return SpringError(400, "JSON parse error: id and network_id must be strings", path);
@@ -433,16 +441,7 @@ StrictReply StrictController::Update(const std::string& project, const std::stri
 StrictReply StrictController::UpdateV01(const std::string& project, const std::string& id,
                                         const json& body, const std::string& path) {
   auto it = body.find("port");
-  if (it == body.end() || !it->is_object() || IsNull(*it, "id")) {
-    return SpringError(
-        500, "com.futurewei.alcor.controller.exception.ResourceNullException: Empty resource id",
-        path);
-  }
-  if (IsNull(*it, "network_id")) {
-    return SpringError(
-        500, "com.futurewei.alcor.controller.exception.ResourceNotFoundException: Resource not found",
-        path);
-  }
+  if (StrictReply refused = V01Preconditions(body, path); refused.status != 0) return refused;
   std::lock_guard<std::mutex> lk(mu_);
   auto stored = documents_.find(id);
   if (stored == documents_.end()) {

@@ -930,7 +930,7 @@ class RawServer {
 ClientConfig RawConfig(const std::string& url) {
   ClientConfig c;
   c.base_url = url;
-  c.dialect = Dialect::kV01;
+  c.dialect = Dialect::kAlcor;  // the port list and the partial update these servers answer
   c.connect_timeout = milliseconds(1000);
   c.request_timeout = milliseconds(3000);
   c.max_attempts = 3;

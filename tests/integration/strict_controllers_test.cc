@@ -127,6 +127,11 @@ INSTANTIATE_TEST_SUITE_P(Generations, StrictControllerTest,
                                                                                       : "Alcor");
                          });
 
+// What only Alcor has (its row limit, its gateway's token, its VPC lookup).
+class StrictAlcorTest : public StrictControllerTest {};
+INSTANTIATE_TEST_SUITE_P(Generations, StrictAlcorTest, ::testing::Values(mock::Dialect::kAlcor),
+                         [](const auto&) { return std::string("Alcor"); });
+
 // --- contracts: what the real controllers answer ------------------------------------------------
 
 // v0.1 RestPreconditions: id and network_id are required, and their absence is an exception
@@ -214,8 +219,7 @@ TEST_P(StrictControllerTest, PortListsAsEachGenerationHasThem) {
 }
 
 // IgniteClientDbCache.getAll: RESULT_THRESHOLD_SIZE rows or more is a 500.
-TEST_P(StrictControllerTest, AlcorRefusesAListAtItsRowLimit) {
-  if (!alcor()) GTEST_SKIP() << "v0.1 lists a subnet's ports from Redis without a limit";
+TEST_P(StrictAlcorTest, AlcorRefusesAListAtItsRowLimit) {
   ASSERT_NO_FATAL_FAILURE(Start("", /*row_limit=*/2));
   ASSERT_EQ(Post(kPorts, PortBody("a"))->status, 201);
   EXPECT_EQ(http_->Get(kPorts)->status, 200);
@@ -282,8 +286,7 @@ TEST_P(StrictControllerTest, WhatAPartialUpdateDoes) {
 }
 
 // Alcor's API gateway with Keystone: X-Auth-Token, 401 without a body otherwise.
-TEST_P(StrictControllerTest, AlcorWantsXAuthToken) {
-  if (!alcor()) GTEST_SKIP() << "v0.1 has no authentication (no spring-security at 5ca01ef0)";
+TEST_P(StrictAlcorTest, AlcorWantsXAuthToken) {
   ASSERT_NO_FATAL_FAILURE(Start("s3cret"));
   EXPECT_EQ(Post(kPorts, PortBody("p1"))->status, 201);
   httplib::Client bearer("127.0.0.1", mock_->port());
@@ -350,8 +353,7 @@ TEST_P(StrictControllerTest, LostCreateAnswerLeavesOnePortAndOneAddress) {
 
 // A configuration error (network_id that is not a VPC) reaches the caller as what the
 // controller said, at once: no retries.
-TEST_P(StrictControllerTest, ConfigurationErrorsAreReportedNotRetried) {
-  if (!alcor()) GTEST_SKIP() << "v0.1 never looks network_id up";
+TEST_P(StrictAlcorTest, ConfigurationErrorsAreReportedNotRetried) {
   ASSERT_NO_FATAL_FAILURE(Start());
   auto mp = MakeClient(Config());
   ASSERT_NE(mp, nullptr);
@@ -394,8 +396,7 @@ TEST_P(StrictControllerTest, FencesTouchNeitherOtherProjectsNorTheNetworksPorts)
 }
 
 // With a token: X-Auth-Token to Alcor, and a wrong one is a clear error.
-TEST_P(StrictControllerTest, TokensAsTheGenerationWantsThem) {
-  if (!alcor()) GTEST_SKIP() << "v0.1 has no authentication";
+TEST_P(StrictAlcorTest, TokensAsTheGenerationWantsThem) {
   ASSERT_NO_FATAL_FAILURE(Start("s3cret"));
   auto mp = MakeClient(Config());
   ASSERT_NE(mp, nullptr);
