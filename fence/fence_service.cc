@@ -460,7 +460,8 @@ Status FenceService::AddPortListAddresses(const std::string& only, NodeAddresses
                   << Join(ports->unreadable);
   }
   for (const auto& port : ports->ports) {
-    if (port.host_id.empty() || !Wanted(only, port.host_id)) continue;
+    // A port the network owns (a router's) is no node's client, and no fence's to cut.
+    if (port.host_id.empty() || port.network_owned() || !Wanted(only, port.host_id)) continue;
     for (const auto& ip : PortIps(port)) by_node[port.host_id].push_back(HostCidr(ip));
   }
   return Status::Ok();

@@ -192,6 +192,10 @@ Result<json> StrictController::Allocate(const json& port, const Faults& faults) 
     auto it = port.find(key);
     if (it != port.end() && it->is_string()) item[key] = *it;
   }
+  // Alcor's IP manager gives a requested address (v0.1 takes the next one whatever is asked).
+  if (auto ips = port.find("fixed_ips"); alcor() && ips != port.end() && ips->is_array()) {
+    item["fixed_ips"] = *ips;
+  }
   auto made = model_.CreatePorts(json::array({item}), false, faults);
   if (!made.ok()) return made.status();
   return made->front();

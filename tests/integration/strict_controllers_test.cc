@@ -7,15 +7,18 @@
 // what a user of those controllers needs: an update that changes one member and no other, a
 // POST whose answer was lost that leaves one port and one address, a fence that never touches
 // another project's port or a port the network owns. The agent is off: no root needed.
+#include <grpcpp/server_context.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "common/fileutil.h"
 #include "common/strings.h"
+#include "fence/fence_service.h"
 #include "fence/plan.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
@@ -406,6 +409,84 @@ TEST_P(StrictAlcorTest, TokensAsTheGenerationWantsThem) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kUnauthenticated) << refused.status().ToString();
   EXPECT_TRUE(Contains(refused.status().message(), "HTTP 401")) << refused.status().message();
+}
+
+// --- the FenceController against them ----------------------------------------------------------
+
+// Fence and unfence through the FenceController: only the workload inside goes down (not the
+// router port nor another project's port in the same range), and after the unfence every port
+// reads exactly as before; GetFenceClients names the workload's node and address.
+TEST_P(StrictControllerTest, FenceAndUnfenceChangeOnlyTheProjectsWorkloads) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  auto mp = MakeClient(Config());
+  ASSERT_NE(mp, nullptr);
+  auto workload = mp->CreatePort(Spec("workload"));
+  ASSERT_TRUE(workload.ok()) << workload.status().ToString();
+  ASSERT_TRUE(mp->CreatePort(Spec("outside")).ok());
+  json router = PortBody("router");
+  router["port"]["device_owner"] = "network:router_interface";
+  ASSERT_EQ(Post(kPorts, router)->status, 201);
+  ASSERT_EQ(Post("/project/other-project/ports", PortBody("theirs", "other-project"))->status, 201);
+  const std::map<std::string, json> before = {{"workload", Document("workload")},
+                                              {"outside", Document("outside")},
+                                              {"router", Document("router")},
+                                              {"theirs", Document("theirs")}};
+  std::vector<std::string> cidrs;
+  for (const char* id : {"workload", "router", "theirs"}) {
+    cidrs.push_back(before.at(id)["fixed_ips"][0]["ip_address"].get<std::string>() + "/32");
+  }
+
+  fence::FenceOptions o;
+  o.mizarmp = Config();
+  o.state_dir = dir_.path() + "/cni";
+  o.fence_store = dir_.path() + "/fence.db";
+  o.use_port_list = true;
+  o.reconcile_interval = std::chrono::hours(1);
+  fence::FenceService service(o);
+  ASSERT_TRUE(service.StartAndWait().ok());
+
+  ::fence::FenceClusterNetworkRequest fence;
+  for (const auto& c : cidrs) fence.add_cidrs()->set_cidr(c);
+  ::fence::FenceClusterNetworkResponse fenced;
+  grpc::ServerContext fence_context;
+  grpc::Status s = service.FenceClusterNetwork(&fence_context, &fence, &fenced);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  for (const auto& [id, document] : before) {
+    json now = Document(id);
+    if (id == "workload") {
+      EXPECT_EQ(now["admin_state_up"], false);
+      now["admin_state_up"] = document["admin_state_up"];
+    }
+    EXPECT_EQ(now, document) << id;
+  }
+
+  ::fence::GetFenceClientsRequest ask;
+  ::fence::GetFenceClientsResponse clients;
+  grpc::ServerContext ask_context;
+  s = service.GetFenceClients(&ask_context, &ask, &clients);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(clients.clients_size(), 1) << clients.DebugString();
+  EXPECT_EQ(clients.clients(0).id(), "node-a");
+  // The two workloads' addresses (merged into the fewest CIDRs), not the router's nor theirs.
+  const auto answered = [&clients, &before](const char* id) {
+    const auto ip =
+        IpAddress::Parse(before.at(id)["fixed_ips"][0]["ip_address"].get<std::string>());
+    for (const auto& a : clients.clients(0).addresses()) {
+      if (Cidr::Parse(a.cidr())->Contains(*ip)) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(answered("workload") && answered("outside")) << clients.DebugString();
+  EXPECT_FALSE(answered("router")) << clients.DebugString();
+
+  ::fence::UnfenceClusterNetworkRequest unfence;
+  for (const auto& c : cidrs) unfence.add_cidrs()->set_cidr(c);
+  ::fence::UnfenceClusterNetworkResponse unfenced;
+  grpc::ServerContext unfence_context;
+  s = service.UnfenceClusterNetwork(&unfence_context, &unfence, &unfenced);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  for (const auto& [id, document] : before) EXPECT_EQ(Document(id), document) << id;
+  service.Stop();
 }
 
 }  // namespace
