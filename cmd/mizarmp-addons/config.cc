@@ -358,7 +358,8 @@ const std::vector<Key>& Keys() {
                 [](ServerConfig& c) -> bool& { return c.mizarmp.tls.insecure_skip_verify; }),
       PluginTlsKey(),
       StringKey("tokenFile", "FILE",
-                "bearer token for Mizar-MP, read from this file (never given literally)",
+                "token for Mizar-MP (X-Auth-Token for Alcor, else also a bearer token), read "
+                "from this file (never given literally)",
                 [](ServerConfig& c) -> std::string& { return c.mizarmp.token_file; }),
       StringKey("relaySocket", "PATH",
                 "node mode: relay the CNI plugin's requests to an https mpurl from this unix "
