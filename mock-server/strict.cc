@@ -17,19 +17,29 @@ namespace {
 // 5ca01ef0), in the order Jackson writes them; Spring's mapper writes null ones as null, and
 // the two primitive booleans default to false.
 const std::vector<std::string>& V01Members() {
-  static const std::vector<std::string> kMembers = {
-      "project_id",      "id",
-      "name",            "description",
-      "network_id",      "tenant_id",
-      "admin_state_up",  "mac_address",
-      "veth_name",       "fast_path",
-      "device_id",       "device_owner",
-      "status",          "fixed_ips",
-      "allowed_address_pairs", "extra_dhcp_opts",
-      "security_groups", "binding:host_id",
-      "binding:profile", "binding:vnic_type",
-      "network_ns",      "dns_name",
-      "dns_assignment"};
+  static const std::vector<std::string> kMembers = {"project_id",
+                                                    "id",
+                                                    "name",
+                                                    "description",
+                                                    "network_id",
+                                                    "tenant_id",
+                                                    "admin_state_up",
+                                                    "mac_address",
+                                                    "veth_name",
+                                                    "fast_path",
+                                                    "device_id",
+                                                    "device_owner",
+                                                    "status",
+                                                    "fixed_ips",
+                                                    "allowed_address_pairs",
+                                                    "extra_dhcp_opts",
+                                                    "security_groups",
+                                                    "binding:host_id",
+                                                    "binding:profile",
+                                                    "binding:vnic_type",
+                                                    "network_ns",
+                                                    "dns_name",
+                                                    "dns_assignment"};
   return kMembers;
 }
 
@@ -44,15 +54,43 @@ bool IsAlcorObject(const std::string& key) {
          key == "resource_request";
 }
 const std::vector<std::string>& AlcorMembers() {
-  static const std::vector<std::string> kMembers = {
-      "id", "project_id", "tenant_id", "name", "description", "network_id", "admin_state_up",
-      "mac_address", "veth_name", "fast_path", "device_id", "device_owner", "status", "fixed_ips",
-      "allowed_address_pairs", "extra_dhcp_opts", "security_groups", "binding:host_id",
-      "binding:profile", "binding:vif_details", "binding:vif_type", "binding:vnic_type",
-      "network_ns", "dns_name", "dns_domain", "dns_assignment", "create_at", "update_at",
-      "ip_allocation", "port_security_enabled", "qos_network_policy_id", "qos_policy_id",
-      "revision_number", "resource_request", "tags", "uplink_status_propagation",
-      "mac_learning_enabled"};
+  static const std::vector<std::string> kMembers = {"id",
+                                                    "project_id",
+                                                    "tenant_id",
+                                                    "name",
+                                                    "description",
+                                                    "network_id",
+                                                    "admin_state_up",
+                                                    "mac_address",
+                                                    "veth_name",
+                                                    "fast_path",
+                                                    "device_id",
+                                                    "device_owner",
+                                                    "status",
+                                                    "fixed_ips",
+                                                    "allowed_address_pairs",
+                                                    "extra_dhcp_opts",
+                                                    "security_groups",
+                                                    "binding:host_id",
+                                                    "binding:profile",
+                                                    "binding:vif_details",
+                                                    "binding:vif_type",
+                                                    "binding:vnic_type",
+                                                    "network_ns",
+                                                    "dns_name",
+                                                    "dns_domain",
+                                                    "dns_assignment",
+                                                    "create_at",
+                                                    "update_at",
+                                                    "ip_allocation",
+                                                    "port_security_enabled",
+                                                    "qos_network_policy_id",
+                                                    "qos_policy_id",
+                                                    "revision_number",
+                                                    "resource_request",
+                                                    "tags",
+                                                    "uplink_status_propagation",
+                                                    "mac_learning_enabled"};
   return kMembers;
 }
 
@@ -127,7 +165,8 @@ json WithPlaceholders(const json& document, const std::vector<std::string>& fiel
 // value to the field's type: exact equality.
 bool ValueMatches(const json& stored, const std::string& want) {
   if (stored.is_string()) return stored.get<std::string>() == want;
-  if (stored.is_boolean()) return (want == "true") == stored.get<bool>() && (want == "true" || want == "false");
+  if (stored.is_boolean())
+    return (want == "true") == stored.get<bool>() && (want == "true" || want == "false");
   if (stored.is_number_integer()) return std::to_string(stored.get<int64_t>()) == want;
   return false;
 }
@@ -175,7 +214,8 @@ StrictReply V01Preconditions(const json& body, const std::string& path) {
   }
   if (IsNull(*it, "network_id")) {
     return SpringError(
-        500, "com.futurewei.alcor.controller.exception.ResourceNotFoundException: Resource not found",
+        500,
+        "com.futurewei.alcor.controller.exception.ResourceNotFoundException: Resource not found",
         path);
   }
   return StrictReply{0, json()};
@@ -404,7 +444,8 @@ StrictReply StrictController::List(const std::multimap<std::string, std::string>
     return SpringError(500, "too many rows found!", path);
   }
   json ports = json::array();
-  for (auto& [id, document] : rows) ports.push_back(WithPlaceholders(Current(id, document), fields));
+  for (auto& [id, document] : rows)
+    ports.push_back(WithPlaceholders(Current(id, document), fields));
   return StrictReply{200, json{{"ports", std::move(ports)}}};
 }
 
@@ -517,9 +558,9 @@ StrictReply StrictController::Delete(const std::string& project, const std::stri
 StrictReply StrictController::GetSubnet(const std::string& id) const {
   auto subnet = model_.Subnet(id);
   if (!subnet.ok()) return StrictReply{200, json{{"subnet", nullptr}}};
-  json document = {{"id", subnet->id},          {"project_id", subnet->project_id},
-                   {"cidr", subnet->cidr},      {"gateway_ip", subnet->gateway_ip},
-                   {"name", "subnet"},          {"description", ""}};
+  json document = {{"id", subnet->id},     {"project_id", subnet->project_id},
+                   {"cidr", subnet->cidr}, {"gateway_ip", subnet->gateway_ip},
+                   {"name", "subnet"},     {"description", ""}};
   document[alcor() ? "network_id" : "vpc_id"] = subnet->network_id;
   if (alcor()) document["ip_version"] = subnet->ip_version;
   return StrictReply{200, json{{"subnet", std::move(document)}}};

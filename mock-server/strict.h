@@ -51,8 +51,8 @@ class StrictController {
   StrictReply List(const std::multimap<std::string, std::string>& query, const std::string& path);
   // v0.1's GET /project/{p}/subnet/{s}/ports.
   StrictReply ListOfSubnet(const std::string& project, const std::string& subnet);
-  StrictReply Update(const std::string& project, const std::string& id,
-                     const nlohmann::json& body, const std::string& path);
+  StrictReply Update(const std::string& project, const std::string& id, const nlohmann::json& body,
+                     const std::string& path);
   StrictReply Delete(const std::string& project, const std::string& id, const std::string& path);
   StrictReply GetSubnet(const std::string& id) const;
 

@@ -132,6 +132,7 @@ class FenceE2eTest : public ::testing::Test {
     client::ClientConfig cc;
     cc.base_url = mpurl_;
     cc.project_id = kProject;
+    cc.subnet_id = kSubnet;
     auto c = client::Client::Create(cc);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     mp_ = std::move(*c);
@@ -144,13 +145,30 @@ class FenceE2eTest : public ::testing::Test {
     host_.reset();
   }
 
+  std::vector<std::string> MockCommand(const std::string& port_file) const {
+    std::vector<std::string> command = {testing::BinDir() + "/mizarmp-mock",
+                                        "--listen",
+                                        "127.0.0.1:0",
+                                        "--port-file",
+                                        port_file,
+                                        "--agent",
+                                        "--bridge",
+                                        UniqueName("mzbr"),
+                                        "--agent-netns",
+                                        host_->path(),
+                                        "--cidr",
+                                        kSubnetCidr,
+                                        "--log-level",
+                                        "debug"};
+    if (alcor_) command.insert(command.end(), {"--dialect", "alcor", "--strict"});
+    return command;
+  }
+
   void StartMock() {
     const std::string port_file = dir_.path() + "/mock.port";
-    pid_t pid = testing::SpawnProcess(
-        {testing::BinDir() + "/mizarmp-mock", "--listen", "127.0.0.1:0", "--port-file", port_file,
-         "--agent", "--bridge", UniqueName("mzbr"), "--agent-netns", host_->path(), "--cidr",
-         kSubnetCidr, "--log-level", "debug"},
-        {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "", dir_.path() + "/mock.log");
+    pid_t pid =
+        testing::SpawnProcess(MockCommand(port_file), {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}},
+                              "", dir_.path() + "/mock.log");
     ASSERT_GT(pid, 0);
     mock_ = Child(pid);
     std::string port;
@@ -220,16 +238,18 @@ class FenceE2eTest : public ::testing::Test {
   }
 
   json PluginConfig(char node) const {
-    return json{{"cniVersion", "1.0.0"},
-                {"name", network_},
-                {"type", "mizarmp"},
-                {"mpurl", mpurl_},
-                {"project", kProject},
-                {"subnet", kSubnet},
-                {"hostId", std::string("node-") + node},
-                {"stateDir", StateDir(node)},
-                {"logLevel", "debug"},
-                {"timeouts", {{"readyMs", 10000}, {"nicMs", 10000}}}};
+    json config = {{"cniVersion", "1.0.0"},
+                   {"name", network_},
+                   {"type", "mizarmp"},
+                   {"mpurl", mpurl_},
+                   {"project", kProject},
+                   {"subnet", kSubnet},
+                   {"hostId", std::string("node-") + node},
+                   {"stateDir", StateDir(node)},
+                   {"logLevel", "debug"},
+                   {"timeouts", {{"readyMs", 10000}, {"nicMs", 10000}}}};
+    if (alcor_) config["networkId"] = client::kDefaultVpcId;  // Alcor's network_id is the VPC
+    return config;
   }
 
   ProcessResult Plugin(const std::string& command, char node, const std::string& container,
@@ -378,6 +398,76 @@ class FenceE2eTest : public ::testing::Test {
     ASSERT_EQ(rc, 0) << "POST /mock/faults: " << out;
   }
 
+  // Node A fenced by its clients' addresses: its pods cut off, B's not; a pod added to A later
+  // cut off by the reconcile; the unfence brings everything back.
+  void FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores() {
+    CreateCluster();
+    if (HasFatalFailure()) return;
+    StartAddons();
+    if (HasFatalFailure()) return;
+
+    // GetFenceClients: node A and node B, each with exactly its own addresses and its pods'.
+    auto clients = Clients();
+    ASSERT_EQ(clients.size(), 2u) << Log("addons.log");
+    ASSERT_EQ(clients.count("node-a"), 1u);
+    ASSERT_EQ(clients.count("node-b"), 1u);
+    std::set<std::string> want_a = Range(kNodeABlock);  // holds a1 and a2
+    want_a.insert(kNodeAAddress);
+    EXPECT_EQ(Expand(clients["node-a"]), want_a);
+    EXPECT_EQ(clients["node-a"],
+              (std::vector<std::string>{kNodeABlock, std::string(kNodeAAddress) + "/32"}));
+    EXPECT_EQ(Expand(clients["node-b"]), (std::set<std::string>{b1_.ip, kNodeBAddress}));
+    EXPECT_EQ(clients["node-b"].size(), 2u);
+    // The "hostId" parameter narrows the answer to one node.
+    auto only_b = Clients({{"hostId", "node-b"}});
+    ASSERT_EQ(only_b.size(), 1u);
+    EXPECT_EQ(only_b.begin()->first, "node-b");
+
+    // Fence node A: its ports go down at Mizar-MP, its pods lose the network, node B's pod
+    // stays reachable.
+    const std::vector<std::string> fence_a = clients["node-a"];
+    grpc::Status s = Fence(fence_a);
+    ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
+    EXPECT_FALSE(AdminUp(a1_.ip));
+    EXPECT_FALSE(AdminUp(a2_.ip));
+    EXPECT_TRUE(AdminUp(b1_.ip));
+    EXPECT_TRUE(NeverPings(a1_, b1_.ip));
+    EXPECT_TRUE(NeverPings(a2_, b1_.ip));
+    EXPECT_TRUE(NeverPings(b1_, a1_.ip));
+    EXPECT_TRUE(WaitFor([&] { return PingFromGateway(b1_.ip); }, std::chrono::seconds(10)))
+        << "node B's pod must stay reachable";
+    EXPECT_EQ(ListFences(), fence_a);
+    // Repeating the fence is harmless.
+    s = Fence(fence_a);
+    EXPECT_TRUE(s.ok()) << StatusText(s);
+    EXPECT_EQ(ListFences(), fence_a);
+
+    // A pod added to node A after the fence lands inside it and the reconcile disables it.
+    Pod a3 = AddPod('a', "a3");
+    ASSERT_FALSE(a3.ip.empty());
+    ASSERT_EQ(Range(kNodeABlock).count(a3.ip), 1u) << a3.ip;
+    EXPECT_TRUE(WaitAdmin(a3.ip, false, std::chrono::seconds(20)))
+        << "the reconcile did not disable " << a3.ip << "\n"
+        << Log("addons.log");
+    EXPECT_TRUE(NeverPings(a3, b1_.ip));
+    EXPECT_TRUE(AdminUp(b1_.ip));
+
+    // Unfence: every port of node A comes back, and so does the traffic.
+    s = Unfence(fence_a);
+    ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
+    EXPECT_TRUE(ListFences().empty());
+    EXPECT_TRUE(WaitAdmin(a1_.ip, true, std::chrono::seconds(20)));
+    EXPECT_TRUE(WaitAdmin(a2_.ip, true, std::chrono::seconds(20)));
+    EXPECT_TRUE(WaitAdmin(a3.ip, true, std::chrono::seconds(20)));
+    EXPECT_TRUE(EventuallyPings(a1_, b1_.ip));
+    EXPECT_TRUE(EventuallyPings(a2_, b1_.ip));
+    EXPECT_TRUE(EventuallyPings(a3, b1_.ip));
+    EXPECT_TRUE(EventuallyPings(b1_, a1_.ip));
+    // Unfencing what is not fenced is harmless.
+    s = Unfence(fence_a);
+    EXPECT_TRUE(s.ok()) << StatusText(s);
+  }
+
   // The common start: B1 on node B, then two pods on node A inside node A's block.
   void CreateCluster() {
     b1_ = AddPod('b', "b1");
@@ -398,6 +488,8 @@ class FenceE2eTest : public ::testing::Test {
     EXPECT_TRUE(EventuallyPings(b1_, a1_.ip));
   }
 
+  // The mock plays the real Alcor controller (--strict), whose agent takes a fenced port down.
+  bool alcor_ = false;
   testing::TempDir dir_;
   std::string network_ = "mzt-" + UniqueName("f");
   std::unique_ptr<ScopedNetns> host_;
@@ -412,71 +504,19 @@ class FenceE2eTest : public ::testing::Test {
 };
 
 TEST_F(FenceE2eTest, FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores) {
-  CreateCluster();
-  if (HasFatalFailure()) return;
-  StartAddons();
-  if (HasFatalFailure()) return;
+  FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores();
+}
 
-  // GetFenceClients: node A and node B, each with exactly its own addresses and its pods'.
-  auto clients = Clients();
-  ASSERT_EQ(clients.size(), 2u) << Log("addons.log");
-  ASSERT_EQ(clients.count("node-a"), 1u);
-  ASSERT_EQ(clients.count("node-b"), 1u);
-  std::set<std::string> want_a = Range(kNodeABlock);  // holds a1 and a2
-  want_a.insert(kNodeAAddress);
-  EXPECT_EQ(Expand(clients["node-a"]), want_a);
-  EXPECT_EQ(clients["node-a"],
-            (std::vector<std::string>{kNodeABlock, std::string(kNodeAAddress) + "/32"}));
-  EXPECT_EQ(Expand(clients["node-b"]), (std::set<std::string>{b1_.ip, kNodeBAddress}));
-  EXPECT_EQ(clients["node-b"].size(), 2u);
-  // The "hostId" parameter narrows the answer to one node.
-  auto only_b = Clients({{"hostId", "node-b"}});
-  ASSERT_EQ(only_b.size(), 1u);
-  EXPECT_EQ(only_b.begin()->first, "node-b");
+// The same against the real Alcor controller's behaviour (mock-server/strict.h): its list holds
+// every project's ports and its update merges, so what a fence changes must still be exactly
+// the ports' admin state.
+class FenceE2eOnAlcorTest : public FenceE2eTest {
+ protected:
+  FenceE2eOnAlcorTest() { alcor_ = true; }
+};
 
-  // Fence node A: its ports go down at Mizar-MP, its pods lose the network, node B's pod
-  // stays reachable.
-  const std::vector<std::string> fence_a = clients["node-a"];
-  grpc::Status s = Fence(fence_a);
-  ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
-  EXPECT_FALSE(AdminUp(a1_.ip));
-  EXPECT_FALSE(AdminUp(a2_.ip));
-  EXPECT_TRUE(AdminUp(b1_.ip));
-  EXPECT_TRUE(NeverPings(a1_, b1_.ip));
-  EXPECT_TRUE(NeverPings(a2_, b1_.ip));
-  EXPECT_TRUE(NeverPings(b1_, a1_.ip));
-  EXPECT_TRUE(WaitFor([&] { return PingFromGateway(b1_.ip); }, std::chrono::seconds(10)))
-      << "node B's pod must stay reachable";
-  EXPECT_EQ(ListFences(), fence_a);
-  // Repeating the fence is harmless.
-  s = Fence(fence_a);
-  EXPECT_TRUE(s.ok()) << StatusText(s);
-  EXPECT_EQ(ListFences(), fence_a);
-
-  // A pod added to node A after the fence lands inside it and the reconcile disables it.
-  Pod a3 = AddPod('a', "a3");
-  ASSERT_FALSE(a3.ip.empty());
-  ASSERT_EQ(Range(kNodeABlock).count(a3.ip), 1u) << a3.ip;
-  EXPECT_TRUE(WaitAdmin(a3.ip, false, std::chrono::seconds(20)))
-      << "the reconcile did not disable " << a3.ip << "\n"
-      << Log("addons.log");
-  EXPECT_TRUE(NeverPings(a3, b1_.ip));
-  EXPECT_TRUE(AdminUp(b1_.ip));
-
-  // Unfence: every port of node A comes back, and so does the traffic.
-  s = Unfence(fence_a);
-  ASSERT_TRUE(s.ok()) << StatusText(s) << "\n" << Log("addons.log");
-  EXPECT_TRUE(ListFences().empty());
-  EXPECT_TRUE(WaitAdmin(a1_.ip, true, std::chrono::seconds(20)));
-  EXPECT_TRUE(WaitAdmin(a2_.ip, true, std::chrono::seconds(20)));
-  EXPECT_TRUE(WaitAdmin(a3.ip, true, std::chrono::seconds(20)));
-  EXPECT_TRUE(EventuallyPings(a1_, b1_.ip));
-  EXPECT_TRUE(EventuallyPings(a2_, b1_.ip));
-  EXPECT_TRUE(EventuallyPings(a3, b1_.ip));
-  EXPECT_TRUE(EventuallyPings(b1_, a1_.ip));
-  // Unfencing what is not fenced is harmless.
-  s = Unfence(fence_a);
-  EXPECT_TRUE(s.ok()) << StatusText(s);
+TEST_F(FenceE2eOnAlcorTest, FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores) {
+  FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores();
 }
 
 TEST_F(FenceE2eTest, AcknowledgedFenceSurvivesKill9OfTheServer) {

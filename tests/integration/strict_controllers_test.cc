@@ -192,7 +192,8 @@ TEST_P(StrictControllerTest, CreateAnswersAtOnceAndASecondPostOverwrites) {
 TEST_P(StrictControllerTest, PortListsAsEachGenerationHasThem) {
   ASSERT_NO_FATAL_FAILURE(Start());
   ASSERT_EQ(Post(kPorts, PortBody("mine"))->status, 201);
-  ASSERT_EQ(Post("/project/other-project/ports", PortBody("theirs", "other-project"))->status, alcor() ? 201 : 201);
+  ASSERT_EQ(Post("/project/other-project/ports", PortBody("theirs", "other-project"))->status,
+            alcor() ? 201 : 201);
   auto list = http_->Get(kPorts);
   ASSERT_TRUE(list);
   if (!alcor()) {
@@ -265,9 +266,9 @@ TEST_P(StrictControllerTest, WhatAPartialUpdateDoes) {
   body["port"]["port_security_enabled"] = false;
   ASSERT_EQ(Post(kPorts, body)->status, 201);
   const json before = Document("p1");
-  auto partial = Put(kPorts + "/p1", json{{"port", {{"id", "p1"},
-                                                     {"network_id", NetworkId()},
-                                                     {"admin_state_up", false}}}});
+  auto partial =
+      Put(kPorts + "/p1",
+          json{{"port", {{"id", "p1"}, {"network_id", NetworkId()}, {"admin_state_up", false}}}});
   ASSERT_TRUE(partial);
   ASSERT_EQ(partial->status, 200) << partial->body;
   const json after = Document("p1");
@@ -281,8 +282,8 @@ TEST_P(StrictControllerTest, WhatAPartialUpdateDoes) {
   EXPECT_EQ(after["mac_address"], before["mac_address"]);
   EXPECT_EQ(after["port_security_enabled"], true);
   ASSERT_EQ(Put(kPorts + "/p1", json{{"port", {{"port_security_enabled", false}}}})->status, 200);
-  ASSERT_EQ(Put(kPorts + "/p1", json{{"port", {{"admin_state_up", true},
-                                               {"port_security_enabled", nullptr}}}})
+  ASSERT_EQ(Put(kPorts + "/p1",
+                json{{"port", {{"admin_state_up", true}, {"port_security_enabled", nullptr}}}})
                 ->status,
             200);
   EXPECT_EQ(Document("p1")["port_security_enabled"], false);
