@@ -124,7 +124,9 @@ NETNS="mze2e-$SUFFIX"
 ip netns add "$NETNS" || fail "ip netns add $NETNS"
 ip -n "$NETNS" link set lo up
 
-"$BIN_DIR/mizarmp-mock" --listen 127.0.0.1:0 --port-file "$WORK/mock.port" --agent \
+# --strict: the controller answers as the real v0.1 one does (alcor@5ca01ef0: POST answers UP,
+# the only port list is a subnet's, MACs unpadded; mock-server/strict.h).
+"$BIN_DIR/mizarmp-mock" --strict --listen 127.0.0.1:0 --port-file "$WORK/mock.port" --agent \
   --bridge "$BRIDGE" --agent-netns "/run/netns/$NETNS" --cidr "$CIDR" --gateway "$GATEWAY" \
   --log-file "$WORK/mock.log" >"$WORK/mock.out" 2>"$WORK/mock.err" &
 MOCK_PID=$!
@@ -149,10 +151,15 @@ mz_write_conflist "$ROOT/conf/mizarmp.conflist" "$MZ_CNI_CONF_DIR/$NET.conflist"
   fail "conf/mizarmp.conflist does not chain mizarmp, portmap, bandwidth"
 
 # --- helpers over the controller and the host -------------------------------------------------
-ports_json() { mz_http GET "$URL/project/$PROJECT/ports"; }
+# v0.1's one port list, an object keyed by port id, as {"ports": [...]}.
+ports_json() {
+  mz_http GET "$URL/project/$PROJECT/subnet/$SUBNET/ports" |
+    mz_python -c 'import json, sys; print(json.dumps({"ports": list(json.load(sys.stdin).values())}))'
+}
 port_count() { ports_json | mz_json 'len(d["ports"])'; }
 port_ips() { ports_json | mz_json '[ip["ip_address"] for p in d["ports"] for ip in p.get("fixed_ips", [])]'; }
-port_mac_of() { ports_json | mz_json "[p['mac_address'] for p in d['ports'] if any(i['ip_address'] == '$1' for i in p.get('fixed_ips', []))]"; }
+# Padded, as the plugin reports it: v0.1 writes each byte without its leading zero.
+port_mac_of() { ports_json | mz_json "[':'.join(g.zfill(2) for g in p['mac_address'].split(':')) for p in d['ports'] if any(i['ip_address'] == '$1' for i in p.get('fixed_ips', []))]"; }
 records() { find "$STATE" -type f | sort; }
 agent_veths() { ip -n "$NETNS" -o link show type veth; }
 cni_cache() { # libcni's result cache is global: look only at this test's containers

@@ -125,6 +125,7 @@ class CriTest : public ::testing::Test {
   // The mock serves on the node's loopback, where containerd's plugins reach it.
   void StartMockInNode() {
     mock::Options o;
+    o.strict = true;  // as the real v0.1 controller answers (mock-server/strict.h)
     o.agent = true;
     o.agent_netns = node_->path();
     o.bridge = UniqueName("mzcbr");
@@ -449,16 +450,19 @@ TEST_F(CriTest, BandwidthAnnotationsShapeThePodsHostInterface) {
 
 TEST_F(CriTest, FailedAddLeavesNothing) {
   mock::Faults faults;
-  faults.fail_ready = true;  // the controller's port goes to ERROR instead of ready
+  // The agent cannot program the port: v0.1 pushes the goal state before it answers the
+  // POST, so the POST fails (500, the controller's message in its Spring error body).
+  faults.fail_ready = true;
   mock_->SetFaults(faults);
   std::string id;
   grpc::Status st = RunPodSandbox(PodConfig("pod-doomed"), &id);
   ASSERT_FALSE(st.ok()) << "RunPodSandbox succeeded with sandbox " << id;
-  // The plugin's own words reach kubelet.
-  EXPECT_NE(st.error_message().find("plugin type=\"mizarmp\" failed (add): port "),
+  // The plugin's own words, and the controller's, reach kubelet.
+  EXPECT_NE(st.error_message().find("plugin type=\"mizarmp\" failed (add): POST "),
             std::string::npos)
       << st.error_message();
-  EXPECT_NE(st.error_message().find(" failed: status ERROR"), std::string::npos)
+  EXPECT_NE(st.error_message().find("HTTP 500: goal state could not be programmed on the host"),
+            std::string::npos)
       << st.error_message();
   ExpectNothingLeft("after the failed RunPodSandbox");
 
