@@ -41,7 +41,7 @@
 #include "addons/driver.h"
 #include "addons/service.h"
 #include "common/status.h"
-#include "identity.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
 
 // Declared only, as in addons/metrics.h.

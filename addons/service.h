@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "identity.pb.h"
+#include "identity/identity.pb.h"
 
 namespace grpc {
 class Service;

@@ -35,8 +35,8 @@
 
 #include "bench/grpc_support.h"
 #include "bench/support.h"
-#include "fence.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 #include "records/records.h"
 
 namespace mb = mizarmp::bench;

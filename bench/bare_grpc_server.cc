@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "fence.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 
 namespace {
 

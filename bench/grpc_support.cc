@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "identity.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 
 namespace mizarmp::bench {
 

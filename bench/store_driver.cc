@@ -25,7 +25,7 @@
 #include "bench/grpc_support.h"
 #include "bench/support.h"
 #include "common/flags.h"
-#include "fence.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
 
 namespace mb = mizarmp::bench;
 namespace fs = std::filesystem;

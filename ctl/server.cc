@@ -6,8 +6,8 @@
 #include "addons/secrets.h"
 #include "addons/server.h"
 #include "common/fileutil.h"
-#include "fence.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 
 namespace mizarmp::ctl {
 namespace {

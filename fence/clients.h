@@ -14,7 +14,7 @@
 
 #include "common/ipaddr.h"
 #include "common/status.h"
-#include "fence.pb.h"
+#include "fence/fence.pb.h"
 #include "records/cache.h"
 
 namespace mizarmp::fence {

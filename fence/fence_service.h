@@ -85,10 +85,10 @@
 
 #include "addons/service.h"
 #include "common/status.h"
-#include "fence.grpc.pb.h"
 #include "fence/cidrset.h"
 #include "fence/clients.h"
 #include "fence/enforcer.h"
+#include "fence/fence.grpc.pb.h"
 #include "fence/leadership.h"
 #include "fence/metrics.h"
 #include "fence/options.h"

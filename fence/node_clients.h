@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "addons/service.h"
-#include "fence.grpc.pb.h"
 #include "fence/clients.h"
+#include "fence/fence.grpc.pb.h"
 #include "fence/options.h"
 
 namespace mizarmp::fence {

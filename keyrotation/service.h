@@ -17,7 +17,7 @@
 
 #include "addons/service.h"
 #include "common/status.h"
-#include "encryptionkeyrotation.grpc.pb.h"
+#include "encryptionkeyrotation/encryptionkeyrotation.grpc.pb.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
 #include "keyrotation/options.h"

@@ -2,6 +2,8 @@
 // the server's socket handling, health service and service lifecycle, and the mizarmp-addons
 // binary's shutdown.
 #include <arpa/inet.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
@@ -28,9 +30,9 @@
 #include "common/fd.h"
 #include "common/fileutil.h"
 #include "common/version.h"
-#include "encryptionkeyrotation.grpc.pb.h"
-#include "fence.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "encryptionkeyrotation/encryptionkeyrotation.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 #include "mock-server/mock.h"
 #include "tests/integration/fake_addons_service.h"
 #include "tests/support/support.h"
@@ -602,6 +604,85 @@ TEST_F(IdentityServerTest, ReflectionListsServices) {
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
   EXPECT_NE(resp->find("identity.Identity"), std::string::npos);
   EXPECT_NE(resp->find("grpc.health.v1.Health"), std::string::npos);
+}
+
+// The FileDescriptorProtos a reflection answer for `symbol` carries, the file defining it first
+// and then its dependencies. ServerReflectionRequest{file_containing_symbol = 4}; the answer's
+// file_descriptor_response (4) holds repeated bytes file_descriptor_proto (1). Parsed as unknown
+// fields: the reflection protos' generated code is not in Debian's packages.
+Result<std::vector<google::protobuf::FileDescriptorProto>> ReflectedFiles(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& symbol) {
+  std::string request = {0x22, static_cast<char>(symbol.size())};  // symbols under 128 bytes
+  request += symbol;
+  MZ_ASSIGN_OR_RETURN(
+      std::string bytes,
+      RawUnaryCall(channel, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                   request));
+  google::protobuf::UnknownFieldSet answer;
+  if (!answer.ParseFromString(bytes)) return InternalError("reflection: unparsable answer");
+  std::vector<google::protobuf::FileDescriptorProto> files;
+  for (int i = 0; i < answer.field_count(); ++i) {
+    const google::protobuf::UnknownField& field = answer.field(i);
+    if (field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) continue;
+    if (field.number() == 7) return NotFoundError("reflection: error response for " + symbol);
+    if (field.number() != 4) continue;
+    google::protobuf::UnknownFieldSet response;
+    if (!response.ParseFromString(field.length_delimited())) {
+      return InternalError("reflection: unparsable file_descriptor_response");
+    }
+    for (int j = 0; j < response.field_count(); ++j) {
+      if (response.field(j).number() != 1) continue;
+      google::protobuf::FileDescriptorProto file;
+      if (!file.ParseFromString(response.field(j).length_delimited())) {
+        return InternalError("reflection: unparsable FileDescriptorProto");
+      }
+      files.push_back(std::move(file));
+    }
+  }
+  return files;
+}
+
+// proto/ is the include root, so the CSI-Addons descriptors carry the file names, packages and
+// go_package options of csi-addons/spec (which protoc compiles from its repository root): what a
+// client sees through gRPC reflection, and the generated pool.
+TEST_F(IdentityServerTest, ReflectionNamesTheProtoFilesAsTheSpecDoes) {
+  StartServer(OptionsFor(mock_->base_url()));
+  struct Expected {
+    const char* symbol;
+    const google::protobuf::FileDescriptor* generated;
+    const char* file;
+    const char* package;
+    const char* go_package;
+    const char* first_dependency;
+  };
+  const Expected expected[] = {
+      {"identity.Identity", identity::ProbeRequest::descriptor()->file(), "identity/identity.proto",
+       "identity", ".;identity", "google/protobuf/wrappers.proto"},
+      {"fence.FenceController", ::fence::CIDR::descriptor()->file(), "fence/fence.proto", "fence",
+       "github.com/csi-addons/spec/lib/go/fence",
+       "github.com/container-storage-interface/spec/lib/go/csi/csi.proto"},
+      {"encryptionkeyrotation.EncryptionKeyRotationController",
+       encryptionkeyrotation::EncryptionKeyRotateRequest::descriptor()->file(),
+       "encryptionkeyrotation/encryptionkeyrotation.proto", "encryptionkeyrotation",
+       "github.com/csi-addons/spec/lib/go/encryptionkeyrotation",
+       "github.com/container-storage-interface/spec/lib/go/csi/csi.proto"},
+  };
+  auto channel = Dial(server_->address());
+  for (const Expected& e : expected) {
+    SCOPED_TRACE(e.symbol);
+    EXPECT_EQ(e.generated->name(), e.file);
+    auto files = ReflectedFiles(channel, e.symbol);
+    ASSERT_TRUE(files.ok()) << files.status().ToString();
+    ASSERT_FALSE(files->empty());
+    const google::protobuf::FileDescriptorProto& file = files->front();
+    EXPECT_EQ(file.name(), e.file);
+    EXPECT_EQ(file.package(), e.package);
+    EXPECT_EQ(file.options().go_package(), e.go_package);
+    ASSERT_GE(file.dependency_size(), 1);
+    EXPECT_EQ(file.dependency(0), e.first_dependency);
+  }
+  // Capability.VolumeReplication.Type as the spec has it now.
+  EXPECT_EQ(identity::Capability::VolumeReplication::GET_REPLICATION_DESTINATION_INFO, 2);
 }
 
 TEST_F(IdentityServerTest, ShutdownRemovesSocket) {

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "common/fileutil.h"
-#include "fence.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
 #include "health.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"

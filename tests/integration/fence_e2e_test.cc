@@ -20,8 +20,8 @@
 
 #include "common/fileutil.h"
 #include "common/ipaddr.h"
-#include "fence.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "fence/fence.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
 #include "tests/support/support.h"
 

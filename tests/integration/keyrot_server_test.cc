@@ -16,8 +16,8 @@
 
 #include "addons/server.h"
 #include "common/fileutil.h"
-#include "encryptionkeyrotation.grpc.pb.h"
-#include "identity.grpc.pb.h"
+#include "encryptionkeyrotation/encryptionkeyrotation.grpc.pb.h"
+#include "identity/identity.grpc.pb.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
 #include "keyrotation/service.h"

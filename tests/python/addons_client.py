@@ -29,19 +29,27 @@ import grpc
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
 
+# Paths under proto/, the include root: the CSI-Addons protos sit where csi-addons/spec has them.
 PROTO_FILES = [
-    "identity.proto",
-    "fence.proto",
-    "encryptionkeyrotation.proto",
+    "identity/identity.proto",
+    "fence/fence.proto",
+    "encryptionkeyrotation/encryptionkeyrotation.proto",
     "health.proto",
     "github.com/container-storage-interface/spec/lib/go/csi/csi.proto",
 ]
-STUB_MODULES = [
-    "identity_pb2", "identity_pb2_grpc",
-    "fence_pb2", "fence_pb2_grpc",
-    "encryptionkeyrotation_pb2", "encryptionkeyrotation_pb2_grpc",
-    "health_pb2", "health_pb2_grpc",
-]
+# The generated modules (named by their .proto's path, so "identity/identity.proto" gives
+# identity.identity_pb2, a module of the namespace package identity) and the attribute of the
+# namespace generate_stubs() returns each under.
+STUB_MODULES = {
+    "identity_pb2": "identity.identity_pb2",
+    "identity_pb2_grpc": "identity.identity_pb2_grpc",
+    "fence_pb2": "fence.fence_pb2",
+    "fence_pb2_grpc": "fence.fence_pb2_grpc",
+    "encryptionkeyrotation_pb2": "encryptionkeyrotation.encryptionkeyrotation_pb2",
+    "encryptionkeyrotation_pb2_grpc": "encryptionkeyrotation.encryptionkeyrotation_pb2_grpc",
+    "health_pb2": "health_pb2",
+    "health_pb2_grpc": "health_pb2_grpc",
+}
 
 # The seed's one-box ids, which mizarmp-mock serves by default.
 DEFAULT_PROJECT = "3dda2801-d675-4688-a63f-dcda8d327f50"
@@ -82,12 +90,19 @@ def generate_stubs(out_dir):
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise RuntimeError(f"grpc_tools.protoc failed ({run.returncode}): {run.stderr}")
+    # Regular packages, so a same-named directory elsewhere on sys.path (the repository's fence/
+    # when run from its root) cannot join them as a namespace package.
+    for module in STUB_MODULES.values():
+        if "." in module:
+            init = os.path.join(out_dir, module.split(".")[0], "__init__.py")
+            if not os.path.exists(init):
+                open(init, "w", encoding="ascii").close()
     if out_dir not in sys.path:
         sys.path.insert(0, out_dir)
     importlib.invalidate_caches()
     ns = types.SimpleNamespace()
-    for name in STUB_MODULES:
-        setattr(ns, name, importlib.import_module(name))
+    for name, module in STUB_MODULES.items():
+        setattr(ns, name, importlib.import_module(module))
     return ns
 
 
