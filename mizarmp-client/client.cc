@@ -908,13 +908,12 @@ Status Client::DeletePort(const std::string& port_id) {
 
 Result<PortList> Client::ListPorts(const std::map<std::string, std::string>& filters,
                                    const std::vector<std::string>& fields) {
-  Result<PortList> list = InternalError("no list");
-  if (generation_found() == Dialect::kV01) {
-    list = impl_->ListOfSubnet(filters);
-  } else {
-    list = impl_->ListAll(filters, fields);
-    if (list.ok() && !impl_->generation) impl_->generation = Dialect::kAlcor;
-    if (!list.ok() && impl_->list_refused && config_.dialect == Dialect::kAuto) {
+  Result<PortList> list = generation_found() == Dialect::kV01 ? impl_->ListOfSubnet(filters)
+                                                              : impl_->ListAll(filters, fields);
+  if (generation_found() == Dialect::kAuto) {  // this list tells
+    if (list.ok()) {
+      impl_->generation = Dialect::kAlcor;
+    } else if (impl_->list_refused) {
       impl_->generation = Dialect::kV01;
       MZ_LOG(kInfo) << impl_->base << " has no port list (HTTP 405): a v0.1 controller, listing "
                     << "the ports of subnet " << config_.subnet_id;
