@@ -574,18 +574,20 @@ struct Client::Impl {
                            ": response is not a JSON object: " + Excerpt(r.body));
     }
     PortList list;
-    for (const auto& [key, value] : r.doc.items()) {
-      const auto matches = [&value](const auto& filter) {
-        auto member = value.find(filter.first);
-        return value.is_object() && member != value.end() && member->is_string() &&
+    for (const auto& entry : r.doc.items()) {
+      const json& port_doc = entry.value();
+      const auto matches = [&port_doc](const auto& filter) {
+        auto member = port_doc.find(filter.first);
+        return port_doc.is_object() && member != port_doc.end() && member->is_string() &&
                member->template get<std::string>() == filter.second;
       };
       if (!std::all_of(filters.begin(), filters.end(), matches)) continue;
-      auto port = PortFromJson(value);
+      auto port = PortFromJson(port_doc);
       if (port.ok()) {
         list.ports.push_back(std::move(port).value());
       } else {
-        list.unreadable.push_back("ports[" + Quoted(key) + "]: " + port.status().message());
+        list.unreadable.push_back("ports[" + Quoted(entry.key()) + "]: " +
+                                  port.status().message());
       }
     }
     return list;
