@@ -1,6 +1,8 @@
 #include "keyrotation/resolve.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -166,6 +168,27 @@ Result<std::string> DeviceUnderMapper(const std::string& device, const ResolveOp
   return FailedPreconditionError("device-mapper stack under " + Quoted(device) + " is too deep");
 }
 
+std::string KernelDeviceNode(const std::string& path, const ResolveOptions& options) {
+  if (Canonical(path).starts_with(Canonical(options.dev_dir) + "/")) return path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) return path;
+  const std::string link = options.sys_dev_block_dir + "/" + std::to_string(major(st.st_rdev)) +
+                           ":" + std::to_string(minor(st.st_rdev));
+  char target[PATH_MAX];
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+  if (n <= 0) return path;
+  const std::string name = BaseName(std::string(target, static_cast<size_t>(n)));
+  if (name.empty() || name == "." || name == "..") return path;
+  const std::string node = options.dev_dir + "/" + name;
+  struct stat node_st {};
+  if (::stat(node.c_str(), &node_st) != 0 || !S_ISBLK(node_st.st_mode) ||
+      node_st.st_rdev != st.st_rdev) {
+    return path;
+  }
+  MZ_LOG(kDebug) << Quoted(path) << " is the block device " << node;
+  return node;
+}
+
 Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType access,
                                       const ResolveOptions& options) {
   if (volume_path.empty()) return InvalidArgumentError("volume_path: empty");
@@ -189,7 +212,9 @@ Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType
     return InvalidArgumentError("volume_path " + Quoted(volume_path) +
                                 " is not a directory but volume_capability says mount access");
   }
-  if (S_ISBLK(st.st_mode)) return DeviceUnderMapper(volume_path, options);
+  if (S_ISBLK(st.st_mode)) {
+    return DeviceUnderMapper(KernelDeviceNode(volume_path, options), options);
+  }
   return volume_path;
 }
 

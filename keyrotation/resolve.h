@@ -1,6 +1,9 @@
 // Finding the LUKS device behind a CSI volume_path on the node.
 //
-//   block volume       volume_path is the LUKS device (or an image file) itself
+//   block volume       volume_path is the LUKS device (or an image file) itself; a device node
+//                      outside dev_dir (one a CSI driver bound at kubelet's publish path) is
+//                      taken by its kernel name (/sys/dev/block/MAJ:MIN), so the stack below
+//                      is followed as for the node in /dev
 //   filesystem volume  volume_path is a mount point: the mount table gives the mounted device;
 //                      when that is a device-mapper device (/dev/mapper/NAME, /dev/dm-N), the
 //                      stack is followed down to its dm-crypt layer (/sys/block/dm-N/dm/uuid
@@ -25,6 +28,7 @@ struct ResolveOptions {
   // /proc/self/mountinfo format, or /proc/mounts (fstab-like) format.
   std::string mount_table = kDefaultMountTable;
   std::string sys_block_dir = "/sys/block";  // the sysfs tree /sys/block/dm-N/{dm/uuid,slaves}
+  std::string sys_dev_block_dir = "/sys/dev/block";  // MAJ:MIN -> the device's sysfs directory
   std::string dev_dir = "/dev";
 };
 
@@ -34,6 +38,12 @@ struct ResolveOptions {
 // followed (e.g. a device-mapper device with several underlying devices).
 Result<std::string> ResolveLuksDevice(const std::string& volume_path, AccessType access,
                                       const ResolveOptions& options);
+
+// The node in dev_dir, under the kernel's name, of the block device at `path` when `path` lies
+// outside dev_dir (its MAJ:MIN looked up in sys_dev_block_dir): a device node a CSI driver made
+// or bound at a kubelet path has a name of its own, under which sys_block_dir knows nothing.
+// `path` itself when it is in dev_dir, is no block device, or no node in dev_dir has its number.
+std::string KernelDeviceNode(const std::string& path, const ResolveOptions& options);
 
 // The device mounted on `mount_point` according to `mount_table` (the last mount wins, as
 // later mounts shadow earlier ones). NOT_FOUND when nothing is mounted there.

@@ -1,14 +1,18 @@
 // Helpers for the key rotation tests: LUKS2 image files made with libcryptsetup (cheap PBKDF2),
-// checks of which keys open a header and how a keyslot derives its key, and RotationHooks a
-// test fills in.
+// loop devices over them, checks of which keys open a header and how a keyslot derives its
+// key, and RotationHooks a test fills in.
 #pragma once
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <libcryptsetup.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -33,6 +37,71 @@ inline void MakeLuksImage(const std::string& path, const std::string& passphrase
   const Status s = FormatLuks2(path, passphrase, PbkdfOptions::CheapForTests());
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
+
+// `image` attached to a free loop device (root and the loop driver), detached when this is
+// destroyed or the process dies (LO_FLAGS_AUTOCLEAR). device() is empty and error() says why
+// when it could not be attached.
+class ScopedLoopDevice {
+ public:
+  explicit ScopedLoopDevice(const std::string& image) {
+    if (::geteuid() != 0) {
+      error_ = "not root";
+      return;
+    }
+    UniqueFd control(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
+    if (!control.valid()) {
+      error_ = std::string("/dev/loop-control: ") + std::strerror(errno);
+      return;
+    }
+    UniqueFd backing(::open(image.c_str(), O_RDWR | O_CLOEXEC));
+    if (!backing.valid()) {
+      error_ = image + ": " + std::strerror(errno);
+      return;
+    }
+    for (int attempt = 0; attempt < 16; ++attempt) {  // another process may take the free one
+      const int n = ::ioctl(control.get(), LOOP_CTL_GET_FREE);
+      if (n < 0) {
+        error_ = std::string("LOOP_CTL_GET_FREE: ") + std::strerror(errno);
+        return;
+      }
+      const std::string device = "/dev/loop" + std::to_string(n);
+      UniqueFd fd(::open(device.c_str(), O_RDWR | O_CLOEXEC));
+      if (!fd.valid()) {
+        error_ = device + ": " + std::strerror(errno);
+        return;
+      }
+      if (::ioctl(fd.get(), LOOP_SET_FD, backing.get()) != 0) {
+        if (errno == EBUSY) continue;
+        error_ = "LOOP_SET_FD " + device + ": " + std::strerror(errno);
+        return;
+      }
+      loop_info64 info{};
+      info.lo_flags = LO_FLAGS_AUTOCLEAR;
+      if (::ioctl(fd.get(), LOOP_SET_STATUS64, &info) != 0) {
+        error_ = "LOOP_SET_STATUS64 " + device + ": " + std::strerror(errno);
+        ::ioctl(fd.get(), LOOP_CLR_FD, 0);
+        return;
+      }
+      fd_ = std::move(fd);
+      device_ = device;
+      return;
+    }
+    error_ = "no free loop device";
+  }
+  ~ScopedLoopDevice() {
+    if (fd_.valid()) ::ioctl(fd_.get(), LOOP_CLR_FD, 0);
+  }
+  ScopedLoopDevice(const ScopedLoopDevice&) = delete;
+  ScopedLoopDevice& operator=(const ScopedLoopDevice&) = delete;
+
+  const std::string& device() const { return device_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  UniqueFd fd_;
+  std::string device_;
+  std::string error_;
+};
 
 // Whether `key` opens the LUKS2 header of `path` (a fresh libcryptsetup context each time).
 inline bool Opens(const std::string& path, const std::string& key) {

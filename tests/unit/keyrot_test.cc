@@ -3,6 +3,7 @@
 #include <libcryptsetup.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ using testing::KeyslotPbkdf;
 using testing::MakeImageFile;
 using testing::MakeLuksImage;
 using testing::Opens;
+using testing::ScopedLoopDevice;
 
 mode_t ModeOf(const std::string& path) {
   struct stat st {};
@@ -284,6 +286,59 @@ TEST_F(KeyRotTest, LogicalVolumeOnTwoDisksWithoutCryptLayerIsRefused) {
   EXPECT_EQ(dev.status().code(), Code::kFailedPrecondition) << dev.status().ToString();
   EXPECT_NE(dev.status().message().find("spans 2 devices"), std::string::npos)
       << dev.status().ToString();
+}
+
+// A block volume's device node made or bound outside /dev (what a CSI driver puts at kubelet's
+// publish path for a pod) is taken by the node's own name for it, found through /sys/dev/block,
+// and only when /dev has a node with its device number; a node in /dev, or a file, stays as is.
+TEST_F(KeyRotTest, BlockDeviceNodeOutsideDevResolvesByItsKernelName) {
+  ScopedLoopDevice loop(image_);
+  if (loop.device().empty()) GTEST_SKIP() << "no loop device: " << loop.error();
+  struct stat st {};
+  ASSERT_EQ(::stat(loop.device().c_str(), &st), 0);
+  const std::string node = tmp_.path() + "/publish-pod-1";
+  ASSERT_EQ(::mknod(node.c_str(), S_IFBLK | 0600, st.st_rdev), 0) << std::strerror(errno);
+  ResolveOptions o = options_.resolve;
+  o.dev_dir = "/dev";
+  EXPECT_EQ(KernelDeviceNode(node, o), loop.device());
+  EXPECT_EQ(KernelDeviceNode(loop.device(), o), loop.device());
+  EXPECT_EQ(KernelDeviceNode(image_, o), image_);
+  auto dev = ResolveLuksDevice(node, AccessType::kBlock, o);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(*dev, loop.device());
+  o.dev_dir = tmp_.path() + "/dev";  // no node with its number there
+  EXPECT_EQ(KernelDeviceNode(node, o), node);
+  o.dev_dir = "/dev";
+  o.sys_dev_block_dir = tmp_.path() + "/no-sys";
+  EXPECT_EQ(KernelDeviceNode(node, o), node);
+}
+
+// The same for a dm-crypt mapping bound outside /dev (the plaintext device a driver binds for a
+// pod): followed down its /sys slaves to the device holding the LUKS header, which rotates.
+// A fake /sys and /dev; the device nodes (a number no device has) are never opened.
+TEST_F(KeyRotTest, DmCryptMappingBoundOutsideDevResolvesToTheDeviceUnderIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make device nodes";
+  ResolveOptions& o = options_.resolve;
+  o.sys_dev_block_dir = tmp_.path() + "/sys/dev/block";
+  const dev_t number = makedev(253, 77);
+  ASSERT_TRUE(MakeDirs(o.dev_dir).ok());
+  ASSERT_EQ(::mknod((o.dev_dir + "/dm-77").c_str(), S_IFBLK | 0600, number), 0)
+      << std::strerror(errno);
+  FakeDmDevice(o, "dm-77", "CRYPT-LUKS2-0123456789abcdef0123456789abcdef-pvc-1", {"sdq"});
+  ASSERT_EQ(::symlink(image_.c_str(), (o.dev_dir + "/sdq").c_str()), 0);
+  ASSERT_TRUE(MakeDirs(o.sys_dev_block_dir).ok());
+  ASSERT_EQ(
+      ::symlink("../../devices/virtual/block/dm-77", (o.sys_dev_block_dir + "/253:77").c_str()), 0);
+  const std::string publish = tmp_.path() + "/publish-pod-2";
+  ASSERT_EQ(::mknod(publish.c_str(), S_IFBLK | 0600, number), 0) << std::strerror(errno);
+  auto dev = ResolveLuksDevice(publish, AccessType::kBlock, o);
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ(*dev, o.dev_dir + "/sdq");
+  Rotator rotator(*store_, options_);
+  const Status s = rotator.Rotate({"vol-1", publish, "bound-key", AccessType::kBlock});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Opens(image_, "bound-key"));
+  EXPECT_FALSE(Opens(image_, kOldKey));
 }
 
 // Whether the kernel offers device-mapper (dm-crypt mappings need it).
