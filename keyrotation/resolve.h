@@ -30,6 +30,10 @@ struct ResolveOptions {
   std::string sys_block_dir = "/sys/block";  // the sysfs tree /sys/block/dm-N/{dm/uuid,slaves}
   std::string sys_dev_block_dir = "/sys/dev/block";  // MAJ:MIN -> the device's sysfs directory
   std::string dev_dir = "/dev";
+  // Where kubelet stages CSI volumes, and the CSI driver whose volumes are ours
+  // (keyrotation/kubelet.h); an empty driver_name searches nothing there.
+  std::string kubelet_dir = kDefaultKubeletDir;
+  std::string driver_name;
 };
 
 // NOT_FOUND when volume_path does not exist or nothing is mounted on it; INVALID_ARGUMENT when

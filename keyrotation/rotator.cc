@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "keyrotation/kubelet.h"
 #include "keyrotation/locate.h"
 
 namespace mizarmp::keyrotation {
@@ -126,16 +127,27 @@ Result<std::optional<VolumeKeys>> Rotator::StoredKeys(const std::string& volume_
 
 Result<LuksDevice> Rotator::OpenVolume(const RotateRequest& request,
                                        std::optional<VolumeKeys>& stored) {
-  // Where the volume is: the request's path, else what the key store recorded.
+  // Where the volume is: the request's path; else where kubelet staged it (the CSI-Addons
+  // sidecar sends no path); else what the key store recorded.
   if (!request.volume_path.empty()) {
     MZ_ASSIGN_OR_RETURN(const std::string device,
                         ResolveLuksDevice(request.volume_path, request.access, options_.resolve));
     return LuksDevice::Open(device);
   }
-  if (stored && !stored->device.empty()) return OpenRecorded(*stored);
-  return NotFoundError(Volume(request.volume_id) +
-                       " is unknown on this node: no volume_path given and no key store record "
-                       "for it");
+  auto staged = FindStagedVolume(request.volume_id, request.access, options_.resolve);
+  if (staged.ok()) return LuksDevice::Open(staged->device);
+  if (stored && !stored->device.empty()) {
+    // The record's device is checked by its LUKS UUID, so it stands in for kubelet's layout.
+    if (staged.status().IsNotFound()) {
+      MZ_LOG(kDebug) << staged.status().message() << "; using the key store's device";
+    } else {
+      MZ_LOG(kWarn) << staged.status().message() << "; using the key store's device instead";
+    }
+    return OpenRecorded(*stored);
+  }
+  return Status(staged.status().code(),
+                staged.status().message() +
+                    "; no volume_path was given and no key store record names its device");
 }
 
 Result<LuksDevice> Rotator::OpenRecorded(VolumeKeys& keys) {

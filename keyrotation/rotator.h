@@ -58,7 +58,7 @@ struct RotatorOptions {
 
 struct RotateRequest {
   std::string volume_id;    // required
-  std::string volume_path;  // optional: resolved from the key store when empty
+  std::string volume_path;  // optional: when empty, kubelet's layout, then the key store's device
   SecretString new_key;     // optional: 32 random bytes from the kernel when empty
   AccessType access = AccessType::kUnspecified;
 };
@@ -70,8 +70,11 @@ class Rotator {
  public:
   Rotator(KeyStore& store, RotatorOptions options);
 
+  // Without volume_path the volume is found where kubelet staged it (FindStagedVolume,
+  // keyrotation/kubelet.h), else at the device its key store record names.
   // Errors: INVALID_ARGUMENT (no volume_id), ABORTED (a rotation of the volume is in flight),
-  // NOT_FOUND (no such volume path / nothing mounted / no record for the volume),
+  // NOT_FOUND (no such volume path / nothing mounted / not staged here and no record naming a
+  // device / no record for the volume),
   // FAILED_PRECONDITION (not LUKS2, the stored key does not open the header), others from
   // libcryptsetup or the key store.
   Status Rotate(const RotateRequest& request);
@@ -101,8 +104,9 @@ class Rotator {
   // Before the sequence, in Rotate()'s order:
   // the volume's record; nullopt when it has none.
   Result<std::optional<VolumeKeys>> StoredKeys(const std::string& volume_id);
-  // The device opened: the request's volume_path resolved, else the one the record names
-  // (found by its LUKS UUID when it was renamed; `stored->device` follows).
+  // The device opened: the request's volume_path resolved, else where kubelet staged the volume,
+  // else the one the record names (found by its LUKS UUID when it was renamed; `stored->device`
+  // follows).
   Result<LuksDevice> OpenVolume(const RotateRequest& request, std::optional<VolumeKeys>& stored);
   // The device the record names, checked by the recorded LUKS UUID (looked up by it when the
   // path now holds another header or nothing; keys.device then names the new path). Records

@@ -54,9 +54,13 @@ Result<std::unique_ptr<NodeKeyRotation>> NodeKeyRotation::Create(
   MZ_ASSIGN_OR_RETURN(node->store_, LocalKeyStore::Open(options.key_store_dir));
   RotatorOptions rotator_options;
   if (!options.mount_table.empty()) rotator_options.resolve.mount_table = options.mount_table;
+  if (!options.kubelet_dir.empty()) rotator_options.resolve.kubelet_dir = options.kubelet_dir;
+  rotator_options.resolve.driver_name = options.driver_name;
   rotator_options.hooks = node->hooks_.get();
   MZ_LOG(kInfo) << "EncryptionKeyRotation: key store " << options.key_store_dir << ", mount table "
-                << rotator_options.resolve.mount_table;
+                << rotator_options.resolve.mount_table << ", kubelet "
+                << rotator_options.resolve.kubelet_dir << " (driver " << Quoted(options.driver_name)
+                << ")";
   node->rotator_ = std::make_unique<Rotator>(*node->store_, std::move(rotator_options));
   if (Status s = node->rotator_->RecoverAll(); !s.ok()) {
     MZ_LOG(kWarn) << "key rotation recovery left work for later: " << s.ToString();

@@ -4,8 +4,10 @@
 // EncryptionKeyRotate: INVALID_ARGUMENT without volume_id; UNAUTHENTICATED when the server has
 // expected secrets and the request does not carry every one of them with the same value
 // (addons/secrets.h); otherwise Rotator::Rotate()'s status (NOT_FOUND, FAILED_PRECONDITION,
-// ABORTED, ...). volume_capability picks block vs. filesystem resolution when set. Neither the
-// secrets nor encryption_key ever reach a log line.
+// ABORTED, ...). volume_capability picks block vs. filesystem resolution when it says which
+// (the sidecar's carries an access mode only). Without volume_path, which the sidecar never
+// sends, the volume is found from volume_id where kubelet staged it (keyrotation/kubelet.h).
+// Neither the secrets nor encryption_key ever reach a log line.
 #pragma once
 
 #include <grpcpp/support/status.h>
