@@ -442,6 +442,11 @@ const std::vector<Key>& Keys() {
       StringKey("mountTable", "FILE",
                 "node mode: the mount table filesystem volumes resolve through",
                 [](ServerConfig& c) -> std::string& { return c.keyrotation.mount_table; }),
+      StringKey("kubeletDir", "DIR",
+                "node mode: kubelet's --root-dir, where a key rotation request without "
+                "volume_path (as the CSI-Addons sidecar sends) finds its volume staged for "
+                "drivername",
+                [](ServerConfig& c) -> std::string& { return c.keyrotation.kubelet_dir; }),
   };
   return keys;
 }
@@ -640,6 +645,14 @@ Status ValidateFence(const fence::FenceOptions& f) {
   return Status::Ok();
 }
 
+Status ValidateKeyRotation(const keyrotation::KeyRotationOptions& k) {
+  if (k.kubelet_dir.empty() || k.kubelet_dir[0] != '/') {
+    return InvalidArgumentError("kubeletDir " + Quoted(k.kubelet_dir) +
+                                ": must be an absolute path");
+  }
+  return Status::Ok();
+}
+
 // This machine's name (a pod's name in Kubernetes): the default replica id.
 std::string HostName() {
   char name[256] = {};
@@ -663,6 +676,8 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   }
   c.fence.expected_secrets = secrets;
   c.keyrotation.expected_secrets = secrets;
+  // kubelet stages a volume under its CSI driver's name: the one the sidecar's requests are for.
+  c.keyrotation.driver_name = c.identity.drivername;
 }
 
 // The relay serves the plugin on its node, and relays to mpurl only.
@@ -716,6 +731,7 @@ Status ValidateConfig(const ServerConfig& c) {
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
   MZ_RETURN_IF_ERROR(ValidateRelay(c));
   MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
+  MZ_RETURN_IF_ERROR(ValidateKeyRotation(c.keyrotation));
   if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
   return Status::Ok();
 }

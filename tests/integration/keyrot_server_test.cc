@@ -64,6 +64,8 @@ class AddonsNode {
                                      "unix://" + socket_,
                                      "--key-store-dir",
                                      dir + "/keys",
+                                     "--kubelet-dir",
+                                     dir + "/kubelet",
                                      "--log-level",
                                      "debug"};
     argv.insert(argv.end(), extra.begin(), extra.end());

@@ -273,12 +273,13 @@ class AddonsServer:
                  name="addons", fence_store=None, state_dir=None, key_store_dir=None,
                  secrets_file=None):
         self.workdir = workdir
-        # Never the system defaults (/var/lib/...): a fence store, a records dir and a key store
-        # per server name unless the test shares one between servers (a restart on the same
-        # store).
+        # Never the system defaults (/var/lib/...): a fence store, a records dir, a key store
+        # and a kubelet root per server name unless the test shares one between servers (a
+        # restart on the same store).
         self.fence_store = fence_store or os.path.join(workdir, f"{name}-lib", "fence.db")
         self.state_dir = state_dir or os.path.join(workdir, f"{name}-cni")
         self.key_store_dir = key_store_dir or os.path.join(workdir, f"{name}-keys")
+        self.kubelet_dir = os.path.join(workdir, f"{name}-kubelet")
         self.mpurl = mpurl or f"http://127.0.0.1:{free_port()}"
         self.tls = tls
         self.client_ca = client_ca
@@ -307,7 +308,8 @@ class AddonsServer:
     def command(self):
         cmd = [binary("mizarmp-addons"), "--endpoint", self.endpoint, "--mpurl", self.mpurl,
                "--log-level", "debug", "--fence-store", self.fence_store,
-               "--state-dir", self.state_dir, "--key-store-dir", self.key_store_dir]
+               "--state-dir", self.state_dir, "--key-store-dir", self.key_store_dir,
+               "--kubelet-dir", self.kubelet_dir]
         if self.tls:
             cmd += ["--tls-cert-file", self.tls["server_cert"],
                     "--tls-key-file", self.tls["server_key"]]

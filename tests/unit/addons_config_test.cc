@@ -64,6 +64,8 @@ TEST(AddonsConfig, Defaults) {
   EXPECT_TRUE(c.keyrotation.expected_secrets.empty());
   EXPECT_EQ(c.keyrotation.key_store_dir, "/var/lib/mizarmp/keys");
   EXPECT_EQ(c.keyrotation.mount_table, "/proc/self/mountinfo");
+  EXPECT_EQ(c.keyrotation.kubelet_dir, "/var/lib/kubelet");
+  EXPECT_EQ(c.keyrotation.driver_name, "mizarmp.csi-addons.mizar.io");
   EXPECT_EQ(c.identity.probe_timeout.count(), 1000);
 }
 
@@ -182,6 +184,30 @@ TEST(AddonsConfig, NodeModeDoesNotNeedMizarMp) {
   auto r = Parse({"--mode", "node"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->config.identity.mode, Mode::kNode);
+}
+
+// Key rotation finds a volume the sidecar names by volume_id where kubelet staged it: under
+// kubeletDir, in the directory of the server's own driver name.
+TEST(AddonsConfig, KeyRotationLooksUnderKubeletDirForItsDriverName) {
+  TempDir dir;
+  const std::string path = dir.path() + "/c.json";
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"mode": "node", "drivername": "rbd.csi.ceph.com",
+                                "kubeletDir": "/srv/kubelet"})")
+                  .ok());
+  auto r = Parse({"--config", path});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.keyrotation.kubelet_dir, "/srv/kubelet");
+  EXPECT_EQ(r->config.keyrotation.driver_name, "rbd.csi.ceph.com");
+  r = Parse({"--config", path, "--kubelet-dir", "/var/lib/k0s/kubelet", "--drivername",
+             "ebs.csi.aws.com"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config.keyrotation.kubelet_dir, "/var/lib/k0s/kubelet");
+  EXPECT_EQ(r->config.keyrotation.driver_name, "ebs.csi.aws.com");
+  ExpectInvalid({"--mode", "node", "--kubelet-dir", "var/lib/kubelet"},
+                "kubeletDir \"var/lib/kubelet\": must be an absolute path");
+  ExpectInvalid({"--mode", "node", "--kubelet-dir", ""},
+                "kubeletDir \"\": must be an absolute path");
+  ExpectInvalid({"--config", path, "--kubelet-dir=./k"}, "kubeletDir");
 }
 
 TEST(AddonsConfig, TheRelayServesTheNodeAndNeedsTheController) {
@@ -498,7 +524,8 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "logFile",
                                               "usePortList",
                                               "keyStoreDir",
-                                              "mountTable"}));
+                                              "mountTable",
+                                              "kubeletDir"}));
   EXPECT_EQ(json_keys.size(), keys.size()) << "a key is in the table twice";
   std::set<std::string> flagless;
   for (const KeyHelp& k : keys) {
