@@ -20,6 +20,7 @@
 #include "identity/identity.grpc.pb.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
+#include "keyrotation/kubelet.h"
 #include "keyrotation/service.h"
 #include "keyrotation/step.h"
 #include "tests/support/support.h"
@@ -255,6 +256,92 @@ TEST(KeyRotNode, CrashThenDeviceRenameRecoversOnTheSameHeader) {
   EXPECT_FALSE(Opens(image, "after-rename-key"));
   const int raw = node.Terminate();
   EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+}
+
+// Whether `key` opens the LUKS2 header of `image` according to the cryptsetup CLI (an
+// independent reader of the header); nullopt when the CLI is not installed.
+std::optional<bool> CliOpens(const std::string& image, const std::string& key) {
+  const std::string cli = "/usr/sbin/cryptsetup";
+  if (::access(cli.c_str(), X_OK) != 0) return std::nullopt;
+  const auto run = mizarmp::testing::RunProcess(
+      {cli, "open", "--test-passphrase", "--key-file", "-", image}, {}, key);
+  return run.ok();
+}
+
+// The whole path of the CSI-Addons sidecar's request: the server (node mode, its drivername,
+// kubeletDir and mount table) gets over gRPC exactly what the sidecar sends for a PV (volume_id
+// = volumeHandle, parameters = volumeAttributes, the node-stage secret, a capability with an
+// access mode only; no volume_path, no encryption_key), finds the volume where kubelet >= 1.24
+// staged it, and rotates its key to a generated one.
+TEST(KeyRotNode, SidecarShapedRequestRotatesAVolumeStagedByKubelet) {
+  TempDir dir;
+  const std::string driver = "luks.csi.example.com";
+  const std::string volume_id = "0001-0009-rook-ceph-0000000000000002-5f1c";
+  const std::string image = dir.path() + "/vol.img";
+  MakeLuksImage(image, kOldKey);
+  {
+    auto store = LocalKeyStore::Open(dir.path() + "/keys");
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put({volume_id, "", kOldKey, "", ""}).ok());
+  }
+  const std::string staging = dir.path() + "/kubelet/plugins/kubernetes.io/csi/" + driver + "/" +
+                              VolumeHandleHash(volume_id);
+  ASSERT_TRUE(MakeDirs(staging + "/globalmount", 0750).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(staging + "/vol_data.json",
+                      R"({"driverName":")" + driver + R"(","volumeHandle":")" + volume_id + R"("})")
+          .ok());
+  const std::string table = dir.path() + "/mountinfo";
+  ASSERT_TRUE(
+      WriteFileAtomic(table, "36 22 7:0 / " + staging + "/globalmount rw - ext4 " + image + " rw\n")
+          .ok());
+  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/secrets.json", R"({"userID": "csi-rbd-node"})").ok());
+  AddonsNode node(dir.path(), "sidecar", kCheapPbkdf,
+                  {"--drivername", driver, "--mount-table", table, "--secrets-file",
+                   dir.path() + "/secrets.json"});
+  ASSERT_TRUE(node.WaitReady()) << LogOf(node.log());
+
+  encryptionkeyrotation::EncryptionKeyRotateRequest req;
+  req.set_volume_id(volume_id);
+  (*req.mutable_parameters())["clusterID"] = "rook-ceph";
+  (*req.mutable_parameters())["encrypted"] = "true";
+  (*req.mutable_secrets())["userID"] = "csi-rbd-node";
+  (*req.mutable_secrets())["userKey"] = "AQBn+node+stage+secret==";
+  req.mutable_volume_capability()->mutable_access_mode()->set_mode(
+      csi::v1::VolumeCapability::AccessMode::SINGLE_NODE_WRITER);
+  const grpc::Status s = node.Rotate(req);
+  ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << LogOf(node.log());
+
+  auto store = LocalKeyStore::Open(dir.path() + "/keys");
+  ASSERT_TRUE(store.ok());
+  auto keys = (*store)->Get(volume_id);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(keys->device, image);
+  EXPECT_EQ(keys->current.size(), 32u) << "the sidecar sends no key: a generated one";
+  EXPECT_TRUE(Opens(image, keys->current));
+  EXPECT_FALSE(Opens(image, kOldKey));
+  EXPECT_EQ(ActiveKeyslots(image), 1);
+  if (const auto cli = CliOpens(image, keys->current)) {
+    EXPECT_TRUE(*cli) << "cryptsetup open --test-passphrase refuses the new key";
+    EXPECT_FALSE(*CliOpens(image, kOldKey)) << "cryptsetup still takes the old key";
+  }
+
+  // A volume kubelet did not stage here: NOT_FOUND naming it and where it was looked for.
+  req.set_volume_id("pvc-not-on-this-node");
+  const grpc::Status missing = node.Rotate(req);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND) << missing.error_message();
+  EXPECT_NE(missing.error_message().find("\"pvc-not-on-this-node\""), std::string::npos)
+      << missing.error_message();
+  EXPECT_NE(missing.error_message().find(dir.path() + "/kubelet/plugins/kubernetes.io/csi/pv/*"),
+            std::string::npos)
+      << missing.error_message();
+
+  const int raw = node.Terminate();
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+  const std::string text = LogOf(node.log());
+  EXPECT_NE(text.find(staging + "/globalmount"), std::string::npos) << text;
+  EXPECT_EQ(text.find(HexEncode(keys->current)), std::string::npos) << "the new key was logged";
+  EXPECT_EQ(text.find("AQBn+node+stage+secret=="), std::string::npos) << "a secret was logged";
 }
 
 TEST(KeyRotNode, IdentityAdvertisesNodeServiceAndKeyRotation) {
