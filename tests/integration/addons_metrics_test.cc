@@ -167,6 +167,24 @@ class AddonsMetricsTest : public ::testing::Test {
     ASSERT_TRUE(
         channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
     ASSERT_TRUE(WaitUntilReady(channel)) << Log();
+    // Ready means the store is open; the loop's first pass follows it. A test that injects a
+    // fault must not have that pass come after it and consume it.
+    ASSERT_TRUE(WaitForTheFirstPass()) << Log();
+  }
+
+  // Until the metrics count an enforcement pass (30 s at most).
+  bool WaitForTheFirstPass() const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const Scrape now = ScrapeMetrics();
+      if (Value(now, "mizarmp_addons_enforcement_passes_total{result=\"ok\"}") +
+              Value(now, "mizarmp_addons_enforcement_passes_total{result=\"failed\"}") >=
+          1) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
   }
 
   std::string log_path() const { return dir_.path() + "/addons.log"; }
