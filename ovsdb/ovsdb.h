@@ -17,6 +17,7 @@
 
 #include "common/fd.h"
 #include "common/status.h"
+#include "ovsdb/framer.h"
 
 namespace mizarmp::ovsdb {
 
@@ -41,6 +42,17 @@ class Connection {
   // UNAVAILABLE. ovsdb-server's "echo" requests in between are answered.
   Result<nlohmann::json> Transact(const nlohmann::json& operations,
                                   std::optional<std::chrono::milliseconds> timeout = {});
+  // The same, but a failed operation is left in the results as the server put it ({"error":
+  // "timed out"} for a "wait" whose rows never matched; a commit failure is an extra element
+  // after the operations' results): for callers that tell one failure from another.
+  Result<nlohmann::json> TransactRaw(const nlohmann::json& operations,
+                                     std::optional<std::chrono::milliseconds> timeout = {});
+
+  // Wakes a Transact blocked in another thread (it fails UNAVAILABLE) and makes every later
+  // one fail so: the one method that may be called from another thread, for a waiter that must
+  // stop promptly (the mock's agent cancelling a WaitForPort). The descriptor stays open until
+  // the Connection is destroyed, so the blocked thread never polls a reused number.
+  void Shutdown();
 
   const std::string& socket_path() const { return socket_path_; }
 
@@ -50,7 +62,15 @@ class Connection {
   std::string socket_path_;
   std::chrono::milliseconds timeout_{0};
   uint64_t next_id_ = 1;
-  std::string pending_;  // bytes read past the last whole message
+  Framer framer_;       // bytes read past the last whole message
+  bool broken_ = false;  // an earlier I/O or framing error lost the stream
+  std::string broken_reason_;
+
+  std::string Where() const;  // "ovsdb-server at SOCKET"
+  Status Fail(Status status);  // marks the connection broken, returns `status`
+  Status Send(const std::string& text, std::chrono::steady_clock::time_point deadline);
+  // The next whole message, reading as needed until `deadline`.
+  Result<nlohmann::json> Receive(std::chrono::steady_clock::time_point deadline);
 };
 
 // An OVS port as the database holds it (a Port row, its one Interface row, its bridge).
