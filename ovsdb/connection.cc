@@ -140,17 +140,15 @@ Result<json> Connection::TransactRaw(const json& operations,
                                      std::optional<std::chrono::milliseconds> timeout) {
   if (!fd_.valid()) return UnavailableError(Where() + ": not connected");
   if (broken_) {
-    return UnavailableError(Where() + ": the connection was lost earlier (" + broken_reason_ +
-                            ")");
+    return UnavailableError(Where() + ": the connection was lost earlier (" + broken_reason_ + ")");
   }
   if (!operations.is_array()) return InvalidArgumentError(Where() + ": operations not an array");
   const auto deadline = Clock::now() + timeout.value_or(timeout_);
   const uint64_t id = next_id_++;
   json params = json::array({"Open_vSwitch"});
   for (const json& op : operations) params.push_back(op);
-  MZ_RETURN_IF_ERROR(
-      Send(Dump(json{{"method", "transact"}, {"params", std::move(params)}, {"id", id}}),
-           deadline));
+  MZ_RETURN_IF_ERROR(Send(
+      Dump(json{{"method", "transact"}, {"params", std::move(params)}, {"id", id}}), deadline));
   for (;;) {
     MZ_ASSIGN_OR_RETURN(json message, Receive(deadline));
     if (auto method = message.find("method"); method != message.end()) {
@@ -194,12 +192,13 @@ Result<json> Connection::Transact(const json& operations,
     if (!r.is_object()) continue;  // null: not run, after an earlier failure
     const auto error = r.find("error");
     if (error == r.end() || error->is_null()) continue;
-    std::string what = i < operations.size()
-                           ? "operation " + std::to_string(i) + " (" +
-                                 (operations[i].is_object() ? operations[i].value("op", std::string("?"))
-                                                              : std::string("?")) +
-                                 ")"
-                           : std::string("the commit");
+    std::string what =
+        i < operations.size()
+            ? "operation " + std::to_string(i) + " (" +
+                  (operations[i].is_object() ? operations[i].value("op", std::string("?"))
+                                             : std::string("?")) +
+                  ")"
+            : std::string("the commit");
     std::string text = error->is_string() ? error->get<std::string>() : Dump(*error);
     if (auto details = r.find("details"); details != r.end() && details->is_string()) {
       text += ": " + details->get<std::string>();

@@ -30,7 +30,7 @@ class Framer {
 
  private:
   std::string buf_;
-  size_t pos_ = 0;       // next byte to scan
+  size_t pos_ = 0;        // next byte to scan
   bool started_ = false;  // the current message's '{' was seen at buf_[0]
   int depth_ = 0;
   bool in_string_ = false;

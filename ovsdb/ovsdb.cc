@@ -3,9 +3,9 @@
 // whose uuid leaves its bridge's "ports" is garbage-collected with its interface in the same
 // commit. Values use RFC 7047's encoding: ["uuid",U], ["set",[...]] (a one-element set may be
 // the bare element), ["map",[[k,v],...]].
-#include <algorithm>
-
 #include "ovsdb/ovsdb.h"
+
+#include <algorithm>
 
 namespace mizarmp::ovsdb {
 
@@ -109,8 +109,16 @@ Snapshot SnapshotOf(const json& bridges, const json& interfaces) {
   return s;
 }
 
+// A mutation of Bridge.ports: ["ports", insert|delete, ["set", [ref]]]. (A braced list of one
+// element is that element to nlohmann, so every array of one is spelled json::array.)
+json Mutation(const char* mutator, json ref) {
+  return json::array({"ports", mutator, json::array({"set", json::array({std::move(ref)})})});
+}
+
 json Select(const char* table, json where, std::vector<std::string> columns) {
-  return json{{"op", "select"}, {"table", table}, {"where", std::move(where)},
+  return json{{"op", "select"},
+              {"table", table},
+              {"where", std::move(where)},
               {"columns", std::move(columns)}};
 }
 
@@ -136,6 +144,8 @@ Result<std::vector<PortRow>> ReadPorts(Connection& db, const json& port_where,
         continue;  // on another bridge
       }
       MZ_ASSIGN_OR_RETURN(PortRow row, RowFromPort(port, s));
+      // The bridge's local port: the bridge itself, no one's pod.
+      if (bridge_required && row.name == row.bridge) continue;
       rows.push_back(std::move(row));
     }
     std::sort(rows.begin(), rows.end(),
@@ -169,7 +179,8 @@ Result<std::optional<PortRow>> FindPort(Connection& db, const std::string& name)
 }
 
 Result<std::vector<PortRow>> ListPorts(Connection& db, const std::string& bridge) {
-  return ReadPorts(db, json::array(), NameIs(bridge), true, "listing the ports of bridge " + bridge);
+  return ReadPorts(db, json::array(), NameIs(bridge), true,
+                   "listing the ports of bridge " + bridge);
 }
 
 Status AddPort(Connection& db, const std::string& bridge, const std::string& name,
@@ -183,15 +194,25 @@ Status AddPort(Connection& db, const std::string& bridge, const std::string& nam
   // so nothing is inserted; without it a mutate counting 0 rows would still commit the inserts
   // (which ovsdb-server then collects as unreferenced).
   const json ops = json::array({
-      json{{"op", "wait"}, {"timeout", 0}, {"table", "Bridge"}, {"where", NameIs(bridge)},
-           {"columns", {"name"}}, {"until", "=="}, {"rows", {json{{"name", bridge}}}}},
-      json{{"op", "insert"}, {"table", "Interface"}, {"uuid-name", "iface"},
+      json{{"op", "wait"},
+           {"timeout", 0},
+           {"table", "Bridge"},
+           {"where", NameIs(bridge)},
+           {"columns", json::array({"name"})},
+           {"until", "=="},
+           {"rows", json::array({json{{"name", bridge}}})}},
+      json{{"op", "insert"},
+           {"table", "Interface"},
+           {"uuid-name", "iface"},
            {"row", {{"name", name}, {"external_ids", json::array({"map", ids})}}}},
-      json{{"op", "insert"}, {"table", "Port"}, {"uuid-name", "port"},
+      json{{"op", "insert"},
+           {"table", "Port"},
+           {"uuid-name", "port"},
            {"row", {{"name", name}, {"interfaces", json::array({"named-uuid", "iface"})}}}},
-      json{{"op", "mutate"}, {"table", "Bridge"}, {"where", NameIs(bridge)},
-           {"mutations", {json::array({"ports", "insert",
-                                       json::array({"set", {json::array({"named-uuid", "port"})}})})}}},
+      json{{"op", "mutate"},
+           {"table", "Bridge"},
+           {"where", NameIs(bridge)},
+           {"mutations", json::array({Mutation("insert", json::array({"named-uuid", "port"}))})}},
   });
   auto results = db.TransactRaw(ops);
   if (!results.ok()) return results.status().WithContext(what);
@@ -225,9 +246,11 @@ Status DeletePort(Connection& db, const std::string& name) {
   const std::string uuid = rows[0].is_object() ? UuidOf(rows[0].value("_uuid", json())) : "";
   if (uuid.empty()) return InternalError(what + ": its row has no _uuid");
   // Out of every bridge's ports: the Port and its Interface go with the last reference.
-  auto done = db.Transact(json::array({json{
-      {"op", "mutate"}, {"table", "Bridge"}, {"where", json::array()},
-      {"mutations", {json::array({"ports", "delete", json::array({"uuid", uuid})})}}}}));
+  auto done = db.Transact(json::array(
+      {json{{"op", "mutate"},
+            {"table", "Bridge"},
+            {"where", json::array()},
+            {"mutations", json::array({Mutation("delete", json::array({"uuid", uuid}))})}}}));
   if (!done.ok()) return done.status().WithContext(what);
   return Status::Ok();
 }
@@ -249,10 +272,13 @@ Status SetTag(Connection& db, const std::string& name, int tag) {
 Result<bool> WaitForPort(Connection& db, const std::string& name,
                          std::chrono::milliseconds timeout) {
   const std::string what = "waiting for port " + name;
-  const json op{{"op", "wait"},           {"timeout", timeout.count()},
-                {"table", "Port"},        {"where", NameIs(name)},
-                {"columns", {"name"}},    {"until", "=="},
-                {"rows", {json{{"name", name}}}}};
+  const json op{{"op", "wait"},
+                {"timeout", timeout.count()},
+                {"table", "Port"},
+                {"where", NameIs(name)},
+                {"columns", json::array({"name"})},
+                {"until", "=="},
+                {"rows", json::array({json{{"name", name}}})}};
   // The server answers by the wait's own timeout; the socket's deadline leaves it time to.
   auto results = db.TransactRaw(json::array({op}), timeout + std::chrono::seconds(5));
   if (!results.ok()) return results.status().WithContext(what);

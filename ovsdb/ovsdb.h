@@ -30,8 +30,7 @@ inline constexpr const char* kDefaultBridge = "br-int";
 class Connection {
  public:
   // UNAVAILABLE naming the socket when nothing answers there (missing, refused, timed out).
-  static Result<Connection> Open(const std::string& socket_path,
-                                 std::chrono::milliseconds timeout);
+  static Result<Connection> Open(const std::string& socket_path, std::chrono::milliseconds timeout);
   Connection(Connection&&) noexcept = default;
   Connection& operator=(Connection&&) noexcept = default;
 
@@ -62,11 +61,11 @@ class Connection {
   std::string socket_path_;
   std::chrono::milliseconds timeout_{0};
   uint64_t next_id_ = 1;
-  Framer framer_;       // bytes read past the last whole message
+  Framer framer_;        // bytes read past the last whole message
   bool broken_ = false;  // an earlier I/O or framing error lost the stream
   std::string broken_reason_;
 
-  std::string Where() const;  // "ovsdb-server at SOCKET"
+  std::string Where() const;   // "ovsdb-server at SOCKET"
   Status Fail(Status status);  // marks the connection broken, returns `status`
   Status Send(const std::string& text, std::chrono::steady_clock::time_point deadline);
   // The next whole message, reading as needed until `deadline`.
@@ -91,7 +90,8 @@ Status AddPort(Connection& db, const std::string& bridge, const std::string& nam
 Status DeletePort(Connection& db, const std::string& name);
 // The port named `name`, or nullopt when there is none.
 Result<std::optional<PortRow>> FindPort(Connection& db, const std::string& name);
-// Every port on `bridge` (NOT_FOUND if there is no such bridge).
+// Every port on `bridge` but the bridge's own internal one (named as the bridge), as ovs-vsctl
+// list-ports shows them, by name (NOT_FOUND if there is no such bridge).
 Result<std::vector<PortRow>> ListPorts(Connection& db, const std::string& bridge);
 // Sets the port's access VLAN (1..4094, else INVALID_ARGUMENT); NOT_FOUND if no such port.
 Status SetTag(Connection& db, const std::string& name, int tag);
