@@ -20,6 +20,9 @@ PACKAGES=(
   iproute2 iputils-ping procps
   # the etcd fence store's tests and benchmarks: a real etcd cluster on loopback and etcdctl
   etcd-server etcd-client
+  # Open vSwitch for the ovsdb library's tests and the mock's OVS agent (tests/ovs.cmake):
+  # ovsdb-server, ovs-vswitchd (userspace datapath), ovs-vsctl, ovsdb-tool and the schema
+  openvswitch-switch
   # the podman end-to-end test and the demo: runtime, reference CNI plugins (portmap needs
   # iptables), the static busybox the offline test image is made of, curl for the controller
   podman runc conmon containernetworking-plugins iptables busybox-static curl ca-certificates
