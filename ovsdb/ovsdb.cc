@@ -289,4 +289,18 @@ Result<bool> WaitForPort(Connection& db, const std::string& name,
                                  " refused it: " + (*results)[0].dump());
 }
 
+Result<bool> BridgeExists(Connection& db, const std::string& bridge) {
+  auto results = db.Transact(json::array({json{{"op", "select"},
+                                               {"table", "Bridge"},
+                                               {"where", NameIs(bridge)},
+                                               {"columns", json::array({"name"})}}}));
+  if (!results.ok()) return results.status().WithContext("looking up bridge " + bridge);
+  const json* rows = results->empty() ? nullptr : &(*results)[0];
+  if (rows == nullptr || !rows->contains("rows") || !(*rows)["rows"].is_array()) {
+    return InternalError("looking up bridge " + bridge + ": ovsdb-server at " + db.socket_path() +
+                         " answered without rows");
+  }
+  return !(*rows)["rows"].empty();
+}
+
 }  // namespace mizarmp::ovsdb

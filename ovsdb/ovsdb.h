@@ -93,6 +93,8 @@ Result<std::optional<PortRow>> FindPort(Connection& db, const std::string& name)
 // Every port on `bridge` but the bridge's own internal one (named as the bridge), as ovs-vsctl
 // list-ports shows them, by name (NOT_FOUND if there is no such bridge).
 Result<std::vector<PortRow>> ListPorts(Connection& db, const std::string& bridge);
+// Whether the database has a bridge named `bridge`.
+Result<bool> BridgeExists(Connection& db, const std::string& bridge);
 // Sets the port's access VLAN (1..4094, else INVALID_ARGUMENT); NOT_FOUND if no such port.
 Status SetTag(Connection& db, const std::string& name, int tag);
 // Waits until a port named `name` exists, with an RFC 7047 "wait" operation, so ovsdb-server

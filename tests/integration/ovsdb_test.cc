@@ -86,6 +86,15 @@ TEST_F(OvsdbTest, ListPortsOfMissingBridgeIsNotFound) {
   EXPECT_TRUE(listed.status().IsNotFound()) << listed.status().ToString();
 }
 
+TEST_F(OvsdbTest, BridgeExistsTellsTheBridgeFromOthers) {
+  auto found = BridgeExists(*db_, "br-int");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_TRUE(*found);
+  found = BridgeExists(*db_, "br-none");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_FALSE(*found);
+}
+
 TEST_F(OvsdbTest, AddIsIdempotent) {
   ASSERT_TRUE(AddPort(*db_, "br-int", "tapa", {{"iface-id", "a"}}).ok());
   const Status again = AddPort(*db_, "br-int", "tapa", {{"iface-id", "a"}});
