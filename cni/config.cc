@@ -151,6 +151,37 @@ Status ValidateNetworkName(std::string_view name) {
                               " is not a valid network name (want [A-Za-z0-9][A-Za-z0-9_.-]*)");
 }
 
+namespace {
+
+// "plug", "ovsBridge" and "ovsdbSocket".
+Status ReadPlug(const json& doc, NetConf* c) {
+  std::string plug = "auto";
+  MZ_RETURN_IF_ERROR(ReadString(doc, "plug", "plug", &plug));
+  if (plug == "auto") {
+    c->plug = PlugMode::kAuto;
+  } else if (plug == "agent") {
+    c->plug = PlugMode::kAgent;
+  } else if (plug == "ovs") {
+    c->plug = PlugMode::kOvs;
+  } else {
+    return InvalidArgumentError("config key \"plug\": " + Quoted(plug) +
+                                " is not one of \"auto\", \"agent\", \"ovs\"");
+  }
+  MZ_RETURN_IF_ERROR(ReadString(doc, "ovsBridge", "ovsBridge", &c->ovs_bridge));
+  if (c->ovs_bridge.empty() || c->ovs_bridge.size() > 15) {
+    return InvalidArgumentError("config key \"ovsBridge\": " + Quoted(c->ovs_bridge) +
+                                " must be 1 to 15 characters long");
+  }
+  MZ_RETURN_IF_ERROR(ReadString(doc, "ovsdbSocket", "ovsdbSocket", &c->ovsdb_socket));
+  if (c->ovsdb_socket.empty() || c->ovsdb_socket[0] != '/') {
+    return InvalidArgumentError("config key \"ovsdbSocket\": " + Quoted(c->ovsdb_socket) +
+                                " is not an absolute path");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<NetConf> ParseNetConf(const json& doc) {
   if (!doc.is_object()) return InvalidArgumentError("network configuration is not a JSON object");
   NetConf c;
@@ -178,6 +209,7 @@ Result<NetConf> ParseNetConf(const json& doc) {
   auto parsed_dialect = client::ParseDialect(dialect);
   if (!parsed_dialect.ok()) return parsed_dialect.status().WithContext("config key \"dialect\"");
   c.dialect = *parsed_dialect;
+  MZ_RETURN_IF_ERROR(ReadPlug(doc, &c));
 
   MZ_RETURN_IF_ERROR(ReadString(doc, "stateDir", "stateDir", &c.state_dir));
   if (c.state_dir.empty() || c.state_dir[0] != '/') {

@@ -39,6 +39,11 @@ struct DnsConfig {
   }
 };
 
+// Who puts the pod's NIC in place: the controller's host agent (Mizar-MP v0.1, the seed), or the
+// plugin itself, plugging a veth into Open vSwitch's integration bridge as Alcor's agent expects
+// (cni/ovs_plug.h). kAuto: the plugin plugs on Alcor, the agent on v0.1.
+enum class PlugMode { kAuto, kAgent, kOvs };
+
 struct NetConf {
   std::string cni_version;
   std::string name;
@@ -49,6 +54,9 @@ struct NetConf {
   std::string host_id;     // empty until ResolveHostId()
   std::string network_id;  // network_id of created ports; default: the subnet id
   client::Dialect dialect = client::Dialect::kAuto;
+  PlugMode plug = PlugMode::kAuto;
+  std::string ovs_bridge = "br-int";                          // plug mode ovs
+  std::string ovsdb_socket = "/var/run/openvswitch/db.sock";  // plug mode ovs
   std::string state_dir = kDefaultStateDir;
   std::string log_file;
   std::string log_level = "warn";

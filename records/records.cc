@@ -79,14 +79,19 @@ json RecordToJson(const Record& r) {
     if (!ip.gateway.empty()) jip["gateway"] = ip.gateway;
     ips.push_back(std::move(jip));
   }
-  return json{{"schema", r.schema},      {"state", r.complete() ? "complete" : "intent"},
-              {"network", r.network},    {"containerId", r.container_id},
-              {"ifname", r.ifname},      {"netns", r.netns},
-              {"portId", r.port_id},     {"projectId", r.project_id},
-              {"subnetId", r.subnet_id}, {"hostId", r.host_id},
-              {"mpurl", r.mpurl},        {"mac", r.mac},
-              {"ips", std::move(ips)},   {"podNamespace", r.pod_namespace},
-              {"podName", r.pod_name},   {"createdAt", r.created_at}};
+  json j{{"schema", r.schema},      {"state", r.complete() ? "complete" : "intent"},
+         {"network", r.network},    {"containerId", r.container_id},
+         {"ifname", r.ifname},      {"netns", r.netns},
+         {"portId", r.port_id},     {"projectId", r.project_id},
+         {"subnetId", r.subnet_id}, {"hostId", r.host_id},
+         {"mpurl", r.mpurl},        {"mac", r.mac},
+         {"ips", std::move(ips)},   {"podNamespace", r.pod_namespace},
+         {"podName", r.pod_name},   {"createdAt", r.created_at}};
+  // Only when set: a build from before plug mode reads every other record unchanged.
+  if (!r.ovs.empty()) {
+    j["ovs"] = {{"socket", r.ovs.socket}, {"bridge", r.ovs.bridge}, {"port", r.ovs.port}};
+  }
+  return j;
 }
 
 Result<Record> RecordFromJson(const json& j) {
@@ -130,6 +135,17 @@ Result<Record> RecordFromJson(const json& j) {
       MZ_RETURN_IF_ERROR(ReadString(jip, "address", true, &ip.address));
       MZ_RETURN_IF_ERROR(ReadString(jip, "gateway", false, &ip.gateway));
       r.ips.push_back(std::move(ip));
+    }
+  }
+  if (auto it = j.find("ovs"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return Bad("ovs", "is not an object");
+    for (auto [key, out] : {std::pair{"socket", &r.ovs.socket}, std::pair{"bridge", &r.ovs.bridge},
+                            std::pair{"port", &r.ovs.port}}) {
+      auto v = it->find(key);
+      if (v == it->end() || !v->is_string() || v->get_ref<const std::string&>().empty()) {
+        return Bad(std::string("ovs.") + key, "is not a non-empty string");
+      }
+      *out = v->get<std::string>();
     }
   }
   if (r.complete() && r.mac.empty()) return Bad("mac", "is empty in a complete record");

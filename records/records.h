@@ -33,6 +33,16 @@ struct RecordIp {
   friend bool operator==(const RecordIp&, const RecordIp&) = default;
 };
 
+// Where ADD plugged the pod into Open vSwitch itself (plug mode "ovs", cni/ovs_plug.h), so that
+// DEL and GC unplug it from there whatever the configuration says later. Empty in agent mode.
+struct OvsPlug {
+  std::string socket;  // ovsdb-server's unix socket
+  std::string bridge;  // the integration bridge
+  std::string port;    // the OVS port and the veth's host end, both named as Alcor's agent wants
+  bool empty() const { return port.empty(); }
+  friend bool operator==(const OvsPlug&, const OvsPlug&) = default;
+};
+
 struct Record {
   enum class State { kIntent, kComplete };
   int schema = kRecordSchema;
@@ -51,6 +61,7 @@ struct Record {
   std::string pod_namespace;
   std::string pod_name;
   std::string created_at;  // RFC 3339 UTC
+  OvsPlug ovs;             // written with the intent, before anything is plugged
 
   bool complete() const { return state == State::kComplete; }
 };

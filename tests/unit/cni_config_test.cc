@@ -51,6 +51,35 @@ TEST(CniConfig, MinimalGetsDefaults) {
   EXPECT_EQ(c->poll_max.count(), 5);
   EXPECT_EQ(c->retries, 3);
   EXPECT_TRUE(c->prev_result.is_null());
+  EXPECT_EQ(c->plug, PlugMode::kAuto);
+  EXPECT_EQ(c->ovs_bridge, "br-int") << "Alcor's agent's integration bridge";
+  EXPECT_EQ(c->ovsdb_socket, "/var/run/openvswitch/db.sock");
+}
+
+TEST(CniConfig, PlugModeKeys) {
+  json doc = Minimal();
+  doc["plug"] = "ovs";
+  doc["ovsBridge"] = "br-pods";
+  doc["ovsdbSocket"] = "/run/ovs/db.sock";
+  auto c = ParseNetConf(doc);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->plug, PlugMode::kOvs);
+  EXPECT_EQ(c->ovs_bridge, "br-pods");
+  EXPECT_EQ(c->ovsdb_socket, "/run/ovs/db.sock");
+  doc["plug"] = "agent";
+  EXPECT_EQ(ParseNetConf(doc)->plug, PlugMode::kAgent);
+
+  doc["plug"] = "nova";
+  EXPECT_EQ(ParseError(doc),
+            "config key \"plug\": \"nova\" is not one of \"auto\", \"agent\", \"ovs\"");
+  doc["plug"] = true;
+  EXPECT_NE(ParseError(doc).find("\"plug\""), std::string::npos);
+  doc = Minimal();
+  doc["ovsBridge"] = "a-bridge-name-too-long";
+  EXPECT_NE(ParseError(doc).find("\"ovsBridge\""), std::string::npos);
+  doc = Minimal();
+  doc["ovsdbSocket"] = "db.sock";
+  EXPECT_EQ(ParseError(doc), "config key \"ovsdbSocket\": \"db.sock\" is not an absolute path");
 }
 
 TEST(CniConfig, EveryKey) {

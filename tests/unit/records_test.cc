@@ -79,6 +79,21 @@ TEST(Records, WriteReadRoundTripWithPrivateModes) {
   EXPECT_EQ(j["ips"][0]["gateway"], "10.240.0.1");
   EXPECT_EQ(j["podName"], "web-0");
   EXPECT_EQ(j["createdAt"].get<std::string>().size(), 20u);  // 2024-05-01T12:34:56Z
+  EXPECT_FALSE(j.contains("ovs")) << "agent mode writes what earlier builds read";
+
+  // Plug mode's OVS port, where DEL and GC find it.
+  r.ovs = OvsPlug{"/var/run/openvswitch/db.sock", "br-int", "tap1b4e28ba-2f"};
+  ASSERT_TRUE(store.Write(r).ok());
+  back = store.Read("net1", "c1", "eth0");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->ovs, r.ovs);
+  j = json::parse(*ReadFile(path));
+  EXPECT_EQ(j["ovs"], (json{{"socket", "/var/run/openvswitch/db.sock"},
+                            {"bridge", "br-int"},
+                            {"port", "tap1b4e28ba-2f"}}));
+  j["ovs"]["port"] = 7;
+  EXPECT_EQ(RecordFromJson(j).status().message(),
+            "record field \"ovs.port\" is not a non-empty string");
 
   // Rewriting is atomic and leaves no temp files.
   r.state = Record::State::kIntent;
