@@ -1,5 +1,7 @@
 // ADD: create the attachment's port at the controller, wait until it is ready, configure the
-// interface in the pod's namespace, record the attachment and print the result.
+// interface in the pod's namespace, record the attachment and print the result. In plug mode
+// "ovs" (Alcor) the plugin plugs the pod into Open vSwitch between the create and the wait,
+// as Alcor's agent only reports a port whose device it finds (cni/ovs_plug.h).
 //
 // The record is written as an intent (port id first) before the controller is asked for
 // anything, so a crash at any point leaves something DEL or GC can finish; every failure after
@@ -10,6 +12,7 @@
 
 #include "cni/attachment.h"
 #include "cni/command.h"
+#include "cni/ovs_plug.h"
 #include "cni/result.h"
 #include "common/ipaddr.h"
 #include "common/log.h"
@@ -61,7 +64,11 @@ class AddCommand {
     auto lock = inv_.LockAttachment();
     if (!lock.ok()) return Fail(lock.status(), Stage::kStateDir);
     if (StepError e = ClearEarlierAttempt()) return Fail(std::move(*e));
+    auto plug = inv_.PlugForAdd();
+    if (!plug.ok())
+      return Fail(plug.status().WithContext("choosing the plug mode"), Stage::kController);
     record_ = IntentRecord();
+    record_.ovs = *plug;  // before anything is plugged, so DEL and GC know where to unplug
     if (Status s = inv_.store().Write(record_); !s.ok()) return Fail(s, Stage::kStateDir);
 
     // From here on every failure deletes the port and the record before it is returned.
@@ -80,6 +87,7 @@ class AddCommand {
     if (found->corrupt()) {
       MZ_LOG(kWarn) << found->problem << "; replacing it";
       const std::string port_id = inv_.PortId();
+      if (StepError e = Unplug(inv_.PlugWithoutRecord(port_id))) return e;
       return DeletePort(port_id, "deleting port " + port_id + " of an unreadable record");
     }
     if (found->valid()) return ClearEarlierRecord(found->record);
@@ -100,6 +108,7 @@ class AddCommand {
     // An ADD crashed or was killed after writing its intent: remove what it may have made.
     MZ_LOG(kInfo) << "found the intent record of an interrupted ADD; deleting its port "
                   << existing.port_id;
+    if (StepError e = Unplug(existing.ovs)) return e;
     // Where the earlier ADD made it, even if the configuration names another controller now.
     auto controller = inv_.ControllerOf(existing);
     if (!controller.ok()) return FromStatus(controller.status(), Stage::kConfig);
@@ -108,6 +117,14 @@ class AddCommand {
     return FromStatus(
         s.WithContext("deleting port " + existing.port_id + " of an interrupted earlier ADD"),
         Stage::kController);
+  }
+
+  // Undoes what plug mode made (nothing to do in agent mode).
+  StepError Unplug(const records::OvsPlug& plug) const {
+    if (plug.empty()) return std::nullopt;
+    Status s = UnplugFromOvs(plug, conf_.request_timeout);
+    if (s.ok()) return std::nullopt;
+    return FromStatus(s, Stage::kNetns);
   }
 
   StepError DeletePort(const std::string& port_id, const std::string& context) {
@@ -140,6 +157,7 @@ class AddCommand {
     if (auto subnet = SubnetFor(conf_.subnet); !subnet.ok()) {
       return FromStatus(subnet.status().WithContext("subnet " + conf_.subnet), Stage::kSubnet);
     }
+    if (StepError e = PlugPod()) return e;
     if (StepError e = WaitUntilReady()) return e;
     if (StepError e = PlanAddresses()) return e;
     if (StepError e = ConfigureInterface()) return e;
@@ -185,6 +203,22 @@ class AddCommand {
     return &subnets_.emplace(subnet_id, std::move(subnet).value()).first->second;
   }
 
+  // Plug mode: the veth and the OVS port the agent looks for, made from the created port (its MAC
+  // is the pod end's). Nothing to do when the agent places the NIC.
+  StepError PlugPod() {
+    if (record_.ovs.empty()) return std::nullopt;
+    if (port_.mac_address.empty()) {
+      return BadAnswer("port " + port_.id +
+                       " was created without a mac_address, which plugging the pod needs");
+    }
+    const PodEnd pod{env_.netns, env_.ifname, AsciiLower(port_.mac_address), conf_.mtu,
+                     record_.port_id};
+    Status s = PlugIntoOvs(record_.ovs, pod, conf_.request_timeout);
+    if (!s.ok())
+      return FromStatus(s.WithContext("plugging the pod into Open vSwitch"), Stage::kNetns);
+    return std::nullopt;
+  }
+
   // Link notifications for the NIC the agent will place in the pod: its arrival is the sign
   // that the port is about to be ready. None when the namespace cannot be watched: the polls
   // then keep their interval, and configuring the interface reports the namespace's problem.
@@ -204,7 +238,9 @@ class AddCommand {
         port_.fixed_ips.empty()) {
       client::PollOptions poll = PollOptionsFor(conf_);
       if (inv_.Cancellable()) poll.cancelled = [this] { return inv_.Cancelled(); };
-      std::optional<netns::LinkWatch> nic = WatchForNic();
+      // In plug mode the NIC is already there: only the controller's answer is awaited.
+      std::optional<netns::LinkWatch> nic;
+      if (record_.ovs.empty()) nic = WatchForNic();
       if (nic) {
         poll.wait_until = [&nic](auto until) {
           if (nic->Seen()) return client::ReadinessSign::kEarlier;
@@ -310,6 +346,13 @@ class AddCommand {
   // with a note on what could not be undone (the intent record stays while the port may exist).
   CniError CleanUpFailedAdd(CniError error, FileLock& lock) {
     const std::string& port_id = record_.port_id;
+    if (StepError unplug = Unplug(record_.ovs)) {
+      MZ_LOG(kError) << "ADD failed (" << LogEscaped(error.msg) << ") and unplugging "
+                     << record_.ovs.port << " failed too: " << unplug->msg;
+      return error.WithNote("could not unplug " + record_.ovs.port + " (" + unplug->msg +
+                            "): the intent record " + inv_.RecordPath() +
+                            " is kept so DEL or GC can finish");
+    }
     if (Status del = client_->DeletePort(port_id); !del.ok()) {
       MZ_LOG(kError) << "ADD failed (" << LogEscaped(error.msg) << ") and deleting port " << port_id
                      << " failed too: " << del.message();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cni/command.h"
+#include "cni/ovs_plug.h"
 #include "cni/result.h"
 #include "common/ipaddr.h"
 #include "netns/netns.h"
@@ -32,6 +33,7 @@ class CheckCommand {
     if (StepError e = CheckPrevResult(*prev)) return Fail(std::move(*e));
     if (StepError e = CheckPort()) return Fail(std::move(*e));
     if (StepError e = CheckInterface()) return Fail(std::move(*e));
+    if (StepError e = CheckPlug()) return Fail(std::move(*e));
     return Ok();
   }
 
@@ -168,6 +170,15 @@ class CheckCommand {
       if (StepError e = CheckDefaultRoute(*state, record_.ips[i].gateway, where)) return e;
     }
     return std::nullopt;
+  }
+
+  // 4. In plug mode, the OVS port on its bridge and the veth's host end, where ADD put them.
+  StepError CheckPlug() const {
+    if (record_.ovs.empty()) return std::nullopt;
+    Status s = CheckOvsPlug(record_.ovs, conf_.request_timeout);
+    if (s.ok()) return std::nullopt;
+    if (s.IsNotFound() || s.code() == Code::kFailedPrecondition) return Mismatch(s.message());
+    return FromStatus(s, Stage::kNetns);
   }
 
   // The default route via `gateway` (if the record has one that parses) is on the interface.

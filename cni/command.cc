@@ -1,6 +1,9 @@
 #include "cni/command.h"
 
+#include <unistd.h>
+
 #include "cni/attachment.h"
+#include "cni/ovs_plug.h"
 #include "common/log.h"
 
 namespace mizarmp::cni {
@@ -37,6 +40,42 @@ Result<client::Client*> Invocation::ControllerOf(const records::Record& record) 
     slot = std::move(made).value();
   }
   return slot.get();
+}
+
+records::OvsPlug Invocation::OvsPlugOfConfig(const std::string& port_id) const {
+  return records::OvsPlug{conf_.ovsdb_socket, conf_.ovs_bridge, AgentDeviceName(port_id)};
+}
+
+Result<records::OvsPlug> Invocation::PlugForAdd() {
+  switch (conf_.plug) {
+    case PlugMode::kAgent:
+      return records::OvsPlug{};
+    case PlugMode::kOvs:
+      return OvsPlugOfConfig(PortId());
+    case PlugMode::kAuto:
+      break;
+  }
+  // Alcor's integration bridge on this node first: a node without it plugs nothing, and asks the
+  // controller nothing more. Then the generation, as a controller that lists ports answers like
+  // Alcor (and so does the seed's, whose agent places the NIC as v0.1's does: the bridge tells
+  // the two apart).
+  const records::OvsPlug plug = OvsPlugOfConfig(PortId());
+  if (Status bridge = HasOvsBridge(plug, conf_.request_timeout); !bridge.ok()) {
+    MZ_LOG(kDebug) << "not plugging: " << bridge.message();
+    return records::OvsPlug{};
+  }
+  MZ_ASSIGN_OR_RETURN(client::Client * controller, Controller());
+  MZ_ASSIGN_OR_RETURN(client::Dialect generation, controller->Generation());
+  if (generation == client::Dialect::kAlcor) return plug;
+  return records::OvsPlug{};
+}
+
+records::OvsPlug Invocation::PlugWithoutRecord(const std::string& port_id) const {
+  if (conf_.plug == PlugMode::kOvs) return OvsPlugOfConfig(port_id);
+  if (conf_.plug == PlugMode::kAuto && ::access(conf_.ovsdb_socket.c_str(), F_OK) == 0) {
+    return OvsPlugOfConfig(port_id);
+  }
+  return records::OvsPlug{};
 }
 
 Result<std::string> Invocation::HostId() const {

@@ -51,6 +51,14 @@ class Invocation {
   // after "mpurl" or "project" changed. conf()'s client when the record names no controller
   // (records of old versions) or the same one.
   Result<client::Client*> ControllerOf(const records::Record& record);
+  // Where ADD plugs the pod into Open vSwitch (plug mode "ovs"), or an empty OvsPlug when the
+  // controller's agent places the NIC. "auto" asks the controller its generation: Alcor's agent
+  // places none (cni/ovs_plug.h).
+  Result<records::OvsPlug> PlugForAdd();
+  // Where this configuration would have plugged port `port_id`, for DEL and GC of an attachment
+  // whose record is gone: with "ovs", and with "auto" on a node that has the OVS database; else
+  // empty.
+  records::OvsPlug PlugWithoutRecord(const std::string& port_id) const;
   // This node's host id: the config's, else the host id file's, else the host name.
   Result<std::string> HostId() const;
   // Whether a signal asked to abandon the command.
@@ -74,6 +82,8 @@ class Invocation {
   Status RemoveRecord() const;
 
  private:
+  records::OvsPlug OvsPlugOfConfig(const std::string& port_id) const;
+
   Env env_;
   NetConf conf_;
   const RunOptions& options_;

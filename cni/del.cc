@@ -1,7 +1,9 @@
-// DEL: delete the attachment's port at the controller, then its record and lock. Idempotent: an
-// attachment with no record still has its derived port deleted (a crashed ADD may have made it),
-// and a port already gone is success.
+// DEL: unplug the pod from Open vSwitch in plug mode, delete the attachment's port at the
+// controller, then its record and lock. Idempotent: an attachment with no record still has its
+// derived port (and OVS port and veth) deleted, as a crashed ADD may have made them, and what is
+// already gone is success.
 #include "cni/command.h"
+#include "cni/ovs_plug.h"
 #include "common/log.h"
 
 namespace mizarmp::cni {
@@ -55,6 +57,15 @@ Outcome CmdDel(Invocation& inv) {
                     .WithNote("record " + inv.RecordPath() + " kept for a retry"));
   }
 
+  const records::OvsPlug plug =
+      target.record != nullptr ? target.record->ovs : inv.PlugWithoutRecord(target.port_id);
+  if (!plug.empty()) {
+    if (Status s = UnplugFromOvs(plug, inv.conf().request_timeout); !s.ok()) {
+      CniError e = FromStatus(s, Stage::kNetns);
+      if (target.owns_record) e = e.WithNote("record " + inv.RecordPath() + " kept for a retry");
+      return Fail(std::move(e));
+    }
+  }
   if (Status s = (*controller)->DeletePort(target.port_id); !s.ok()) {
     CniError e = FromStatus(s.WithContext("deleting port " + target.port_id), Stage::kController);
     if (target.owns_record) e = e.WithNote("record " + inv.RecordPath() + " kept for a retry");

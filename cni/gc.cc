@@ -10,6 +10,7 @@
 
 #include "cni/attachment.h"
 #include "cni/command.h"
+#include "cni/ovs_plug.h"
 #include "common/log.h"
 
 namespace mizarmp::cni {
@@ -108,6 +109,7 @@ class GcCommand {
                   << ")";
     // At the controller the record names, even if the configuration names another one now.
     MZ_ASSIGN_OR_RETURN(client::Client * controller, inv_.ControllerOf(*now));
+    MZ_RETURN_IF_ERROR(Unplug(now->ovs, "container " + r.container_id + " interface " + r.ifname));
     if (Status s = controller->DeletePort(now->port_id); !s.ok()) {
       return s.WithContext("container " + r.container_id + " interface " + r.ifname +
                            ": deleting port " + now->port_id);
@@ -115,6 +117,12 @@ class GcCommand {
     deleted_.insert(now->port_id);
     MZ_RETURN_IF_ERROR(store_.Remove(conf_.name, r.container_id, r.ifname));
     return lock.ReleaseAndRemove();
+  }
+
+  // What plug mode made for an attachment (nothing in agent mode); `what` names it in errors.
+  Status Unplug(const records::OvsPlug& plug, const std::string& what) const {
+    if (plug.empty()) return Status::Ok();
+    return UnplugFromOvs(plug, conf_.request_timeout).WithContext(what);
   }
 
   // Temp files and lock files that interrupted commands left. Only logged when it fails: the
@@ -170,7 +178,8 @@ class GcCommand {
     }
     MZ_LOG(kInfo) << "GC: deleting port " << LogEscaped(p.id) << " (" << LogEscaped(p.description)
                   << "): no valid attachment";
-    Status s = client_->DeletePort(p.id);
+    Status s = Unplug(inv_.PlugWithoutRecord(p.id), "leaked port " + p.id);
+    if (s.ok()) s = client_->DeletePort(p.id);
     if (s.ok()) deleted_.insert(p.id);
     if (lock.held()) ReleaseLock(lock);
     return s;

@@ -5,10 +5,18 @@
 #include <string>
 
 #include "cni/attachment.h"
+#include "cni/ovs_plug.h"
 #include "common/uuid.h"
 
 namespace mizarmp::cni {
 namespace {
+
+// The name Alcor's agent looks for on br-int: "tap" + the port id, 14 characters in all
+// (alcor-control-agent include/aca_util.h), which also fits a link name's 15.
+TEST(CniAttachment, AgentDeviceNameIsTapAndThePortIdCutTo14) {
+  EXPECT_EQ(AgentDeviceName("1b4e28ba-2fa1-11d2-883f-0016d3cca427"), "tap1b4e28ba-2f");
+  EXPECT_EQ(AgentDeviceName("abc"), "tapabc");
+}
 
 TEST(CniAttachment, PortIdsAreStableAndDistinct) {
   const std::string id = PortIdFor("net1", "c1", "eth0");
