@@ -53,7 +53,10 @@ Status MockServer::Start() {
   MZ_LOG(kInfo) << "mizarmp-mock listening on " << base_url() << " ("
                 << (o.dialect == Dialect::kAlcor ? "alcor" : "v0.1") << " dialect, subnet "
                 << m.model->cidr4().ToString()
-                << (m.model->has_agent() ? ", agent on bridge " + o.bridge : ", no agent") << ")";
+                << (m.model->has_agent() ? ", agent on bridge " + Model::BridgeOf(o) +
+                                               (o.agent_ovsdb.empty() ? "" : " (OVS)")
+                                         : ", no agent")
+                << ")";
   return Status::Ok();
 }
 
@@ -78,5 +81,7 @@ std::vector<PortSummary> MockServer::Ports() const { return impl_->model->Summar
 uint64_t MockServer::requests() const { return impl_->routes->requests(); }
 
 size_t MockServer::agent_backlog() const { return impl_->model->usage().agent_backlog; }
+
+size_t MockServer::agent_waiting() const { return impl_->model->usage().agent_waiting; }
 
 }  // namespace mizarmp::mock

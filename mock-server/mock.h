@@ -15,7 +15,9 @@
 //   GET    /subnets          -> 200 {"subnets":[...]}
 //   GET    /subnets/{id}     -> 200 {"subnet":{...}} / 404
 // Control endpoints (not part of Mizar-MP):
-//   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "faults":{...}}
+//   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "faults":{...}}; with
+//                            the OVS agent also "agent_waiting":N (ports whose OVS port it
+//                            waits for) and "vlans":{port id: tag it set}
 //   GET  /mock/faults        {"faults":{...}}
 //   POST /mock/faults        a Faults document (fields below, snake_case); replaces the faults
 //   GET  /mock/requests      the journal of port updates (every PUT /ports/{id}, the only update
@@ -91,7 +93,9 @@ struct Options {
   // moved into the port's network_ns, named veth_name, carrying the port's MAC, and whose host
   // end is plugged into `bridge`, which holds the gateway address.
   bool agent = false;
-  std::string bridge = "mzbr0";
+  // The agent's bridge; empty: "mzbr0" for the veth agent, "br-int" for the OVS agent
+  // (alcor-control-agent's integration bridge).
+  std::string bridge;
   std::string agent_netns;  // where the bridge and host ends live; empty: the mock's own netns
   int mtu = 1500;
   // When set, a deleted port's veth is removed by the agent after the DELETE is answered, as a
@@ -101,6 +105,20 @@ struct Options {
   // eth0 again never finds the old one in the way. /mock/state's "agent_backlog" counts the
   // removals still to do.
   bool agent_unplugs_later = false;
+  // Alcor's host agent on Open vSwitch (futurewei-cloud/alcor-control-agent outside demo mode;
+  // mock-server/ovs_agent.h), talking to ovsdb-server at this socket; non-empty turns it on.
+  // Only with strict Alcor, and not with `agent`: it places no NIC. A port stays pending
+  // (no status) until an OVS port named "tap" + the port id's first 11 characters appears on
+  // `bridge` (made by nova, a test or the CNI plugin); the agent then sets the access VLAN of
+  // the port's VPC on it (one per VPC, counted from 1) and the port becomes ACTIVE. Deleting
+  // the port leaves the OVS port alone, as the agent does. `agent_netns`: where the ports'
+  // devices live (where ovs-vswitchd runs).
+  std::string agent_ovsdb;
+  // With agent_ovsdb: admin_state_up=false sets the OVS port's device (the veth host end named
+  // as the port) administratively down via netlink in agent_netns, true up again. Beyond what
+  // the real agent does (aca_dataplane_ovs.cpp: "TODO: handle admin_state_up = false"), which
+  // only records the change, as the default (false) does: it lets fencing show end to end.
+  bool agent_enforces_admin_state = false;
   // TLS: serve HTTPS when cert and key are set; require client certs signed by client_ca if set.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -125,6 +143,7 @@ struct PortSummary {
   std::vector<std::string> ips;
   std::string mac;
   std::string host_veth;  // the agent's host-side interface, empty without the agent
+  int vlan = 0;           // the OVS agent's tag on the port's OVS port; 0 before (or without)
 };
 
 class MockServer {
@@ -139,8 +158,9 @@ class MockServer {
 
   void SetFaults(const Faults& faults);
   std::vector<PortSummary> Ports() const;
-  uint64_t requests() const;  // REST requests served (control endpoints excluded)
+  uint64_t requests() const;     // REST requests served (control endpoints excluded)
   size_t agent_backlog() const;  // veths of deleted ports the agent has yet to remove
+  size_t agent_waiting() const;  // OVS agent: ports whose OVS port it still waits for
 
  private:
   MockServer() = default;

@@ -19,6 +19,22 @@ Result<std::unique_ptr<Model>> Model::Create(const Options& o) {
   if (o.subnet_id.empty()) return InvalidArgumentError("mock: subnet id is empty");
   if (o.ready_delay.count() < 0) return InvalidArgumentError("mock: ready delay is negative");
   if (o.gets_before_ready < 0) return InvalidArgumentError("mock: gets_before_ready is negative");
+  if (!o.agent_ovsdb.empty()) {
+    // The OVS agent plays alcor-control-agent, whose controller is Alcor's: the VPC of a port
+    // is the network_id strict Alcor checks.
+    if (!o.strict || o.dialect != Dialect::kAlcor) {
+      return InvalidArgumentError(
+          "mock: agent_ovsdb (--agent-ovsdb) needs strict Alcor (--strict --dialect alcor)");
+    }
+    if (o.agent) {
+      return InvalidArgumentError(
+          "mock: agent_ovsdb (--agent-ovsdb) and agent (--agent) are two host agents; choose one");
+    }
+  } else if (o.agent_enforces_admin_state) {
+    return InvalidArgumentError(
+        "mock: agent_enforces_admin_state (--agent-enforces-admin-state) needs agent_ovsdb "
+        "(--agent-ovsdb)");
+  }
   std::unique_ptr<Model> m(new Model(o));
   MZ_RETURN_IF_ERROR(m->SetUpSubnets());
   m->networks_ = Networks{.project_id = o.project_id,
@@ -27,9 +43,15 @@ Result<std::unique_ptr<Model>> Model::Create(const Options& o) {
                           .subnet6_id = o.subnet6_id,
                           .agent = o.agent};
   if (o.agent) {
-    auto agent = Agent::Create(o.agent_netns, o.bridge, o.mtu);
+    auto agent = Agent::Create(o.agent_netns, BridgeOf(o), o.mtu);
     if (!agent.ok()) return agent.status().WithContext("mock");
     m->agent_ = std::move(agent).value();
+  }
+  if (!o.agent_ovsdb.empty()) {
+    auto ovs =
+        OvsAgent::Create(o.agent_ovsdb, BridgeOf(o), o.agent_netns, o.agent_enforces_admin_state);
+    if (!ovs.ok()) return ovs.status().WithContext("mock");
+    m->ovs_ = std::move(ovs).value();
   }
   // Random MACs per run, so two mocks (or two runs) do not hand out the same sequence.
   std::random_device rd;
@@ -80,12 +102,18 @@ Status Model::SetUpSubnets() {
 
 Model::~Model() { Stop(); }
 
+std::string Model::BridgeOf(const Options& o) {
+  if (!o.bridge.empty()) return o.bridge;
+  return o.agent_ovsdb.empty() ? "mzbr0" : ovsdb::kDefaultBridge;
+}
+
 Status Model::Start() {
   if (agent_) {
     std::optional<Cidr> gw6;
     if (cidr6_) gw6 = Cidr(gateway6_, cidr6_->prefix_len());
     MZ_RETURN_IF_ERROR(agent_->SetUpBridge(Cidr(gateway4_, cidr4_.prefix_len()), gw6));
   }
+  if (ovs_) MZ_RETURN_IF_ERROR(ovs_->Start());
   {
     std::lock_guard<std::mutex> lk(mu_);
     started_ = true;
@@ -103,6 +131,8 @@ void Model::Stop() {
   }
   cv_.notify_all();
   if (timer_.joinable()) timer_.join();
+  // Its workers call back into the model: stopped (joined) before anything else goes.
+  if (ovs_) ovs_->Stop();
   if (!agent_) return;
   DrainUnplugs();
   std::vector<std::string> hosts;
@@ -277,7 +307,7 @@ Result<PortText> Model::UpdatePort(const std::string& id, const json& patch) {
     document = r.text;
     MZ_LOG(kDebug) << "port " << id << " updated: " << Dump(patch);
   }
-  if (admin_changed && agent_) {
+  if (admin_changed && has_agent()) {
     Status st = SyncAdmin(id);
     if (!st.ok()) return InternalError(st.message());
   }
@@ -286,15 +316,22 @@ Result<PortText> Model::UpdatePort(const std::string& id, const json& patch) {
 
 Status Model::DeletePort(const std::string& id) {
   std::string host;
+  uint64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = ports_.find(id);
     if (it == ports_.end()) return NotFoundError("port " + id + " not found");
     // An activating port's veth is removed by its activator, which finds the port gone.
     if (it->second.plugged) host = it->second.host_name;
+    seq = it->second.seq;
     ports_.erase(it);
   }
   MZ_LOG(kDebug) << "port " << id << " deleted";
+  // The OVS agent stops waiting for it and leaves OVS alone (nova removes the OVS port).
+  if (ovs_) {
+    ovs_->Cancel(seq);
+    return Status::Ok();
+  }
   if (!host.empty()) UnplugDeleted(host, "port " + id + ": ");
   return Status::Ok();
 }
@@ -309,6 +346,10 @@ size_t Model::DeleteAllPorts() {
       if (r.plugged) hosts.push_back(r.host_name);
     }
     ports_.clear();
+  }
+  if (ovs_) {
+    ovs_->CancelAll();
+    return n;
   }
   if (agent_) DrainUnplugs();
   for (const auto& h : hosts) Unplug(h, "");
@@ -332,6 +373,12 @@ Model::Usage Model::usage() const {
   Usage u;
   u.ports = ports_.size();
   u.agent_backlog = unplugs_.size() + unplugging_;
+  if (ovs_) {
+    u.agent_waiting = ovs_->waiting();
+    for (const auto& [id, r] : ports_) {
+      if (r.vlan != 0) u.vlans[id] = r.vlan;
+    }
+  }
   for (const IpAddress& ip : pool4_.allocated()) u.allocated.push_back(ip.ToString());
   if (pool6_) {
     for (const IpAddress& ip : pool6_->allocated()) u.allocated.push_back(ip.ToString());
@@ -352,6 +399,7 @@ std::vector<PortSummary> Model::Summaries() const {
       for (const auto& ip : r.port.fixed_ips) s.ips.push_back(ip.ip_address);
       s.mac = r.port.mac_address;
       if (r.plugged) s.host_veth = r.host_name;
+      s.vlan = r.vlan;
       rows.emplace_back(r.seq, std::move(s));
     }
   }
@@ -436,6 +484,22 @@ void Model::Activate(const std::string& id) {
   uint64_t seq = 0;
   const std::optional<PlugRequest> request = BeginActivation(id, &seq);
   if (!request) return;
+  if (ovs_) {
+    // A worker waits for the port's OVS port, so the timer (and a GET) never block on it.
+    // Strict Alcor admits ports of options_.vpc_id only: every port is of that VPC.
+    ovs_->Watch(seq, id, options_.vpc_id, [this, id, seq, request = *request](Result<int> vlan) {
+      FinishOvsActivation(id, seq, request, vlan);
+    });
+    // A DELETE between BeginActivation and Watch found no worker to cancel: this one is it.
+    bool gone = false;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = ports_.find(id);
+      gone = it == ports_.end() || it->second.seq != seq;
+    }
+    if (gone) ovs_->Cancel(seq);
+    return;
+  }
   DrainUnplugs();  // the agent's order: what was deleted before goes first
   const Status plugged = agent_->Plug(*request);
   FinishActivation(id, seq, *request, plugged);
@@ -455,13 +519,14 @@ std::optional<PlugRequest> Model::BeginActivation(const std::string& id, uint64_
     MZ_LOG(kInfo) << "port " << id << " failed (" << r.error << ")";
     return std::nullopt;
   }
-  if (!agent_) {
+  if (!agent_ && !ovs_) {
     SetPhase(r, Phase::kReady);
     MZ_LOG(kDebug) << "port " << id << " ready";
     return std::nullopt;
   }
   SetPhase(r, Phase::kActivating);
-  r.host_name = ReserveHostName(id);
+  // The OVS port's name is Alcor's rule, not the mock's to choose: nothing to reserve.
+  r.host_name = ovs_ ? OvsAgent::PortName(id) : ReserveHostName(id);
   *seq = r.seq;
   return PlugRequest{.port_id = id,
                      .host_name = r.host_name,
@@ -504,6 +569,18 @@ void Model::FinishActivation(const std::string& id, uint64_t seq, const PlugRequ
   if (admin_changed) (void)SyncAdmin(id);
 }
 
+void Model::FinishOvsActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
+                                const Result<int>& vlan) {
+  if (vlan.ok()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = ports_.find(id);
+    if (it != ports_.end() && it->second.seq == seq) it->second.vlan = *vlan;
+  }
+  FinishActivation(id, seq, request, vlan.status());
+  // A port created with admin_state_up=false: nothing applied it yet (a veth is plugged down).
+  if (vlan.ok() && !request.admin_up) (void)SyncAdmin(id);
+}
+
 Status Model::SyncAdmin(const std::string& id) {
   std::lock_guard<std::mutex> serial(admin_mu_);
   std::string host;
@@ -515,7 +592,7 @@ Status Model::SyncAdmin(const std::string& id) {
     host = it->second.host_name;
     up = it->second.port.admin_state_up;
   }
-  Status st = agent_->SetAdmin(host, up);
+  Status st = ovs_ ? ovs_->SetAdmin(host, up) : agent_->SetAdmin(host, up);
   if (!st.ok()) {
     MZ_LOG(kWarn) << "port " << id << ": " << st.ToString();
   }
@@ -547,7 +624,9 @@ void Model::DrainUnplugs() {
 }
 
 void Model::Unplug(const std::string& host_name, const std::string& context) {
-  Status st = agent_->Unplug(host_name);
+  // The OVS agent unplugs nothing: OVS ports are nova's (aca_ovs_l2_programmer.cpp
+  // delete_port).
+  Status st = agent_ ? agent_->Unplug(host_name) : Status::Ok();
   if (!st.ok()) {
     MZ_LOG(kWarn) << context << st.ToString();
   }

@@ -25,6 +25,7 @@
 #include "mizarmp-client/types.h"
 #include "mock-server/agent.h"
 #include "mock-server/mock.h"
+#include "mock-server/ovs_agent.h"
 #include "mock-server/pool.h"
 #include "mock-server/port.h"
 
@@ -78,11 +79,15 @@ class Model {
     size_t ports = 0;
     std::vector<std::string> allocated;  // every address handed out, IPv4 first
     size_t agent_backlog = 0;            // veths of deleted ports not removed yet
+    size_t agent_waiting = 0;            // OVS agent: ports waiting for their OVS port
+    std::map<std::string, int> vlans;    // OVS agent: port id -> the tag it set
   };
   Usage usage() const;
   std::vector<PortSummary> Summaries() const;  // in creation order
 
-  bool has_agent() const { return agent_ != nullptr; }
+  bool has_agent() const { return agent_ != nullptr || ovs_ != nullptr; }
+  // The agent's bridge: Options::bridge, or the default of the agent in use.
+  static std::string BridgeOf(const Options& options);
   const Cidr& cidr4() const { return cidr4_; }
 
  private:
@@ -107,6 +112,10 @@ class Model {
   std::optional<PlugRequest> BeginActivation(const std::string& id, uint64_t* seq);
   void FinishActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
                         const Status& plugged);
+  // The OVS agent's worker's answer for the port: its VLAN (recorded) and then the same
+  // FinishActivation as a plugged veth.
+  void FinishOvsActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
+                           const Result<int>& vlan);
   Status SyncAdmin(const std::string& id);
   // Removes a host end (logging a failure, prefixed by `context`) and frees its name.
   void Unplug(const std::string& host_name, const std::string& context);
@@ -123,6 +132,7 @@ class Model {
   IpAddress gateway6_;
   Networks networks_;
   std::unique_ptr<Agent> agent_;
+  std::unique_ptr<OvsAgent> ovs_;  // Alcor's agent on OVS (Options::agent_ovsdb) instead
   std::thread timer_;
 
   // Everything below is guarded by mu_. The pools come before the ports: a port's lease gives

@@ -46,7 +46,8 @@ struct PortRecord {
   bool fail_ready = false;
   Lease lease;            // its addresses and MAC
   std::string host_name;  // reserved host-end name (activating or plugged)
-  bool plugged = false;   // the agent's veth exists
+  bool plugged = false;   // the agent's veth exists (OVS agent: the port is tagged)
+  int vlan = 0;           // the OVS agent's tag on the port, 0 until set
   std::string error;      // why the port failed
   // PortDocument() serialised, shared with the answers being written: a list of 10,000 ports is
   // then copied, not built and dumped again. Whatever changes `port` or `extra` renews it

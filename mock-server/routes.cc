@@ -441,14 +441,19 @@ Reply Routes::ListSubnets() const {
 
 Reply Routes::State() const {
   Model::Usage usage = model_.usage();
-  return Reply{200, json{{"ports", usage.ports},
-                         {"allocated", std::move(usage.allocated)},
-                         {"agent_backlog", usage.agent_backlog},
-                         {"requests", requests_.load()},
-                         {"faults", FaultsToJson(faults_.Get())},
-                         {"dialect", alcor() ? "alcor" : "v0.1"},
-                         {"strict", options_.strict},
-                         {"leaked_addresses", strict_.leaked_addresses()}}};
+  json state{{"ports", usage.ports},
+             {"allocated", std::move(usage.allocated)},
+             {"agent_backlog", usage.agent_backlog},
+             {"requests", requests_.load()},
+             {"faults", FaultsToJson(faults_.Get())},
+             {"dialect", alcor() ? "alcor" : "v0.1"},
+             {"strict", options_.strict},
+             {"leaked_addresses", strict_.leaked_addresses()}};
+  if (!options_.agent_ovsdb.empty()) {
+    state["agent_waiting"] = usage.agent_waiting;
+    state["vlans"] = usage.vlans;
+  }
+  return Reply{200, std::move(state)};
 }
 
 Reply Routes::SetFaults(const httplib::Request& req) {

@@ -3,3 +3,9 @@
 mizarmp_add_test(NAME ovsdb_test SOURCES integration/ovsdb_test.cc
                  LIBS mizarmp_ovsdb mizarmp_common nlohmann_json::nlohmann_json
                  LABELS "ovs;root" TIMEOUT 120)
+# The strict Alcor mock as Alcor's host agent on OVS (Options::agent_ovsdb): ovsdb-server and
+# ovs-vswitchd in a sandbox, taps in network namespaces.
+mizarmp_add_test(NAME mock_ovs_agent_test SOURCES integration/mock_ovs_agent_test.cc
+                 LIBS mizarmp_mock mizarmp_ovsdb mizarmp_netns mizarmp_common
+                      nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
+                 LABELS "ovs;root;netns;concurrency" TIMEOUT 300)

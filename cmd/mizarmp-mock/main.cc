@@ -109,13 +109,23 @@ FlagTable Flags(Config* c) {
         &o.gets_before_ready);
   t.Switch("agent", "act as the host agent: veth per ready port, bridge with the gateway",
            &o.agent);
-  t.String("bridge", "NAME", "the agent's bridge (default " + o.bridge + ")", &o.bridge);
+  t.String("bridge", "NAME", "the agent's bridge (default mzbr0; br-int with --agent-ovsdb)",
+           &o.bridge);
   t.String("agent-netns", "PATH", "where the bridge and host ends live (default: this netns)",
            &o.agent_netns);
   t.Int("mtu", "N", "MTU of the veths (default " + std::to_string(o.mtu) + ")", 68, 65535, &o.mtu);
   t.Switch("agent-unplugs-later",
            "remove a deleted port's veth after answering the DELETE (in order with the plugs)",
            &o.agent_unplugs_later);
+  t.String("agent-ovsdb", "PATH",
+           "strict alcor: act as Alcor's host agent on Open vSwitch, via ovsdb-server's socket "
+           "PATH: no NIC placed; a port goes ACTIVE once OVS port tap<id[:11]> is on the "
+           "bridge, tagged with its VPC's VLAN",
+           &o.agent_ovsdb);
+  t.Switch("agent-enforces-admin-state",
+           "with --agent-ovsdb: admin_state_up=false sets the OVS port's device down (in "
+           "--agent-netns), true up; beyond the real agent, which only records it",
+           &o.agent_enforces_admin_state);
   t.String("tls-cert", "FILE", "serve HTTPS with this certificate (and --tls-key)",
            &o.tls_cert_file);
   t.String("tls-key", "FILE", "the certificate's private key", &o.tls_key_file);

@@ -866,6 +866,8 @@ TEST(MockBinaryTest, HelpListsEveryFlagAndValuesAreChecked) {
                            "--agent ",
                            "--bridge NAME",
                            "--agent-netns PATH",
+                           "--agent-ovsdb PATH",
+                           "--agent-enforces-admin-state",
                            "--mtu N",
                            "--tls-cert FILE",
                            "--tls-key FILE",

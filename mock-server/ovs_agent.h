@@ -1,0 +1,111 @@
+// The mock's host agent on Open vSwitch (private to mock-server/), as Alcor's host agent
+// (futurewei-cloud/alcor-control-agent) runs outside demo mode: it places no NIC. Nova (or a
+// test, or the CNI plugin) creates the device and its OVS port; the agent waits for the port
+// named after the Alcor port and sets the access VLAN of the port's VPC on it.
+//
+//   include/aca_util.h               aca_get_port_name: "tap" + port id, cut to 14 characters
+//   src/ovs/aca_ovs_l2_programmer.cpp create_port: "set port <name> tag=<vlan>", retried by a
+//                                    background thread (aca_set_port_vlan_workitem) every
+//                                    PORT_SCAN_SLEEP_INTERVAL (1 s), MAX_PORT_SCAN_RETRY (300)
+//                                    times (include/aca_config.h); delete_port leaves the OVS
+//                                    port alone (nova removes it)
+//   src/ovs/aca_vlan_manager.cpp      get_or_create_vlan_id: one VLAN per VPC, from a counter
+//                                    starting at 1 (include/aca_vlan_manager.h)
+//   src/dp_abstraction/aca_dataplane_ovs.cpp update_port_state_workitem: "TODO: handle
+//                                    admin_state_up = false": the agent does not enforce it
+//
+// Where the agent polls once a second, this one waits with an RFC 7047 "wait" operation, so
+// ovsdb-server answers the moment the port appears; the 300 s bound is the same.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "netns/netns.h"
+#include "ovsdb/ovsdb.h"
+
+namespace mizarmp::mock {
+
+// The agent's VLAN per VPC: the first VPC seen gets 1, the next 2, and so on; a VPC keeps its
+// VLAN. RESOURCE_EXHAUSTED past 4094. Thread-safe.
+class VlanAllocator {
+ public:
+  Result<int> For(const std::string& vpc_id);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> vlans_;
+  int next_ = 1;  // aca_vlan_manager.h: current_available_vlan_id(1)
+};
+
+class OvsAgent {
+ public:
+  // aca_config.h: MAX_PORT_SCAN_RETRY x PORT_SCAN_SLEEP_INTERVAL.
+  static constexpr std::chrono::milliseconds kPortWait{300 * 1000};
+
+  // The OVS port name of an Alcor port (aca_get_port_name).
+  static std::string PortName(const std::string& port_id);
+
+  // `netns_path`: where the OVS ports' devices live (empty: the mock's own namespace), for
+  // enforcing admin state only. INVALID_ARGUMENT for an empty socket or bridge name.
+  static Result<std::unique_ptr<OvsAgent>> Create(const std::string& ovsdb_socket,
+                                                  const std::string& bridge,
+                                                  const std::string& netns_path,
+                                                  bool enforce_admin_state);
+  ~OvsAgent();  // Stop()
+
+  // Checks that ovsdb-server answers and has the bridge (UNAVAILABLE, NOT_FOUND otherwise).
+  Status Start();
+  // Cancels every wait and joins every worker; no callback runs afterwards. Idempotent.
+  void Stop();
+
+  // Called once the port is tagged (its VLAN), or with the error that stopped it. Runs on the
+  // worker thread; never when the wait was cancelled or gave up after kPortWait.
+  using Done = std::function<void(Result<int> vlan)>;
+  // Starts a worker that waits for the port's OVS port and tags it with the VPC's VLAN.
+  // `key` names the wait for Cancel (the model's port seq: unique, unlike a re-created id).
+  void Watch(uint64_t key, const std::string& port_id, const std::string& vpc_id, Done done);
+  // Stops the wait under `key` (its port was deleted) and joins its worker: nothing is tagged
+  // afterwards. Unknown keys are ignored.
+  void Cancel(uint64_t key);
+  void CancelAll();
+  size_t waiting() const;  // workers not finished yet
+
+  // admin_state_up of a ready port: with enforce_admin_state the port's device is set
+  // administratively up or down (netlink, in the agent namespace), which the real agent does
+  // not do; otherwise nothing (the change is only recorded, as the real agent does).
+  Status SetAdmin(const std::string& port_name, bool up);
+
+ private:
+  struct Worker {
+    std::thread thread;
+    bool cancelled = false;                   // under mu_
+    bool finished = false;                    // under mu_
+    ovsdb::Connection* connection = nullptr;  // under mu_, while the worker uses it
+  };
+
+  OvsAgent() = default;
+  void Run(Worker* worker, std::string port_id, std::string vpc_id, Done done);
+  // Joins the workers that finished by themselves (under no lock).
+  void Reap();
+
+  std::string socket_;
+  std::string bridge_;
+  std::optional<netns::Netns> ns_;
+  std::string ns_label_;
+  bool enforce_admin_state_ = false;
+  VlanAllocator vlans_;
+
+  mutable std::mutex mu_;
+  bool stopping_ = false;
+  std::map<uint64_t, std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace mizarmp::mock
