@@ -19,6 +19,10 @@
 #   8. removes the containers and shows that no port, record or veth is left,
 #   9. stops the servers. Everything it created is removed on any exit.
 #
+# MIZARMP_DEMO_DIALECT=alcor plays it on Alcor instead (scripts/demo_alcor.sh): Open vSwitch
+# started and stopped by the demo, the plugin plugs the pods into br-int itself, and a fence cuts
+# container A off and an unfence restores it.
+#
 # Needs root. Takes well under a minute once build/ is up to date (the HA part adds ~15 s).
 set -euo pipefail
 
@@ -27,6 +31,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ROOT/tests/e2e/podman_env.sh"
 # shellcheck source=demo_ha.sh
 source "$ROOT/scripts/demo_ha.sh"
+# shellcheck source=demo_alcor.sh
+source "$ROOT/scripts/demo_alcor.sh"
 
 # MIZARMP_DEMO_BIN_DIR: use binaries built elsewhere and skip the package check and the build.
 BIN=${MIZARMP_DEMO_BIN_DIR:-$ROOT/build/bin}
@@ -35,6 +41,11 @@ NETWORK=mizarmp
 BRIDGE=${MIZARMP_DEMO_BRIDGE:-mzdemo0}
 CIDR=${MIZARMP_DEMO_CIDR:-10.240.0.0/24}
 GATEWAY=${CIDR%.*}.1
+DIALECT=${MIZARMP_DEMO_DIALECT:-v0.1}
+case $DIALECT in
+  v0.1 | alcor) ;;
+  *) echo "demo: MIZARMP_DEMO_DIALECT=$DIALECT: want v0.1 or alcor" >&2; exit 2 ;;
+esac
 WORK=""
 MOCK_PID=""
 ADDONS_PID=""
@@ -74,6 +85,7 @@ cleanup() {
     for _ in $(seq 100); do kill -0 "$MOCK_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$MOCK_PID" 2>/dev/null
   fi
+  alcor_stop_ovs
   [[ -n "$WORK" ]] && rm -rf "$WORK"
   exit "$rc"
 }
@@ -114,7 +126,7 @@ for b in mizarmp mizarmp-mock mizarmp-addons mizarmpctl; do
   [[ -x "$BIN/$b" ]] || { echo "demo: $BIN/$b is missing" >&2; exit 1; }
 done
 echo "binaries: $BIN/{mizarmp,mizarmp-mock,mizarmp-addons,mizarmpctl}"
-if ip link show "$BRIDGE" >/dev/null 2>&1; then
+if [[ $DIALECT == v0.1 ]] && ip link show "$BRIDGE" >/dev/null 2>&1; then
   echo "demo: a link named $BRIDGE already exists (another demo running?)" >&2
   exit 1
 fi
@@ -123,19 +135,29 @@ WORK=$(mktemp -d /tmp/mizarmp-demo.XXXXXX)
 STATE="$WORK/state"
 mkdir -p "$STATE"
 
-section "starting the Mizar-MP mock (controller + host agent)"
-"$BIN/mizarmp-mock" --listen 127.0.0.1:0 --port-file "$WORK/mock.port" --agent \
-  --bridge "$BRIDGE" --cidr "$CIDR" --gateway "$GATEWAY" --log-file "$WORK/mock.log" \
-  >"$WORK/mock.out" 2>&1 &
+if [[ $DIALECT == alcor ]]; then
+  section "Open vSwitch in its userspace datapath, bridge $ALCOR_BRIDGE"
+  alcor_start_ovs
+  section "starting the mock as Alcor's controller and its host agent on Open vSwitch"
+  # shellcheck disable=SC2046 # the flags are words
+  "$BIN/mizarmp-mock" --listen 127.0.0.1:0 --port-file "$WORK/mock.port" $(alcor_mock_flags) \
+    --cidr "$CIDR" --gateway "$GATEWAY" --log-file "$WORK/mock.log" >"$WORK/mock.out" 2>&1 &
+else
+  section "starting the Mizar-MP mock (controller + host agent)"
+  "$BIN/mizarmp-mock" --listen 127.0.0.1:0 --port-file "$WORK/mock.port" --agent \
+    --bridge "$BRIDGE" --cidr "$CIDR" --gateway "$GATEWAY" --log-file "$WORK/mock.log" \
+    >"$WORK/mock.out" 2>&1 &
+fi
 MOCK_PID=$!
 mz_wait_for_file "$WORK/mock.port" 30 || { echo "demo: the mock did not start"; exit 1; }
 URL="http://127.0.0.1:$(cat "$WORK/mock.port")"
 cat "$WORK/mock.out"
-echo "subnet $CIDR, gateway $GATEWAY on bridge $BRIDGE"
+[[ $DIALECT == v0.1 ]] && echo "subnet $CIDR, gateway $GATEWAY on bridge $BRIDGE"
 
 section "the CNI network (from conf/mizarmp.conflist)"
 mz_podman_init "$WORK" "$BIN" /usr/lib/cni
 mz_write_conflist "$ROOT/conf/mizarmp.conflist" "$MZ_CNI_CONF_DIR/$NETWORK.conflist" "$URL" "$STATE" demo-node
+[[ $DIALECT == alcor ]] && alcor_configure "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
 cat "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
 echo "podman: $MZ_PODMAN (runc, cgroupfs, CNI backend, storage under $MZ_PODMAN_DIR)"
 
@@ -150,10 +172,14 @@ IP_B=$(mz_podman exec demo-b ip -o -4 addr show dev eth0 | awk '{print $4}' | cu
 section "A and B ping each other over the Mizar-MP network"
 run mz_podman exec demo-a ping -c 3 -W 3 "$IP_B"
 run mz_podman exec demo-b ping -c 3 -W 3 "$IP_A"
-run mz_podman exec demo-b ping -c 1 -W 3 "$GATEWAY"
-
-section "the host reaches A through the gateway bridge"
-run ping -c 1 -W 3 "$IP_A"
+if [[ $DIALECT == v0.1 ]]; then
+  run mz_podman exec demo-b ping -c 1 -W 3 "$GATEWAY"
+  section "the host reaches A through the gateway bridge"
+  run ping -c 1 -W 3 "$IP_A"
+else
+  section "the pods on $ALCOR_BRIDGE, as the plugin plugged them and the agent tagged them"
+  alcor_show_ovs
+fi
 
 section "ports at the controller"
 echo "\$ curl -s $URL/project/$PROJECT/ports"
@@ -164,7 +190,7 @@ echo
 echo "attachment records in $STATE:"
 find "$STATE" -name '*.json' -printf '  %P\n'
 echo
-echo "host ends of the agent's veths on $BRIDGE: $(bridge_ports | tr '\n' ' ')"
+[[ $DIALECT == v0.1 ]] && echo "host ends of the agent's veths on $BRIDGE: $(bridge_ports | tr '\n' ' ')"
 echo
 echo "what an operator sees on the node (the records joined with the ports and the pods):"
 run "$BIN/mizarmpctl" attachments --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
@@ -225,6 +251,7 @@ with grpc.insecure_channel("unix:" + sock) as channel:
         print("  GetFenceClients: %s: %s" % (client.id,
                                              ", ".join(c.cidr for c in client.addresses)))
 EOF
+[[ $DIALECT == alcor ]] && alcor_fence_demo
 stop_pid "$ADDONS_PID"
 ADDONS_PID=""
 echo "mizarmp-addons stopped"
@@ -240,9 +267,15 @@ run mz_podman ps -a
 section "nothing left"
 show_ports
 echo "attachment records: $(find "$STATE" -type f | wc -l)"
-echo "veths on $BRIDGE: $(bridge_ports | wc -l)"
+if [[ $DIALECT == alcor ]]; then
+  plugged=$(alcor_leftovers)
+  echo "OVS ports on $ALCOR_BRIDGE and tap veths: $plugged"
+else
+  plugged=$(bridge_ports | wc -l)
+  echo "veths on $BRIDGE: $plugged"
+fi
 left=$(( $(mz_http GET "$URL/project/$PROJECT/ports" | mz_json 'len(d["ports"])') +
-         $(find "$STATE" -type f | wc -l) + $(bridge_ports | wc -l) ))
+         $(find "$STATE" -type f | wc -l) + plugged ))
 if [[ $left -ne 0 ]]; then
   echo "demo: FAILED: $left leftover(s)"
   exit 1
@@ -252,11 +285,19 @@ section "stopping the mock"
 kill -TERM "$MOCK_PID"
 wait "$MOCK_PID" || true
 MOCK_PID=""
-if ip link show "$BRIDGE" >/dev/null 2>&1; then
+if [[ $DIALECT == alcor ]]; then
+  alcor_stop_ovs
+  if ip link show "$ALCOR_BRIDGE" >/dev/null 2>&1; then
+    echo "demo: FAILED: $ALCOR_BRIDGE still exists after Open vSwitch stopped"
+    exit 1
+  fi
+  echo "mock and Open vSwitch stopped; $ALCOR_BRIDGE removed"
+elif ip link show "$BRIDGE" >/dev/null 2>&1; then
   echo "demo: FAILED: bridge $BRIDGE still exists after the mock stopped"
   exit 1
+else
+  echo "mock stopped; bridge $BRIDGE removed"
 fi
-echo "mock stopped; bridge $BRIDGE removed"
 SUCCESS=1
 echo
 echo "demo: OK"
