@@ -20,12 +20,15 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "common/fd.h"
 #include "common/fileutil.h"
+#include "mizarmp-client/types.h"
 #include "mock-server/mock.h"
 #include "tests/support/containerd.h"
+#include "tests/support/ovs_sandbox.h"
 
 namespace mizarmp {
 namespace {
@@ -91,18 +94,25 @@ class CriTest : public ::testing::Test {
   void SetUp() override {
     MZ_REQUIRE_CONTAINERD();
     MZ_REQUIRE_NETNS();
-    node_ = std::make_unique<ScopedNetns>(UniqueName("mzcri"));
-    ASSERT_TRUE(node_->ok());
+    if (alcor_) {
+      // The node's Open vSwitch, in the node's namespace.
+      MZ_REQUIRE_OVS();
+      ovs_ = std::make_unique<testing::OvsSandbox>();
+      ASSERT_EQ(ovs_->error(), "");
+    } else {
+      node_ = std::make_unique<ScopedNetns>(UniqueName("mzcri"));
+      ASSERT_TRUE(node_->ok());
+    }
     std::string out;
     // The node's own address sits on its loopback (this kernel has no dummy links).
-    ASSERT_EQ(node_->Exec("sh -c 'ip link set lo up && ip addr add " + std::string(kNodeAddress) +
+    ASSERT_EQ(node().Exec("sh -c 'ip link set lo up && ip addr add " + std::string(kNodeAddress) +
                               "/32 dev lo'",
                           &out),
               0)
         << out;
     ASSERT_NO_FATAL_FAILURE(StartMockInNode());
     testing::ContainerdOptions options;
-    options.netns_path = node_->path();
+    options.netns_path = node().path();
     options.cni_plugins = {testing::BinDir() + "/mizarmp", "/usr/lib/cni/portmap",
                            "/usr/lib/cni/bandwidth", "/usr/lib/cni/loopback"};
     ASSERT_NO_FATAL_FAILURE(options.conflist = Conflist());
@@ -120,18 +130,29 @@ class CriTest : public ::testing::Test {
     containerd_.reset();  // removes what is left through CRI: the plugin's DEL needs the mock
     mock_.reset();
     node_.reset();
+    ovs_.reset();
   }
+
+  // The node's namespace: the sandbox's on Alcor, else one of its own.
+  const ScopedNetns& node() const { return ovs_ ? ovs_->netns() : *node_; }
 
   // The mock serves on the node's loopback, where containerd's plugins reach it.
   void StartMockInNode() {
     mock::Options o;
-    o.strict = true;  // as the real v0.1 controller answers (mock-server/strict.h)
-    o.agent = true;
-    o.agent_netns = node_->path();
-    o.bridge = UniqueName("mzcbr");
+    o.strict = true;  // as the real controller answers (mock-server/strict.h)
+    if (alcor_) {
+      // Alcor's agent on OVS: it places no NIC, the plugin plugs the pod (cni/ovs_plug.h).
+      o.dialect = mock::Dialect::kAlcor;
+      o.agent_ovsdb = ovs_->socket_path();
+      o.bridge = ovs_->bridge();
+    } else {
+      o.agent = true;
+      o.bridge = UniqueName("mzcbr");
+    }
+    o.agent_netns = node().path();
     o.cidr = kCidr;
     Status started = InternalError("not started");
-    ASSERT_TRUE(RunInNetns(node_->path(), [&] {
+    ASSERT_TRUE(RunInNetns(node().path(), [&] {
       auto m = mock::MockServer::Create(o);
       if (!m.ok()) {
         started = m.status();
@@ -180,6 +201,11 @@ class CriTest : public ::testing::Test {
     plugin["hostId"] = kHostId;
     plugin["logLevel"] = "debug";
     plugin["logFile"] = logs_.path() + "/mizarmp.log";
+    if (alcor_) {
+      plugin["networkId"] = client::kDefaultVpcId;  // Alcor's network_id is the VPC
+      plugin["ovsdbSocket"] = ovs_->socket_path();
+      plugin["ovsBridge"] = ovs_->bridge();
+    }
     return conf.dump(2);
   }
 
@@ -275,7 +301,7 @@ class CriTest : public ::testing::Test {
 
   std::string InNode(const std::string& command) const {
     std::string out;
-    node_->Exec(command, &out);
+    node().Exec(command, &out);
     return out;
   }
 
@@ -293,8 +319,11 @@ class CriTest : public ::testing::Test {
     EXPECT_EQ(list.items_size(), 0) << when << ": sandboxes CRI still lists";
     EXPECT_EQ(mock_->Ports().size(), 0u) << when << ": ports at the controller";
     EXPECT_EQ(Records(), std::vector<std::string>{}) << when << ": attachment records";
-    EXPECT_EQ(node_->CountLinks("veth"), 0) << when << ": veths\n" << InNode("ip -o link");
-    EXPECT_EQ(node_->CountLinks("ifb"), 0) << when << ": ifb devices\n" << InNode("ip -o link");
+    EXPECT_EQ(node().CountLinks("veth"), 0) << when << ": veths\n" << InNode("ip -o link");
+    EXPECT_EQ(node().CountLinks("ifb"), 0) << when << ": ifb devices\n" << InNode("ip -o link");
+    if (ovs_) {
+      EXPECT_EQ(OvsPorts(), std::vector<std::string>{}) << when << ": OVS ports";
+    }
     EXPECT_EQ(InNode("iptables -t nat -S").find("CNI-DN-"), std::string::npos)
         << when << ": hostPort rules\n"
         << InNode("iptables -t nat -S");
@@ -317,7 +346,21 @@ class CriTest : public ::testing::Test {
     }
   }
 
+  // The ports on the node's OVS bridge (Alcor only).
+  std::vector<std::string> OvsPorts() const {
+    std::string out;
+    EXPECT_EQ(ovs_->Vsctl("list-ports " + ovs_->bridge(), &out), 0) << out;
+    std::vector<std::string> ports;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) ports.push_back(line);
+    }
+    return ports;
+  }
+
   bool install_by_image_ = false;  // set by a subclass's constructor, read by SetUp
+  bool alcor_ = false;             // likewise: Alcor's controller, its agent on OVS
+  std::unique_ptr<testing::OvsSandbox> ovs_;
   testing::TempDir state_;
   testing::TempDir logs_;
   std::unique_ptr<ScopedNetns> node_;
@@ -346,6 +389,37 @@ TEST_F(CriTest, PodsGetTheControllersAddressesAndReachEachOther) {
   }
   EXPECT_NE(a.ip, b.ip);
 
+  std::string out;
+  EXPECT_EQ(InPod(a, "ping -c 2 -W 3 " + b.ip, &out), 0) << "ping a -> b: " << out;
+  EXPECT_EQ(InPod(b, "ping -c 2 -W 3 " + a.ip, &out), 0) << "ping b -> a: " << out;
+
+  ASSERT_NO_FATAL_FAILURE(StopAndRemove(a.id));
+  ASSERT_NO_FATAL_FAILURE(StopAndRemove(b.id));
+  ExpectNothingLeft("after removing both pods");
+}
+
+// The same on Alcor: containerd's pods are plugged into the node's br-int by the plugin, the
+// mock's agent tags their OVS ports, and they reach each other through it.
+class CriOnAlcorTest : public CriTest {
+ protected:
+  CriOnAlcorTest() { alcor_ = true; }
+};
+
+TEST_F(CriOnAlcorTest, PodsArePluggedIntoBrIntAndReachEachOther) {
+  Pod a, b;
+  ASSERT_NO_FATAL_FAILURE(RunPod(PodConfig("pod-a"), &a));
+  ASSERT_NO_FATAL_FAILURE(RunPod(PodConfig("pod-b"), &b));
+  ASSERT_EQ(OvsPorts().size(), 2u);
+  for (const Pod* pod : {&a, &b}) {
+    auto port = PortOf(*pod);
+    ASSERT_TRUE(port.has_value()) << "no port at the controller for " << pod->id;
+    EXPECT_EQ(port->status, "ACTIVE");
+    ASSERT_EQ(port->ips.size(), 1u);
+    EXPECT_EQ(pod->ip, port->ips[0]) << "PodSandboxStatus's IP is not the port's";
+    std::string tag;
+    ASSERT_EQ(ovs_->Vsctl("get port tap" + port->id.substr(0, 11) + " tag", &tag), 0) << tag;
+    EXPECT_EQ(tag, std::to_string(port->vlan) + "\n") << "the tag the agent set";
+  }
   std::string out;
   EXPECT_EQ(InPod(a, "ping -c 2 -W 3 " + b.ip, &out), 0) << "ping a -> b: " << out;
   EXPECT_EQ(InPod(b, "ping -c 2 -W 3 " + a.ip, &out), 0) << "ping b -> a: " << out;
@@ -398,7 +472,7 @@ TEST_F(CriTest, HostPortReachesTheListenerInThePod) {
   const sockaddr_in any = Ipv4("0.0.0.0", kContainerPort);
   ASSERT_EQ(::bind(listener.get(), reinterpret_cast<const sockaddr*>(&any), sizeof(any)), 0);
   ASSERT_EQ(::listen(listener.get(), 1), 0);
-  UniqueFd client = TcpSocketIn(node_->path());
+  UniqueFd client = TcpSocketIn(node().path());
   ASSERT_TRUE(client.valid());
   ASSERT_EQ(::fcntl(client.get(), F_SETFL, O_NONBLOCK), 0);
   const sockaddr_in node = Ipv4(kNodeAddress, kHostPort);
