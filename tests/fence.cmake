@@ -22,7 +22,7 @@ mizarmp_add_python_test(NAME python_fence MODULE test_fence TIMEOUT 300)
 # as processes, the real plugin putting pods of two nodes into namespaces.
 if(TARGET mizarmp)
   mizarmp_add_test(NAME fence_e2e_test SOURCES integration/fence_e2e_test.cc
-    LIBS mizarmp_client mizarmp_proto mizarmp_common nlohmann_json::nlohmann_json
+    LIBS mizarmp_netns mizarmp_client mizarmp_proto mizarmp_common nlohmann_json::nlohmann_json
     LABELS "netns;root;concurrency" TIMEOUT 300)
   add_dependencies(fence_e2e_test mizarmp mizarmp-mock mizarmp-addons)
 endif()

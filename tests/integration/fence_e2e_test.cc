@@ -23,6 +23,8 @@
 #include "fence/fence.grpc.pb.h"
 #include "identity/identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
+#include "tests/support/entered_netns.h"
+#include "tests/support/ovs_sandbox.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -124,7 +126,17 @@ class FenceE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     MZ_REQUIRE_NETNS();
-    host_ = std::make_unique<ScopedNetns>(UniqueName("mzh"));
+    if (alcor_) {
+      // Alcor's node: its Open vSwitch, whose namespace this thread enters, so that the mock,
+      // the plugin, the server and this test's clients all run on that node.
+      MZ_REQUIRE_OVS();
+      ovs_ = std::make_unique<testing::OvsSandbox>();
+      ASSERT_EQ(ovs_->error(), "");
+      node_ = std::make_unique<testing::EnteredNetns>(ovs_->netns_path());
+      ASSERT_EQ(node_->error(), "");
+    } else {
+      host_ = std::make_unique<ScopedNetns>(UniqueName("mzh"));
+    }
     ASSERT_TRUE(MakeDirs(dir_.path() + "/a", 0700).ok());
     ASSERT_TRUE(MakeDirs(dir_.path() + "/b", 0700).ok());
     StartMock();
@@ -143,6 +155,9 @@ class FenceE2eTest : public ::testing::Test {
     mock_.Kill(SIGTERM);  // the mock tears its veths and bridge down
     pods_.clear();
     host_.reset();
+    mp_.reset();
+    node_.reset();
+    ovs_.reset();
   }
 
   std::vector<std::string> MockCommand(const std::string& port_file) const {
@@ -151,16 +166,20 @@ class FenceE2eTest : public ::testing::Test {
                                         "127.0.0.1:0",
                                         "--port-file",
                                         port_file,
-                                        "--agent",
-                                        "--bridge",
-                                        UniqueName("mzbr"),
-                                        "--agent-netns",
-                                        host_->path(),
                                         "--cidr",
                                         kSubnetCidr,
                                         "--log-level",
                                         "debug"};
-    if (alcor_) command.insert(command.end(), {"--dialect", "alcor", "--strict"});
+    if (alcor_) {
+      // Alcor's agent on OVS, asked to act on admin_state_up, which the real one does not
+      // (DESIGN.md, plug mode): the fence's effect on the data plane is what is shown.
+      command.insert(command.end(),
+                     {"--dialect", "alcor", "--strict", "--agent-ovsdb", ovs_->socket_path(),
+                      "--agent-enforces-admin-state", "--bridge", ovs_->bridge()});
+    } else {
+      command.insert(command.end(),
+                     {"--agent", "--bridge", UniqueName("mzbr"), "--agent-netns", host_->path()});
+    }
     return command;
   }
 
@@ -248,7 +267,11 @@ class FenceE2eTest : public ::testing::Test {
                    {"stateDir", StateDir(node)},
                    {"logLevel", "debug"},
                    {"timeouts", {{"readyMs", 10000}, {"nicMs", 10000}}}};
-    if (alcor_) config["networkId"] = client::kDefaultVpcId;  // Alcor's network_id is the VPC
+    if (alcor_) {
+      config["networkId"] = client::kDefaultVpcId;  // Alcor's network_id is the VPC
+      config["ovsdbSocket"] = ovs_->socket_path();  // the plugin plugs the pods (plug mode)
+      config["ovsBridge"] = ovs_->bridge();
+    }
     return config;
   }
 
@@ -304,6 +327,27 @@ class FenceE2eTest : public ::testing::Test {
     FAIL() << "the mock never handed out " << before_block;
   }
 
+  // Alcor's gateway as a router port would be: an internal port on br-int in the VPC's VLAN (the
+  // tag the agent gave b1's port) holding the subnet's gateway address.
+  void GatewayOnOvs() {
+    std::string tag;
+    auto ports = PortsByIp();
+    ASSERT_EQ(ports.count(b1_.ip), 1u);
+    ASSERT_EQ(ovs_->Vsctl("get port tap" + ports[b1_.ip].id.substr(0, 11) + " tag", &tag), 0)
+        << tag;
+    while (!tag.empty() && tag.back() == '\n') tag.pop_back();
+    std::string out;
+    ASSERT_EQ(ovs_->Vsctl("add-port " + ovs_->bridge() + " gw -- set interface gw type=internal" +
+                              " -- set port gw tag=" + tag,
+                          &out),
+              0)
+        << out;
+    ASSERT_EQ(
+        ovs_->netns().Exec("sh -c 'ip addr add 10.242.0.1/24 dev gw && ip link set gw up'", &out),
+        0)
+        << out;
+  }
+
   // Every port at Mizar-MP with one of `ips`, by address.
   std::map<std::string, client::Port> PortsByIp() const {
     std::map<std::string, client::Port> out;
@@ -331,8 +375,10 @@ class FenceE2eTest : public ::testing::Test {
   static bool Ping(const Pod& from, const std::string& to) {
     return from.ns->Exec("ping -c1 -W1 " + to + " >/dev/null 2>&1") == 0;
   }
+  // From the gateway: the mock's agent's bridge, or on Alcor an OVS internal port (GatewayOnOvs).
   bool PingFromGateway(const std::string& to) const {
-    return host_->Exec("ping -c1 -W1 " + to + " >/dev/null 2>&1") == 0;
+    const ScopedNetns& gateway = alcor_ ? ovs_->netns() : *host_;
+    return gateway.Exec("ping -c1 -W1 " + to + " >/dev/null 2>&1") == 0;
   }
   // Reachable within `timeout` (ARP and link state may take a moment after a change).
   static bool EventuallyPings(const Pod& from, const std::string& to,
@@ -472,6 +518,9 @@ class FenceE2eTest : public ::testing::Test {
   void CreateCluster() {
     b1_ = AddPod('b', "b1");
     ASSERT_FALSE(b1_.ip.empty());
+    if (alcor_) {
+      ASSERT_NO_FATAL_FAILURE(GatewayOnOvs());
+    }
     SteerAllocatorToNodeABlock();
     if (HasFatalFailure()) return;
     a1_ = AddPod('a', "a1");
@@ -488,11 +537,14 @@ class FenceE2eTest : public ::testing::Test {
     EXPECT_TRUE(EventuallyPings(b1_, a1_.ip));
   }
 
-  // The mock plays the real Alcor controller (--strict), whose agent takes a fenced port down.
+  // The mock plays the real Alcor controller (--strict) and its agent on OVS, into which the
+  // plugin plugs the pods (plug mode); the agent is asked to take a fenced port down.
   bool alcor_ = false;
   testing::TempDir dir_;
   std::string network_ = "mzt-" + UniqueName("f");
-  std::unique_ptr<ScopedNetns> host_;
+  std::unique_ptr<ScopedNetns> host_;            // the mock's agent's namespace (v0.1)
+  std::unique_ptr<testing::OvsSandbox> ovs_;     // Alcor's node and its OVS
+  std::unique_ptr<testing::EnteredNetns> node_;  // this thread inside it
   std::vector<std::unique_ptr<ScopedNetns>> pods_;
   Child mock_;
   Child addons_;
