@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/support.h"
+#include "tests/support/process.h"
 
 namespace mizarmp::testing {
 
@@ -40,6 +40,19 @@ bool WaitForSocket(const std::string& path, std::chrono::milliseconds timeout) {
 }
 
 }  // namespace
+
+std::string OvsUnavailableReason() {
+  for (const char* binary :
+       {kOvsdbServerBinary, kOvsVswitchdBinary, kOvsVsctlBinary, kOvsdbToolBinary}) {
+    if (::access(binary, X_OK) != 0) {
+      return std::string(binary) + " is not installed (Debian: openvswitch-switch)";
+    }
+  }
+  if (::access(kOvsSchema, R_OK) != 0) {
+    return std::string(kOvsSchema) + " is not there (Debian: openvswitch-common)";
+  }
+  return "";
+}
 
 OvsSandbox::OvsSandbox(OvsSandboxOptions options)
     : options_(std::move(options)), netns_(UniqueName("mzovs")) {

@@ -12,6 +12,15 @@
 
 namespace mizarmp::testing {
 
+// Where Debian's openvswitch-switch and openvswitch-common put OVS.
+inline constexpr const char* kOvsdbServerBinary = "/usr/sbin/ovsdb-server";
+inline constexpr const char* kOvsVswitchdBinary = "/usr/sbin/ovs-vswitchd";
+inline constexpr const char* kOvsVsctlBinary = "/usr/bin/ovs-vsctl";
+inline constexpr const char* kOvsdbToolBinary = "/usr/bin/ovsdb-tool";
+inline constexpr const char* kOvsSchema = "/usr/share/openvswitch/vswitch.ovsschema";
+// Empty when those programs and the schema are installed, else the reason OVS cannot be run.
+std::string OvsUnavailableReason();
+
 struct OvsSandboxOptions {
   std::string bridge = "br-int";
   // Without ovs-vswitchd only the database runs: enough for the ovsdb library, which never

@@ -29,17 +29,4 @@ std::string NetnsUnavailableReason() {
   return "";
 }
 
-std::string OvsUnavailableReason() {
-  for (const char* binary :
-       {kOvsdbServerBinary, kOvsVswitchdBinary, kOvsVsctlBinary, kOvsdbToolBinary}) {
-    if (::access(binary, X_OK) != 0) {
-      return std::string(binary) + " is not installed (Debian: openvswitch-switch)";
-    }
-  }
-  if (::access(kOvsSchema, R_OK) != 0) {
-    return std::string(kOvsSchema) + " is not there (Debian: openvswitch-common)";
-  }
-  return "";
-}
-
 }  // namespace mizarmp::testing

@@ -24,14 +24,6 @@ inline constexpr const char* kEtcdctlBinary = "/usr/bin/etcdctl";
 // Empty when both are installed (executable), else the reason they cannot be run.
 std::string EtcdUnavailableReason();
 
-// Where Debian's openvswitch-switch and openvswitch-common put OVS (OvsSandbox, ovsdb tests).
-inline constexpr const char* kOvsdbServerBinary = "/usr/sbin/ovsdb-server";
-inline constexpr const char* kOvsVswitchdBinary = "/usr/sbin/ovs-vswitchd";
-inline constexpr const char* kOvsVsctlBinary = "/usr/bin/ovs-vsctl";
-inline constexpr const char* kOvsdbToolBinary = "/usr/bin/ovsdb-tool";
-inline constexpr const char* kOvsSchema = "/usr/share/openvswitch/vswitch.ovsschema";
-// Empty when those programs and the schema are installed, else the reason OVS cannot be run.
-std::string OvsUnavailableReason();
 
 }  // namespace mizarmp::testing
 
@@ -57,5 +49,6 @@ std::string OvsUnavailableReason();
 #define MZ_REQUIRE_ETCD() \
   MZ_REQUIRE_CAPABILITY_(::mizarmp::testing::EtcdUnavailableReason(), "etcd")
 // Open vSwitch's programs (install-deps.sh installs openvswitch-switch).
+// With tests/support/ovs_sandbox.h.
 #define MZ_REQUIRE_OVS() \
   MZ_REQUIRE_CAPABILITY_(::mizarmp::testing::OvsUnavailableReason(), "Open vSwitch")
