@@ -149,6 +149,36 @@ TEST_F(OvsdbTest, MutateOfMissingBridgeCommitsButKeepsNoRows) {
   EXPECT_EQ(Vsctl("--columns=name find interface name=tapz"), "");
 }
 
+// What AddPort's race handling relies on: a second row of an indexed name fails the commit
+// with "constraint violation" (and commits nothing).
+TEST_F(OvsdbTest, DuplicateNameIsAConstraintViolation) {
+  ASSERT_TRUE(AddPort(*db_, "br-int", "tapa", {}).ok());
+  const json ops = json::array(
+      {json{{"op", "insert"},
+            {"table", "Interface"},
+            {"uuid-name", "i"},
+            {"row", {{"name", "tapa"}}}},
+       json{{"op", "insert"},
+            {"table", "Port"},
+            {"uuid-name", "p"},
+            {"row", {{"name", "tapa"}, {"interfaces", json::array({"named-uuid", "i"})}}}},
+       json{{"op", "mutate"},
+            {"table", "Bridge"},
+            {"where", json::array({json::array({"name", "==", "br-int"})})},
+            {"mutations",
+             json::array({json::array(
+                 {"ports", "insert",
+                  json::array({"set", json::array({json::array({"named-uuid", "p"})})})})})}}});
+  auto raw = db_->TransactRaw(ops);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  bool violation = false;
+  for (const json& r : *raw) {
+    if (r.is_object() && r.value("error", "") == "constraint violation") violation = true;
+  }
+  EXPECT_TRUE(violation) << raw->dump();
+  EXPECT_EQ(Vsctl("list-ports br-int"), "tapa");
+}
+
 TEST_F(OvsdbTest, DeleteAbsentIsOk) {
   const Status st = DeletePort(*db_, "tapnone");
   EXPECT_TRUE(st.ok()) << st.ToString();
