@@ -326,7 +326,10 @@ TEST_F(AddonsHealthServiceTest, WatchesAreLimited) {
 // The binary: health for every service it serves, no nexting threads, and SIGTERM with a Watch
 // open ends the Watch with NOT_SERVING and exits well before the drain's grace period.
 TEST(AddonsBinaryHealth, ServesHealthWithoutCallbackThreadsAndSigtermEndsWatch) {
-  auto mock = mock::MockServer::Create({});
+  mock::Options mo;
+  mo.strict = true;  // the real Alcor controller's behaviour (mock-server/strict.h)
+  mo.dialect = mock::Dialect::kAlcor;
+  auto mock = mock::MockServer::Create(mo);
   ASSERT_TRUE(mock.ok()) << mock.status().ToString();
   ASSERT_TRUE((*mock)->Start().ok());
   TempDir dir;

@@ -68,7 +68,16 @@ std::unique_ptr<identity::Identity::Stub> IdentityStub(const std::string& addres
   return identity::Identity::NewStub(Dial(address));
 }
 
-std::unique_ptr<mock::MockServer> StartMock(mock::Options options = {}) {
+// The options of a mock that plays a real controller generation (strict, mock-server/strict.h);
+// by default Alcor's, the generation whose port list the addons server fences from.
+mock::Options StrictMock(mock::Dialect dialect = mock::Dialect::kAlcor) {
+  mock::Options o;
+  o.strict = true;
+  o.dialect = dialect;
+  return o;
+}
+
+std::unique_ptr<mock::MockServer> StartMock(mock::Options options = StrictMock()) {
   auto m = mock::MockServer::Create(std::move(options));
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   if (!m.ok()) return nullptr;
@@ -136,8 +145,11 @@ Result<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel, const std
 
 class IdentityServerTest : public ::testing::Test {
  protected:
+  // The controller generation the mock plays.
+  virtual mock::Dialect dialect() const { return mock::Dialect::kAlcor; }
+
   void SetUp() override {
-    mock_ = StartMock();
+    mock_ = StartMock(StrictMock(dialect()));
     ASSERT_NE(mock_, nullptr);
     socket_path_ = dir_.path() + "/run/addons/csi-addons.sock";
     endpoint_ = "unix://" + socket_path_;
@@ -177,6 +189,19 @@ class IdentityServerTest : public ::testing::Test {
   std::unique_ptr<Server> server_;
   std::unique_ptr<identity::Identity::Stub> stub_;
 };
+
+// The tests of Probe's Mizar-MP check (a GET of the subnet), against each real generation.
+class IdentityProbeTest : public IdentityServerTest,
+                          public ::testing::WithParamInterface<mock::Dialect> {
+ protected:
+  mock::Dialect dialect() const override { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Generations, IdentityProbeTest,
+                         ::testing::Values(mock::Dialect::kV01, mock::Dialect::kAlcor),
+                         [](const auto& param_info) {
+                           return std::string(param_info.param == mock::Dialect::kV01 ? "V01"
+                                                                                      : "Alcor");
+                         });
 
 TEST_F(IdentityServerTest, GetIdentity) {
   StartServer(OptionsFor(mock_->base_url()));
@@ -228,7 +253,7 @@ TEST_F(IdentityServerTest, NodeModeAdvertisesNodeService) {
   EXPECT_EQ(id.manifest().at("mode"), "node");
 }
 
-TEST_F(IdentityServerTest, ProbeReadyWithMizarMp) {
+TEST_P(IdentityProbeTest, ProbeReadyWithMizarMp) {
   StartServer(OptionsFor(mock_->base_url()));
   grpc::ClientContext ctx;
   identity::ProbeResponse resp;
@@ -272,7 +297,7 @@ TEST_F(IdentityServerTest, ProbeNotReadyWhenMizarMpUnreachable) {
   EXPECT_EQ(p.why.rfind("Mizar-MP at ", 0), 0u) << p.why;
 }
 
-TEST_F(IdentityServerTest, ProbeNotReadyWhenSubnetMissing) {
+TEST_P(IdentityProbeTest, ProbeNotReadyWhenSubnetMissing) {
   IdentityOptions o = OptionsFor(mock_->base_url());
   o.subnet_id = "00000000-0000-0000-0000-000000000000";
   StartServer(o);
@@ -322,7 +347,7 @@ TEST_F(IdentityServerTest, ProbeFollowsReadinessChecks) {
   EXPECT_EQ(back.why, "");
 }
 
-TEST_F(IdentityServerTest, ProbeStormMakesOneRestCallPerCacheWindow) {
+TEST_P(IdentityProbeTest, ProbeStormMakesOneRestCallPerCacheWindow) {
   IdentityOptions o = OptionsFor(mock_->base_url());
   o.probe_cache_ttl = std::chrono::hours(1);  // the whole test is inside one window
   o.readiness_interval = 0ms;                 // no background check: only the storm counts
@@ -870,7 +895,7 @@ TEST(AddonsServerLifecycle, FailedStartStartsNoService) {
 
 // The binary: SIGTERM lets an in-flight call finish, removes the socket, exits 0.
 TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
-  mock::Options mo;
+  mock::Options mo = StrictMock();
   mo.faults.delay_ms = 1500;  // every REST answer takes 1.5 s: Probe stays in flight that long
   auto mock = StartMock(mo);
   ASSERT_NE(mock, nullptr);

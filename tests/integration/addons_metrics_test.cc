@@ -136,11 +136,18 @@ bool WaitUntilReady(const std::shared_ptr<grpc::Channel>& channel) {
   return false;
 }
 
+// Against the real Alcor controller's behaviour (strict, mock-server/strict.h), the generation
+// whose port list a fence reads; AddonsMetricsSeedTest's tests need a seed controller's fault.
 class AddonsMetricsTest : public ::testing::Test {
  protected:
+  // The seed README's controller (v0.1 dialect) instead of strict Alcor.
+  virtual bool seed() const { return false; }
+
   void SetUp() override {
     mock::Options o;
     o.cidr = "10.248.0.0/24";
+    o.strict = !seed();
+    o.dialect = seed() ? mock::Dialect::kV01 : mock::Dialect::kAlcor;
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     const json config = {{"endpoint", "unix://" + dir_.path() + "/run/csi-addons.sock"},
                          {"mpurl", mock_->base_url()},
@@ -199,6 +206,7 @@ class AddonsMetricsTest : public ::testing::Test {
     auto mp = client::Client::Create(cc);
     ASSERT_TRUE(mp.ok()) << mp.status().ToString();
     client::PortSpec spec = testing::PortSpecFor(id, "/var/run/netns/none-" + id);
+    spec.network_id = seed() ? kSubnet : client::kDefaultVpcId;  // Alcor's is the VPC
     spec.fixed_ips.push_back({kSubnet, ip});
     auto port = (*mp)->CreatePort(spec);
     ASSERT_TRUE(port.ok()) << port.status().ToString();
@@ -226,6 +234,11 @@ class AddonsMetricsTest : public ::testing::Test {
   std::unique_ptr<::fence::FenceController::Stub> fence_;
   int metrics_port_ = 0;
   int health_port_ = 0;
+};
+
+class AddonsMetricsSeedTest : public AddonsMetricsTest {
+ protected:
+  bool seed() const override { return true; }
 };
 
 TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
@@ -289,7 +302,8 @@ TEST_F(AddonsMetricsTest, TheFamiliesMoveWithTheRpcsMade) {
 
 // The store's gauges after a pass that could not enforce a fence show it pending (read from the
 // store), and after the pass that does, enforced (counted from what that pass completed).
-TEST_F(AddonsMetricsTest, AFenceMizarMpRefusedStaysPendingInTheGaugesUntilAPassEnforcesIt) {
+// Seed: a refused update is the seed routes' reject_updates fault; no strict mode has it.
+TEST_F(AddonsMetricsSeedTest, AFenceMizarMpRefusedStaysPendingInTheGaugesUntilAPassEnforcesIt) {
   const std::string failed = "mizarmp_addons_enforcement_passes_total{result=\"failed\"}";
   ASSERT_NO_FATAL_FAILURE(AddPort("5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6", "10.248.0.20"));
   mock::Faults faults;
@@ -445,6 +459,8 @@ TEST(AddonsMetricsNode, TheRpcFamiliesCountNodeModesCalls) {
 TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
   mock::Options o;
   o.agent = false;
+  // The real v0.1 controller (strict): a plugin's GET of a port it does not have is 200.
+  o.strict = true;
   std::unique_ptr<mock::MockServer> controller;
   ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &controller));
   NodeServer node;

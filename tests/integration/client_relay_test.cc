@@ -1,6 +1,6 @@
 // The Mizar-MP client through a node's relay (ClientConfig::relay_socket, relay/relay.h), as a
 // plugin process sees it: each Client stands for one process, against the in-process mock over
-// TLS that requires a bearer token.
+// TLS playing the real Alcor controller, whose API gateway requires a token.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -34,9 +34,25 @@ class ClientRelayTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(StartTlsMock(&controller_));
   }
 
-  void StartTlsMock(std::unique_ptr<mock::MockServer>* out) {
+  // The real Alcor controller's behaviour (strict, mock-server/strict.h): the generation with a
+  // token (X-Auth-Token at its API gateway); v0.1 has no authentication.
+  static mock::Options StrictAlcor() {
     mock::Options o;
     o.agent = false;
+    o.strict = true;
+    o.dialect = mock::Dialect::kAlcor;
+    return o;
+  }
+
+  // Port `id` as a plugin asks Alcor for it: its network_id is the VPC.
+  static PortSpec Spec(const std::string& id) {
+    PortSpec spec = testing::PortSpecFor(id);
+    spec.network_id = kDefaultVpcId;
+    return spec;
+  }
+
+  void StartTlsMock(std::unique_ptr<mock::MockServer>* out) {
+    mock::Options o = StrictAlcor();
     o.tls_cert_file = pki_.server_cert;
     o.tls_key_file = pki_.server_key;
     o.token_file = token_file_;
@@ -73,7 +89,7 @@ class ClientRelayTest : public ::testing::Test {
     auto client = Client::Create(config);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     if (!client.ok()) return {};
-    auto created = (*client)->CreatePort(testing::PortSpecFor(id));
+    auto created = (*client)->CreatePort(Spec(id));
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     auto read = (*client)->GetPort(id);
     EXPECT_TRUE(read.ok()) << read.status().ToString();
@@ -108,7 +124,7 @@ TEST_F(ClientRelayTest, TheControllersOwnAnswersComeBackThroughTheRelay) {
   auto client = Client::Create(no_token);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   // The controller's 401 and 404 are its answers, not the relay's: passed on, not bypassed.
-  auto refused = (*client)->CreatePort(testing::PortSpecFor("p1"));
+  auto refused = (*client)->CreatePort(Spec("p1"));
   EXPECT_EQ(refused.status().code(), Code::kUnauthenticated) << refused.status().ToString();
   auto authorised = Client::Create(Config());
   ASSERT_TRUE(authorised.ok());
@@ -150,10 +166,8 @@ TEST_F(ClientRelayTest, AControllerTheRelayCannotVerifyIsReachedWithTheProcesssO
 }
 
 TEST_F(ClientRelayTest, AnHttpControllerIsNeverRelayed) {
-  mock::Options o;
-  o.agent = false;
   std::unique_ptr<mock::MockServer> plain;
-  ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &plain));
+  ASSERT_NO_FATAL_FAILURE(testing::StartMock(StrictAlcor(), &plain));
   ASSERT_NO_FATAL_FAILURE(StartRelay(controller_->base_url(), pki_.ca));
   ClientConfig c = Config();
   c.base_url = plain->base_url();

@@ -1,6 +1,8 @@
 // The plugin's commands run in-process (cni::Run) against the in-process mock controller with its
 // agent disabled: everything a command does before it touches a pod's namespace, and everything
-// DEL, GC and STATUS do. No root, no netns.
+// DEL, GC and STATUS do. No root, no netns. The mock plays each real controller generation
+// (strict, mock-server/strict.h); the tests that need a seed controller's fault are
+// CniCommandsSeedTest's.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -34,6 +36,22 @@ using records::RecordToJson;
 constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
 
+// The controller a test runs against: a real generation as the strict mock plays it, or the
+// seed README's controller (v0.1 dialect).
+enum class Controller { kV01, kAlcor, kSeed };
+
+std::string ControllerName(const ::testing::TestParamInfo<Controller>& info) {
+  switch (info.param) {
+    case Controller::kV01:
+      return "V01";
+    case Controller::kAlcor:
+      return "Alcor";
+    case Controller::kSeed:
+      return "Seed";
+  }
+  return "";
+}
+
 struct Outcome {
   int rc = -1;
   std::string out;
@@ -41,18 +59,31 @@ struct Outcome {
   std::string Describe() const { return "rc=" + std::to_string(rc) + " stdout=" + out; }
 };
 
-class CniCommandsTest : public ::testing::Test {
+class CniCommandsTest : public ::testing::TestWithParam<Controller> {
  protected:
   void SetUp() override { StartMock(mock::Faults{}); }
 
+  bool alcor() const { return GetParam() == Controller::kAlcor; }
+
+  // A controller of this test's kind on `cidr`.
+  mock::Options MockOptions(const std::string& cidr) const {
+    mock::Options o;
+    o.cidr = cidr;
+    o.strict = GetParam() != Controller::kSeed;
+    o.dialect = alcor() ? mock::Dialect::kAlcor : mock::Dialect::kV01;
+    return o;
+  }
+
   void StartMock(const mock::Faults& faults) {
     mock_.reset();
-    mock::Options o;
-    o.cidr = "10.242.0.0/16";
+    mock::Options o = MockOptions("10.242.0.0/16");
     o.faults = faults;
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     url_ = mock_->base_url();
   }
+
+  // What a create names as its network: Alcor's network_id is the VPC, v0.1's the subnet.
+  std::string NetworkId() const { return alcor() ? client::kDefaultVpcId : kSubnet; }
 
   // A URL nobody listens on: the mock's, after it is gone.
   void StopMock() { mock_.reset(); }
@@ -64,6 +95,7 @@ class CniCommandsTest : public ::testing::Test {
                 {"mpurl", url_},
                 {"project", kProject},
                 {"subnet", kSubnet},
+                {"networkId", NetworkId()},
                 {"hostId", "node-a"},
                 {"stateDir", state_.path()},
                 {"logLevel", "off"},
@@ -124,6 +156,8 @@ class CniCommandsTest : public ::testing::Test {
   client::Port MakePort(const std::string& id, const std::string& cid, const std::string& network,
                         const std::string& host = "node-a") const {
     client::PortSpec spec = testing::PortSpecFor(id, "/var/run/netns/" + cid, host);
+    spec.network_id = NetworkId();
+    if (alcor()) spec.fixed_ips = {client::FixedIp{kSubnet, ""}};  // as the plugin's ADD asks
     spec.description = PortDescription(cid, spec.network_ns, host, network, "eth0");
     auto port = Client()->CreatePort(spec);
     EXPECT_TRUE(port.ok()) << port.status().ToString();
@@ -175,9 +209,23 @@ class CniCommandsTest : public ::testing::Test {
   std::string url_;
 };
 
+INSTANTIATE_TEST_SUITE_P(Generations, CniCommandsTest,
+                         ::testing::Values(Controller::kV01, Controller::kAlcor), ControllerName);
+
+// What only Alcor has: a port that is not ready in the POST's answer (v0.1 answers it UP, having
+// programmed the host first).
+class CniCommandsAlcorTest : public CniCommandsTest {};
+INSTANTIATE_TEST_SUITE_P(Generations, CniCommandsAlcorTest, ::testing::Values(Controller::kAlcor),
+                         ControllerName);
+
+// Seed: the reject_creates fault, which the strict modes do not have.
+class CniCommandsSeedTest : public CniCommandsTest {};
+INSTANTIATE_TEST_SUITE_P(Seed, CniCommandsSeedTest, ::testing::Values(Controller::kSeed),
+                         ControllerName);
+
 // ---------------------------------------------------------------------------------- VERSION
 
-TEST_F(CniCommandsTest, VersionListsTheSupportedVersions) {
+TEST_P(CniCommandsTest, VersionListsTheSupportedVersions) {
   auto r = Do({{"CNI_COMMAND", "VERSION"}}, json::object());
   ASSERT_EQ(r.rc, 0) << r.Describe();
   EXPECT_EQ(r.doc["cniVersion"], "1.1.0");
@@ -186,13 +234,13 @@ TEST_F(CniCommandsTest, VersionListsTheSupportedVersions) {
 
 // ----------------------------------------------------------------------------------- STATUS
 
-TEST_F(CniCommandsTest, StatusIsSilentWhenTheControllerAnswers) {
+TEST_P(CniCommandsTest, StatusIsSilentWhenTheControllerAnswers) {
   auto r = Do(Env("STATUS"), Config("1.1.0"));
   EXPECT_EQ(r.rc, 0) << r.Describe();
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
-TEST_F(CniCommandsTest, StatusIs50WhenTheControllerIsDown) {
+TEST_P(CniCommandsTest, StatusIs50WhenTheControllerIsDown) {
   StopMock();
   auto r = Do(Env("STATUS"), Config("1.1.0"));
   EXPECT_NE(r.rc, 0);
@@ -201,7 +249,7 @@ TEST_F(CniCommandsTest, StatusIs50WhenTheControllerIsDown) {
       << "names the controller URL: " << r.out;
 }
 
-TEST_F(CniCommandsTest, StatusIs50WhenTheStateDirIsUnusable) {
+TEST_P(CniCommandsTest, StatusIs50WhenTheStateDirIsUnusable) {
   const std::string file = state_.path() + "/a-file";
   std::ofstream(file) << "x";
   json cfg = Config("1.1.0");
@@ -214,7 +262,7 @@ TEST_F(CniCommandsTest, StatusIs50WhenTheStateDirIsUnusable) {
 
 // -------------------------------------------------------------------------------------- DEL
 
-TEST_F(CniCommandsTest, DelWithNoRecordAndNoPortSucceeds) {
+TEST_P(CniCommandsTest, DelWithNoRecordAndNoPortSucceeds) {
   for (const std::string& netns : {std::string("/var/run/netns/gone"), std::string()}) {
     auto r = Do(Env("DEL", "never-added", netns), Config());
     EXPECT_EQ(r.rc, 0) << r.Describe();
@@ -223,7 +271,7 @@ TEST_F(CniCommandsTest, DelWithNoRecordAndNoPortSucceeds) {
   EXPECT_TRUE(Files().empty()) << "no lock file left behind";
 }
 
-TEST_F(CniCommandsTest, DelDeletesThePortAndTheRecord) {
+TEST_P(CniCommandsTest, DelDeletesThePortAndTheRecord) {
   Record rec = MakeAttachment("c1");
   ASSERT_EQ(MockPortIds(), std::set<std::string>{rec.port_id});
   auto r = Do(Env("DEL", "c1"), Config("0.3.1"));
@@ -235,7 +283,7 @@ TEST_F(CniCommandsTest, DelDeletesThePortAndTheRecord) {
   EXPECT_EQ(r.rc, 0) << r.Describe();
 }
 
-TEST_F(CniCommandsTest, DelDerivesThePortIdWithoutARecord) {
+TEST_P(CniCommandsTest, DelDerivesThePortIdWithoutARecord) {
   const std::string id = PortIdFor(network_, "lost", "eth0");
   MakePort(id, "lost", network_);
   ASSERT_EQ(MockPortIds().size(), 1u);
@@ -244,7 +292,7 @@ TEST_F(CniCommandsTest, DelDerivesThePortIdWithoutARecord) {
   EXPECT_TRUE(MockPortIds().empty());
 }
 
-TEST_F(CniCommandsTest, DelWithControllerDownIs11AndKeepsTheRecord) {
+TEST_P(CniCommandsTest, DelWithControllerDownIs11AndKeepsTheRecord) {
   MakeAttachment("c1");
   StopMock();
   auto r = Do(Env("DEL", "c1"), Config());
@@ -258,7 +306,7 @@ TEST_F(CniCommandsTest, DelWithControllerDownIs11AndKeepsTheRecord) {
 
 // -------------------------------------------------------------------------------------- ADD
 
-TEST_F(CniCommandsTest, AddForAnExistingAttachmentIs100AndCreatesNothing) {
+TEST_P(CniCommandsTest, AddForAnExistingAttachmentIs100AndCreatesNothing) {
   Record rec = MakeAttachment("c1");
   auto r = Do(Env("ADD", "c1"), Config());
   EXPECT_NE(r.rc, 0);
@@ -273,7 +321,8 @@ TEST_F(CniCommandsTest, AddForAnExistingAttachmentIs100AndCreatesNothing) {
   EXPECT_EQ(RecordToJson(*still), RecordToJson(rec));
 }
 
-TEST_F(CniCommandsTest, AddRefusedByTheControllerLeavesNothing) {
+// Seed: a 400 for a create is the seed routes' reject_creates fault; no strict mode has it.
+TEST_P(CniCommandsSeedTest, AddRefusedByTheControllerLeavesNothing) {
   mock::Faults f;
   f.reject_creates = 1;
   StartMock(f);
@@ -285,7 +334,7 @@ TEST_F(CniCommandsTest, AddRefusedByTheControllerLeavesNothing) {
   EXPECT_TRUE(Files().empty());
 }
 
-TEST_F(CniCommandsTest, AddWhosePortNeverGetsReadyIs11AndLeavesNothing) {
+TEST_P(CniCommandsAlcorTest, AddWhosePortNeverGetsReadyIs11AndLeavesNothing) {
   mock::Faults f;
   f.never_ready = true;
   StartMock(f);
@@ -298,18 +347,28 @@ TEST_F(CniCommandsTest, AddWhosePortNeverGetsReadyIs11AndLeavesNothing) {
   EXPECT_TRUE(Files().empty());
 }
 
-TEST_F(CniCommandsTest, AddWhosePortFailsIs102AndLeavesNothing) {
+// The host could not be programmed for the port. Alcor creates it and reports it failed: 102.
+// v0.1 programs the host before it answers, so its POST fails (a 500 quoting why): 11, as for any
+// controller error, with the controller's reason in the message.
+TEST_P(CniCommandsTest, AddWhosePortFailsLeavesNothing) {
   mock::Faults f;
   f.fail_ready = true;
   StartMock(f);
   auto r = Do(Env("ADD", "failing"), Config());
   EXPECT_NE(r.rc, 0);
-  EXPECT_EQ(r.doc["code"], 102) << r.out;
+  if (alcor()) {
+    EXPECT_EQ(r.doc["code"], 102) << r.out;
+  } else {
+    EXPECT_EQ(r.doc["code"], 11) << r.out;
+    EXPECT_NE(r.doc["msg"].get<std::string>().find("goal state could not be programmed"),
+              std::string::npos)
+        << r.out;
+  }
   EXPECT_TRUE(MockPortIds().empty());
   EXPECT_TRUE(Files().empty());
 }
 
-TEST_F(CniCommandsTest, AddInterruptedBySignalIs11AndLeavesNothing) {
+TEST_P(CniCommandsTest, AddInterruptedBySignalIs11AndLeavesNothing) {
   std::atomic<bool> cancelled{true};
   RunOptions options;
   options.cancelled = &cancelled;
@@ -320,7 +379,7 @@ TEST_F(CniCommandsTest, AddInterruptedBySignalIs11AndLeavesNothing) {
   EXPECT_TRUE(Files().empty());
 }
 
-TEST_F(CniCommandsTest, AddWithControllerDownKeepsTheIntentRecord) {
+TEST_P(CniCommandsTest, AddWithControllerDownKeepsTheIntentRecord) {
   StopMock();
   auto r = Do(Env("ADD", "c1"), Config());
   EXPECT_NE(r.rc, 0);
@@ -332,7 +391,8 @@ TEST_F(CniCommandsTest, AddWithControllerDownKeepsTheIntentRecord) {
   EXPECT_NE(r.doc["details"].get<std::string>().find("kept"), std::string::npos) << r.out;
 }
 
-TEST_F(CniCommandsTest, AddAfterACrashRemovesTheEarlierPortFirst) {
+// Alcor: the ADD must fail after its POST, on a port that never gets ready.
+TEST_P(CniCommandsAlcorTest, AddAfterACrashRemovesTheEarlierPortFirst) {
   // A crashed ADD left an intent record naming a port that exists at the controller.
   const std::string earlier = UuidV4();
   MakePort(earlier, "c1", network_);
@@ -355,7 +415,7 @@ TEST_F(CniCommandsTest, AddAfterACrashRemovesTheEarlierPortFirst) {
 
 // ------------------------------------------------------------------------------------ CHECK
 
-TEST_F(CniCommandsTest, CheckFindsPrevResultAndControllerMismatches) {
+TEST_P(CniCommandsTest, CheckFindsPrevResultAndControllerMismatches) {
   Record rec = MakeAttachment("c1");
   json prev = {
       {"cniVersion", "1.0.0"},
@@ -383,7 +443,7 @@ TEST_F(CniCommandsTest, CheckFindsPrevResultAndControllerMismatches) {
   EXPECT_NE(r.doc["msg"].get<std::string>().find(rec.port_id), std::string::npos) << r.out;
 }
 
-TEST_F(CniCommandsTest, CheckOfAnIncompleteAttachmentIs3) {
+TEST_P(CniCommandsTest, CheckOfAnIncompleteAttachmentIs3) {
   Record intent;
   intent.network = network_;
   intent.container_id = "c1";
@@ -398,7 +458,7 @@ TEST_F(CniCommandsTest, CheckOfAnIncompleteAttachmentIs3) {
 
 // --------------------------------------------------------------------------------------- GC
 
-TEST_F(CniCommandsTest, GcRemovesStaleAttachmentsAndLeakedPorts) {
+TEST_P(CniCommandsTest, GcRemovesStaleAttachmentsAndLeakedPorts) {
   Record keep = MakeAttachment("keep");
   Record stale1 = MakeAttachment("stale1");
   Record stale2 = MakeAttachment("stale2");
@@ -424,7 +484,7 @@ TEST_F(CniCommandsTest, GcRemovesStaleAttachmentsAndLeakedPorts) {
   EXPECT_EQ(Files(), std::set<std::string>{RecordFile("keep")});
 }
 
-TEST_F(CniCommandsTest, GcAcceptsTheOlderKeyAndTreatsNoKeyAsNothingValid) {
+TEST_P(CniCommandsTest, GcAcceptsTheOlderKeyAndTreatsNoKeyAsNothingValid) {
   Record a = MakeAttachment("a");
   Record b = MakeAttachment("b");
   json cfg = Config("1.1.0");
@@ -440,7 +500,7 @@ TEST_F(CniCommandsTest, GcAcceptsTheOlderKeyAndTreatsNoKeyAsNothingValid) {
   EXPECT_TRUE(Files().empty());
 }
 
-TEST_F(CniCommandsTest, GcWithControllerDownIs11AndKeepsRecords) {
+TEST_P(CniCommandsTest, GcWithControllerDownIs11AndKeepsRecords) {
   MakeAttachment("stale");
   StopMock();
   auto r = Do(Env("GC"), Config("1.1.0"));
@@ -450,7 +510,7 @@ TEST_F(CniCommandsTest, GcWithControllerDownIs11AndKeepsRecords) {
   EXPECT_TRUE(Files().count(RecordFile("stale")));
 }
 
-TEST_F(CniCommandsTest, GcRejectsMalformedAttachmentLists) {
+TEST_P(CniCommandsTest, GcRejectsMalformedAttachmentLists) {
   json cfg = Config("1.1.0");
   cfg["cni.dev/valid-attachments"] = json::array({{{"containerID", 5}}});
   auto r = Do(Env("GC"), cfg);
@@ -463,13 +523,11 @@ TEST_F(CniCommandsTest, GcRejectsMalformedAttachmentLists) {
 
 // A record names the controller and project its port was made at; DEL and GC delete it there
 // even when the configuration names another controller (or project) now.
-TEST_F(CniCommandsTest, DelAndGcDeleteThePortAtTheControllerTheRecordNames) {
+TEST_P(CniCommandsTest, DelAndGcDeleteThePortAtTheControllerTheRecordNames) {
   Record moved = MakeAttachment("moved");
   Record stale = MakeAttachment("stale");
   ASSERT_EQ(MockPortIds().size(), 2u);
-  mock::Options o;
-  o.cidr = "10.244.0.0/16";
-  auto other = mock::MockServer::Create(o);
+  auto other = mock::MockServer::Create(MockOptions("10.244.0.0/16"));
   ASSERT_TRUE(other.ok()) << other.status().ToString();
   ASSERT_TRUE((*other)->Start().ok());
 
@@ -489,7 +547,7 @@ TEST_F(CniCommandsTest, DelAndGcDeleteThePortAtTheControllerTheRecordNames) {
   EXPECT_TRUE(Files().empty());
 }
 
-TEST_F(CniCommandsTest, DelOfARecordAtAControllerThatIsDownIs11AndKeepsIt) {
+TEST_P(CniCommandsTest, DelOfARecordAtAControllerThatIsDownIs11AndKeepsIt) {
   MakeAttachment("c1");
   const std::string old_url = url_;
   json cfg = Config();
@@ -505,7 +563,7 @@ TEST_F(CniCommandsTest, DelOfARecordAtAControllerThatIsDownIs11AndKeepsIt) {
 
 // Records written by the previous version ("<containerId>_<ifname>.json") are still found: DEL
 // deletes their port and removes them, GC collects them.
-TEST_F(CniCommandsTest, DelAndGcHandleRecordsUnderTheLegacyName) {
+TEST_P(CniCommandsTest, DelAndGcHandleRecordsUnderTheLegacyName) {
   Record del = MakeAttachment("old-del");
   Record gc = MakeAttachment("old-gc");
   const std::string dir = state_.path() + "/" + network_;
@@ -530,7 +588,7 @@ TEST_F(CniCommandsTest, DelAndGcHandleRecordsUnderTheLegacyName) {
 // An ADD in flight holds its attachment's lock from before its intent record until it is done.
 // A GC that lists the ADD's port while the ADD is between "port created" and "record written"
 // must not delete it: whatever the interleaving, a record never ends up without its port.
-TEST_F(CniCommandsTest, GcNeverDeletesThePortOfAnAddInFlight) {
+TEST_P(CniCommandsTest, GcNeverDeletesThePortOfAnAddInFlight) {
   RecordStore store(state_.path());
   auto lock = store.Lock(network_, "adding", "eth0");  // the ADD in flight
   ASSERT_TRUE(lock.ok()) << lock.status().ToString();
@@ -556,7 +614,7 @@ TEST_F(CniCommandsTest, GcNeverDeletesThePortOfAnAddInFlight) {
   EXPECT_TRUE(has_record) << "the GC waited for the ADD and then found its record";
 }
 
-TEST_F(CniCommandsTest, GcSweepsOldOrphanLockAndTempFilesOnly) {
+TEST_P(CniCommandsTest, GcSweepsOldOrphanLockAndTempFilesOnly) {
   Record keep = MakeAttachment("keep");
   RecordStore store(state_.path());
   { ASSERT_TRUE(store.Lock(network_, "gone", "eth0").ok()); }   // an interrupted command's

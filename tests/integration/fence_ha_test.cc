@@ -37,6 +37,8 @@ using namespace std::chrono_literals;
 
 constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+// Alcor's network_id is the VPC; the subnet goes in fixed_ips.
+constexpr const char* kVpc = client::kDefaultVpcId;
 constexpr const char* kFenced = "10.242.0.0/28";
 // The replicas' lease. The stated bound for a change to be enforced after the leader is lost is
 // 4/3 of it (a new election) plus the store poll and one pass.
@@ -165,6 +167,10 @@ class FenceHaTest : public ::testing::Test {
     ASSERT_EQ(etcd_->error(), "");
     mock::Options o;
     o.cidr = "10.242.0.0/24";
+    // The real Alcor controller's behaviour (mock-server/strict.h): the generation whose port
+    // list the replicas fence from.
+    o.strict = true;
+    o.dialect = mock::Dialect::kAlcor;
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     client::ClientConfig cc;
     cc.base_url = mock_->base_url();
@@ -232,7 +238,7 @@ class FenceHaTest : public ::testing::Test {
     spec.id = "port-" + ip;
     spec.name = "k8s_" + spec.id;
     spec.project_id = kProject;
-    spec.network_id = kSubnet;
+    spec.network_id = kVpc;
     spec.host_id = "node-a";
     spec.admin_state_up = up;
     spec.fixed_ips.push_back({kSubnet, ip});

@@ -40,13 +40,24 @@ constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
 constexpr const char* kSubnet6 = "b87e0f87-a2d9-44ef-9194-9a62f178594f";
 
+// Against the real Alcor controller's behaviour (the strict mock, mock-server/strict.h): the
+// generation whose port list a fence reads and whose agent takes a disabled port down. The tests
+// that need the seed controller's faults or subnets are FenceServiceSeedTest's, below.
 class FenceServiceTest : public ::testing::Test {
  protected:
+  // The seed README's controller (v0.1 dialect) instead of strict Alcor.
+  virtual bool seed() const { return false; }
+
   void SetUp() override {
     mock::Options o;
     o.cidr = "10.240.0.0/16";
-    o.subnet6_id = kSubnet6;
-    o.cidr6 = "fd00:240::/64";
+    if (seed()) {
+      o.subnet6_id = kSubnet6;
+      o.cidr6 = "fd00:240::/64";
+    } else {
+      o.strict = true;
+      o.dialect = mock::Dialect::kAlcor;
+    }
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     client::ClientConfig cc;
     cc.base_url = mock_->base_url();
@@ -81,9 +92,13 @@ class FenceServiceTest : public ::testing::Test {
   }
   FenceService& Start() { return Start(Options()); }
 
+  // What a create names as its network: Alcor's network_id is the VPC, v0.1's the subnet.
+  std::string NetworkId() const { return seed() ? kSubnet : client::kDefaultVpcId; }
+
   // A port at the mock with this v4 address on this host.
   std::string Port(const std::string& id, const std::string& ip, const std::string& host) {
     client::PortSpec s = testing::PortSpecFor(id, "/var/run/netns/none-" + id, host);
+    s.network_id = NetworkId();
     s.fixed_ips.push_back({kSubnet, ip});
     auto p = mp_->CreatePort(s);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
@@ -100,6 +115,7 @@ class FenceServiceTest : public ::testing::Test {
           "10.240." + std::to_string(2 + i / 250) + "." + std::to_string(1 + i % 250);
       const std::string id = "p" + std::to_string(i);
       client::PortSpec s = testing::PortSpecFor(id, "/var/run/netns/none-" + id);
+      s.network_id = NetworkId();
       s.fixed_ips.push_back({kSubnet, ip});
       specs.push_back(std::move(s));
       ips.push_back(ip);
@@ -189,6 +205,13 @@ class FenceServiceTest : public ::testing::Test {
   std::unique_ptr<FenceService> service_;
 };
 
+// The seed README's controller, for the tests that need what strict Alcor does not have: the
+// seed routes' faults (malformed_ports, update_no_content, reject_updates) or a second subnet.
+class FenceServiceSeedTest : public FenceServiceTest {
+ protected:
+  bool seed() const override { return true; }
+};
+
 TEST_F(FenceServiceTest, FenceDisablesExactlyThePortsInside) {
   Port("a1", "10.240.1.10", "node-a");
   Port("a2", "10.240.1.11", "node-a");
@@ -204,7 +227,8 @@ TEST_F(FenceServiceTest, FenceDisablesExactlyThePortsInside) {
   EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}, {"a2", false}, {"b1", true}}));
 }
 
-TEST_F(FenceServiceTest, Ipv6FenceCoversDualStackPorts) {
+// Seed: strict Alcor has one subnet, so its ports have no IPv6 address (Options::subnet6_id).
+TEST_F(FenceServiceSeedTest, Ipv6FenceCoversDualStackPorts) {
   Port("a1", "10.240.1.10", "node-a");
   Port("b1", "10.240.2.10", "node-b");
   std::string v6_of_a1;
@@ -323,7 +347,8 @@ TEST_F(FenceServiceTest, OverlappingFencesLiftedInEitherOrderRestoreTheirPorts) 
   EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", true}}));
 }
 
-TEST_F(FenceServiceTest, UnreadablePortsAreSkippedAndReportedTheOthersStillFenced) {
+// Seed: the malformed_ports fault (a list with holes) is the seed routes' only.
+TEST_F(FenceServiceSeedTest, UnreadablePortsAreSkippedAndReportedTheOthersStillFenced) {
   Port("a1", "10.240.1.10", "node-a");
   Port("a2", "10.240.1.11", "node-a");
   Port("b1", "10.240.2.10", "node-b");
@@ -475,7 +500,8 @@ TEST_F(FenceServiceTest, AListTooLargeForAClientIsRefusedNamingTheCount) {
   EXPECT_NE(s.error_message().find("4194304"), std::string::npos) << s.error_message();
 }
 
-TEST_F(FenceServiceTest, AControllerAnsweringUpdatesWith204IsASuccess) {
+// Seed: the update_no_content fault is the seed routes' only.
+TEST_F(FenceServiceSeedTest, AControllerAnsweringUpdatesWith204IsASuccess) {
   Port("a1", "10.240.1.10", "node-a");
   Port("b1", "10.240.2.10", "node-b");
   Start();
@@ -581,7 +607,8 @@ TEST_F(FenceServiceTest, ParallelUpdatesFenceAndUnfenceExactlyTheFencedPorts) {
   EXPECT_TRUE(List().empty());
 }
 
-TEST_F(FenceServiceTest, RefusedParallelUpdatesAreCountedNamedAndFinishedByTheReconcile) {
+// Seed: the reject_updates fault is the seed routes' only.
+TEST_F(FenceServiceSeedTest, RefusedParallelUpdatesAreCountedNamedAndFinishedByTheReconcile) {
   const std::vector<std::string> ips = ManyPorts(600);
   const Chosen fenced = EveryNth(ips, 3);  // 200 ports
   FenceOptions o = Options();
@@ -831,20 +858,12 @@ TEST_F(FenceServiceTest, FenceClientsFromThePortList) {
   Start(o);
   auto clients = Clients();
   ASSERT_EQ(clients.size(), 3u);
-  // Every port also has an IPv6 address from the mock; check the IPv4 part exactly.
-  auto v4 = [](const std::vector<std::string>& v) {
-    std::vector<std::string> out;
-    for (const auto& s : v) {
-      if (s.find(':') == std::string::npos) out.push_back(s);
-    }
-    return out;
-  };
-  EXPECT_EQ(v4(clients["node-a"]), (std::vector<std::string>{"10.240.1.10/31"}));
-  EXPECT_EQ(v4(clients["node-b"]), (std::vector<std::string>{"10.240.2.10/32"}));
+  EXPECT_EQ(clients["node-a"], (std::vector<std::string>{"10.240.1.10/31"}));
+  EXPECT_EQ(clients["node-b"], (std::vector<std::string>{"10.240.2.10/32"}));
   EXPECT_EQ(clients["node-e"], (std::vector<std::string>{"10.240.9.9/32"}));
   auto only_b = Clients({{kHostIdParameter, "node-b"}});
   ASSERT_EQ(only_b.size(), 1u);
-  EXPECT_EQ(v4(only_b["node-b"]), (std::vector<std::string>{"10.240.2.10/32"}));
+  EXPECT_EQ(only_b["node-b"], (std::vector<std::string>{"10.240.2.10/32"}));
   // Mizar-MP unreachable: UNAVAILABLE naming it.
   mock::Faults f;
   f.close_connections = 1000;

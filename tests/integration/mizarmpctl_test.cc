@@ -1,5 +1,7 @@
 // mizarmpctl as an operator runs it: its answers checked against the plugin's records, the mock
-// controller's ports and the pods' namespaces, and against a running mizarmp-addons.
+// controller's ports and the pods' namespaces, and against a running mizarmp-addons. The mock
+// plays the real Alcor controller (strict, mock-server/strict.h), the generation a fence needs:
+// its port list, and an agent that takes a disabled port down.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "common/fileutil.h"
+#include "mizarmp-client/types.h"
 #include "mock-server/mock.h"
 #include "records/records.h"
 #include "tests/support/started_mock.h"
@@ -38,6 +41,8 @@ class MizarmpctlTest : public ::testing::Test {
     o.bridge = UniqueName("mzbr");
     o.agent_netns = host_->path();
     o.cidr = "10.247.0.0/24";
+    o.strict = true;
+    o.dialect = mock::Dialect::kAlcor;
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
     const json conflist = {{"cniVersion", "1.0.0"},
                            {"name", "mzctl"},
@@ -46,6 +51,7 @@ class MizarmpctlTest : public ::testing::Test {
                               {"mpurl", mock_->base_url()},
                               {"project", kProject},
                               {"subnet", kSubnet},
+                              {"networkId", client::kDefaultVpcId},  // Alcor's: the VPC
                               {"hostId", "node-a"},
                               {"stateDir", state_dir()},
                               {"timeouts", {{"readyMs", 10000}, {"nicMs", 10000}}}},
@@ -154,7 +160,7 @@ TEST_F(MizarmpctlTest, AttachmentsJoinTheRecordsWithMizarMpAndTheNamespaces) {
                                    [&](const auto& p) { return p.id == record->port_id; });
     ASSERT_NE(port, ports.end());
     EXPECT_EQ(a["ips"][0].get<std::string>().substr(0, port->ips[0].size()), port->ips[0]);
-    EXPECT_EQ(a["portStatus"], "UP");  // the v0.1 dialect's word for ready
+    EXPECT_EQ(a["portStatus"], "ACTIVE");  // Alcor's word for ready
     EXPECT_EQ(a["adminStateUp"], true);
     EXPECT_EQ(a["netnsPresent"], true);
     EXPECT_EQ(a["interface"], "up");

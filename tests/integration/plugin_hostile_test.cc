@@ -24,6 +24,7 @@ class PluginHostileInputTest : public ::testing::Test {
   void SetUp() override {
     mock::Options o;
     o.cidr = "10.243.0.0/16";
+    o.strict = true;  // the real v0.1 controller's behaviour (mock-server/strict.h)
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &mock_));
   }
 

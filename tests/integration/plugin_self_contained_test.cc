@@ -69,6 +69,7 @@ class PluginSelfContainedTest : public ::testing::TestWithParam<Transport> {
     o.bridge = UniqueName("mzbr");
     o.agent_netns = host_->path();
     o.cidr = kCidr;
+    o.strict = true;  // the real v0.1 controller's behaviour (mock-server/strict.h)
     if (https()) {
       o.tls_cert_file = pki_.server_cert;
       o.tls_key_file = pki_.server_key;

@@ -25,10 +25,12 @@ class TlsSessionTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(pki_.error.empty()) << pki_.error; }
 
   // Serves TLS with the PKI's server certificate (and requires a client certificate with
-  // `mutual`); failures are fatal for the test (check with ASSERT_NO_FATAL_FAILURE).
+  // `mutual`); failures are fatal for the test (check with ASSERT_NO_FATAL_FAILURE). The mock
+  // plays the real v0.1 controller (strict, mock-server/strict.h): the plugin's POST and GET.
   void StartMock(bool mutual = false) {
     mock::Options o;
     o.agent = false;
+    o.strict = true;
     o.tls_cert_file = pki_.server_cert;
     o.tls_key_file = pki_.server_key;
     if (mutual) o.tls_client_ca_file = pki_.ca;

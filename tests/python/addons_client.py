@@ -54,6 +54,12 @@ STUB_MODULES = {
 # The seed's one-box ids, which mizarmp-mock serves by default.
 DEFAULT_PROJECT = "3dda2801-d675-4688-a63f-dcda8d327f50"
 DEFAULT_SUBNET = "a87e0f87-a2d9-44ef-9194-9a62f178594e"
+# The VPC: a strict Alcor mock's network_id (the subnet goes in fixed_ips).
+DEFAULT_VPC = "9192a4d4-ffff-4ece-b3f0-8d36e3d88038"
+
+# mizarmp-mock's flags for the real Alcor controller's behaviour (mock-server/strict.h), the
+# generation whose port list the addons server fences from.
+STRICT_ALCOR = ("--strict", "--dialect", "alcor")
 
 
 def bin_dir():

@@ -1,7 +1,8 @@
 """mizarmp-addons FenceController, seen by an independent Python gRPC client.
 
 Every RPC over the unix socket and over TLS on TCP, against mizarmp-mock as a process (no agent,
-no root): the ports' admin state at the mock is what a fence changes. Stubs are generated from
+no root) playing the real Alcor controller (--strict): the ports' admin state at the mock is what
+a fence changes. Stubs are generated from
 the project's protos at test time; the TLS material is made with openssl at test time.
 
 Run: MIZARMP_BIN_DIR=build/bin python3 -m unittest -v test_fence   (from tests/python)
@@ -20,6 +21,7 @@ import addons_client as ac
 TIMEOUT = 20  # seconds per RPC; generous, never asserted on
 PROJECT = ac.DEFAULT_PROJECT
 SUBNET = ac.DEFAULT_SUBNET
+VPC = ac.DEFAULT_VPC
 
 # port id -> (IPv4 address, host id); the mock's default subnet is 10.240.0.0/16.
 PORTS = {
@@ -44,7 +46,7 @@ def mock_request(mock, method, path, body=None):
 def create_port(mock, port_id, ip, host):
     mock_request(mock, "POST", f"/project/{PROJECT}/ports", {"port": {
         "project_id": PROJECT, "id": port_id, "name": "k8s_" + port_id,
-        "network_id": SUBNET, "veth_name": "eth0", "network_ns": "/var/run/netns/x-" + port_id,
+        "network_id": VPC, "veth_name": "eth0", "network_ns": "/var/run/netns/x-" + port_id,
         "binding:host_id": host, "admin_state_up": True,
         "fixed_ips": [{"subnet_id": SUBNET, "ip_address": ip}]}})
 
@@ -71,7 +73,7 @@ class FenceTest(unittest.TestCase):
 
     def setUp(self):
         # A fresh controller per test, so port states never leak between tests.
-        self.mock = ac.MizarMpMock(self.work.path).start()
+        self.mock = ac.MizarMpMock(self.work.path, ac.STRICT_ALCOR).start()
         self.addCleanup(self.mock.stop)
         for port_id, (ip, host) in PORTS.items():
             create_port(self.mock, port_id, ip, host)

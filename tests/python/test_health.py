@@ -27,7 +27,7 @@ class HealthTest(unittest.TestCase):
     def setUpClass(cls):
         cls.work = ac.Workdir()
         cls.stubs = ac.generate_stubs(os.path.join(cls.work.path, "stubs"))
-        cls.mock = ac.MizarMpMock(cls.work.path).start()
+        cls.mock = ac.MizarMpMock(cls.work.path, ac.STRICT_ALCOR).start()
 
     @classmethod
     def tearDownClass(cls):

@@ -25,7 +25,7 @@ class IdentityTest(unittest.TestCase):
         # tcp:// needs client authentication; the TLS tests without client certificates use
         # request secrets (Identity itself takes none).
         cls.secrets_file = ac.make_secrets_file(cls.work.path)
-        cls.mock = ac.MizarMpMock(cls.work.path).start()
+        cls.mock = ac.MizarMpMock(cls.work.path, ac.STRICT_ALCOR).start()
 
     @classmethod
     def tearDownClass(cls):
