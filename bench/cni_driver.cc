@@ -4,7 +4,8 @@
 //
 // Sections (--sections, comma separated; default all):
 //   latency    mizarmp (against mizarmp-mock + its agent, ports ready at once) vs Debian's ptp +
-//              host-local: ADD and DEL, interleaved A,B / B,A per iteration
+//              host-local: ADD and DEL, interleaved A,B / B,A per iteration; plug mode (Alcor's
+//              agent on a sandboxed Open vSwitch, the plugin plugging the pod) among the sides
 //   ready      mock ready delay d = 0, 50, 500 ms: ADD with the default poll, the previous default
 //              (1 ms doubling to a 50 ms cap) and a poll fixed at 1 s (the upstream plugin's),
 //              interleaved; REST requests per ADD from the mock's counter
@@ -12,6 +13,9 @@
 //              mock, records, veths); mizarmp and ptp rounds interleaved
 //   footprint  peak RSS of ADD (from the latency runs), binary sizes, VERSION start-up vs ptp and
 //              vs exec'ing /bin/true
+//   ovsdb      plug mode's database work: one port added and removed through the ovsdb library
+//              (one connection each, as ADD and DEL open one) against ovs-vsctl --no-wait,
+//              interleaved
 //   profile    one ADD (and DEL) run under --profile-wrap (e.g. valgrind --tool=callgrind ...)
 //
 // Writes every figure as JSON (--out); bench/report.py renders bench/RESULTS.md from it.
@@ -39,6 +43,8 @@
 #include <vector>
 
 #include "bench/support.h"
+#include "ovsdb/ovsdb.h"
+#include "tests/support/ovs_sandbox.h"
 #include "tests/support/pki.h"
 
 namespace mb = mizarmp::bench;
@@ -51,6 +57,9 @@ constexpr const char* kMizarCidr = "10.242.0.0/16";
 constexpr const char* kPtpCidr = "10.243.0.0/16";
 constexpr const char* kLaterCidr = "10.244.0.0/16";
 constexpr const char* kTlsCidr = "10.245.0.0/16";
+constexpr const char* kOvsCidr = "10.246.0.0/16";
+// Alcor's VPC, which its ports name as network_id (mizarmp-client/types.h kDefaultVpcId).
+constexpr const char* kVpc = "9192a4d4-ffff-4ece-b3f0-8d36e3d88038";
 constexpr const char* kPath = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 struct Options {
@@ -58,7 +67,7 @@ struct Options {
   std::string ref_dir = "/usr/lib/cni";  // ptp, host-local
   std::string work_dir = "/tmp/mizarmp-bench";
   std::string out = "cni-results.json";
-  std::set<std::string> sections = {"latency", "ready", "burst", "footprint", "kernel"};
+  std::set<std::string> sections = {"latency", "ready", "burst", "footprint", "kernel", "ovsdb"};
   int iterations = 100;
   int warmup = 5;
   int ready_iterations = 20;
@@ -115,6 +124,7 @@ class Bench {
                             {"burst", [this] { return Burst(); }},
                             {"footprint", [this] { return Footprint(); }},
                             {"kernel", [this] { return Kernel(); }},
+                            {"ovsdb", [this] { return Ovsdb(); }},
                             {"profile", [this] { return Profile(); }}},
                            o_.sections, results_, o_.out);
   }
@@ -143,6 +153,32 @@ class Bench {
     m.tls_key = pki.server_key;
     m.tls_ca = pki.ca;
     return m;
+  }
+
+  // Alcor's controller and its agent on `ovs`, run in the sandbox's namespace (the node).
+  mb::MockOptions OvsMockAt(const mizarmp::testing::OvsSandbox& ovs) const {
+    mb::MockOptions m = MockAt(0, kOvsCidr);
+    m.agent_netns.clear();  // no veth agent: Alcor's places no NIC
+    m.ovs_socket = ovs.socket_path();
+    m.ovs_bridge = ovs.bridge();
+    m.netns_name = ovs.netns_name();
+    return m;
+  }
+
+  // The plugin on an Alcor node: plug mode into `ovs`. `plug_explicitly`: "plug": "ovs" and
+  // "dialect": "alcor", as an Alcor node's configuration would say; else both "auto" (the
+  // bridge looked up and the controller's generation asked on each ADD).
+  json OvsConfig(const std::string& url, const mizarmp::testing::OvsSandbox& ovs,
+                 bool plug_explicitly) const {
+    json config = MizarConfig(url);
+    config["networkId"] = kVpc;
+    config["ovsdbSocket"] = ovs.socket_path();
+    config["ovsBridge"] = ovs.bridge();
+    if (plug_explicitly) {
+      config["plug"] = "ovs";
+      config["dialect"] = "alcor";
+    }
+    return config;
   }
 
   static json WithCaFile(json config, const mizarmp::testing::Pki& pki) {
@@ -216,16 +252,18 @@ class Bench {
     std::map<std::string, std::string> env;  // added to the runtime's environment
     std::string mountns;                     // run in this mount namespace when set
     bool full_handshake = false;  // its kept TLS sessions removed before each exec (untimed)
+    std::string netns;            // run in this network namespace (an OVS node) when set
   };
 
-  mb::ExecResult RunSide(const Side& side, const std::string& command,
-                         const std::string& container, const std::string& netns) {
+  mb::ExecResult RunSide(const Side& side, const std::string& command, const std::string& container,
+                         const std::string& netns) {
     if (side.full_handshake) {
       fs::remove_all(side.config["stateDir"].get<std::string>() + "/.tls-sessions");
     }
     mb::Exec e = CniExec(side.plugin, command, container, netns, side.config);
     e.env.insert(side.env.begin(), side.env.end());
     e.mountns_path = side.mountns;
+    if (!side.netns.empty()) e.netns_path = side.netns;
     auto r = mb::Run(e);
     if (!r.ok()) {
       ++failures_;
@@ -252,7 +290,10 @@ class Bench {
     later_opts.agent_unplugs_later = true;
     mb::Mock later(later_opts);
     mb::Mock tls(TlsMockAt(pki));
-    for (const mb::Mock* m : {&mock, &later, &tls}) {
+    mizarmp::testing::OvsSandbox ovs;
+    if (!ovs.error().empty()) return Fail("Open vSwitch sandbox: " + ovs.error());
+    mb::Mock alcor(OvsMockAt(ovs));
+    for (const mb::Mock* m : {&mock, &later, &tls, &alcor}) {
       if (!m->ok()) return Fail("mock did not start (log " + m->log() + ")");
     }
     mb::TrustStoreWith trust(pki.ca, o_.work_dir);
@@ -269,21 +310,39 @@ class Bench {
     const std::vector<Side> sides = {
         {"mizarmp", "mizarmp", MizarConfig(mock.url()), {}, "", false},
         {"ptp", "ptp", PtpConfig(), {}, "", false},
-        {"mizarmp_dynamic", "mizarmp-bench-variant-dynamic", MizarConfig(mock.url()), {}, "", false},
+        {"mizarmp_dynamic",
+         "mizarmp-bench-variant-dynamic",
+         MizarConfig(mock.url()),
+         {},
+         "",
+         false},
         {"agent_unplugs_later", "mizarmp", MizarConfig(later.url()), {}, "", false},
         {"https_ca_file", "mizarmp", with_ca_file, {}, "", false},
         {"https_system_store", "mizarmp", MizarConfig(tls.url()), {}, trust.mountns_path(), false},
-        {"https_system_bundle", "mizarmp", MizarConfig(tls.url()),
-         {{"SSL_CERT_FILE", trust.bundle()}}, "", false},
+        {"https_system_bundle",
+         "mizarmp",
+         MizarConfig(tls.url()),
+         {{"SSL_CERT_FILE", trust.bundle()}},
+         "",
+         false},
         {"https_full_handshake", "mizarmp", full_handshakes, {}, "", true},
         {"https_relay", "mizarmp", relayed, {}, "", false},
+        {"ovs_plug", "mizarmp", OvsConfig(alcor.url(), ovs, true), {}, "", false, ovs.netns_path()},
+        {"ovs_plug_auto",
+         "mizarmp",
+         OvsConfig(alcor.url(), ovs, false),
+         {},
+         "",
+         false,
+         ovs.netns_path()},
     };
     const size_t n = sides.size();
     std::vector<std::vector<double>> add(n), del(n), rss(n), cpu(n);
     int fails = 0;
     for (int i = -o_.warmup; i < o_.iterations; ++i) {
       std::vector<std::unique_ptr<mb::Netns>> pods;
-      for (size_t k = 0; k < n; ++k) pods.push_back(std::make_unique<mb::Netns>(mb::UniqueName("mzbp")));
+      for (size_t k = 0; k < n; ++k)
+        pods.push_back(std::make_unique<mb::Netns>(mb::UniqueName("mzbp")));
       const std::string cid = "lat" + std::to_string(i + o_.warmup) + "s";
       const size_t rot = static_cast<size_t>(i + o_.warmup) % n;
       std::vector<mb::ExecResult> a(n), d(n);
@@ -324,6 +383,10 @@ class Bench {
     j["add_ratio_p99"] = ratio("mizarmp", "ptp", "add", "p99_ms");
     j["del_ratio_p99"] = ratio("mizarmp", "ptp", "del", "p99_ms");
     j["unplug_later_del_ratio_median"] = ratio("agent_unplugs_later", "ptp", "del", "median_ms");
+    for (const char* op : {"add", "del"}) {
+      j[std::string("ovs_plug_") + op + "_ratio_median"] =
+          ratio("ovs_plug", "ptp", op, "median_ms");
+    }
     for (const char* https : {"https_ca_file", "https_system_store", "https_system_bundle",
                               "https_full_handshake", "https_relay"}) {
       j[std::string(https) + "_add_ratio_median"] = ratio(https, "mizarmp", "add", "median_ms");
@@ -641,8 +704,7 @@ class Bench {
     if (!a.ok() || !b.ok()) return Fail("cannot create namespaces");
     auto ip = [](std::vector<std::string> args) {
       mb::Exec e;
-      e.argv = {"/usr/sbin/ip"};
-      if (::access("/usr/sbin/ip", X_OK) != 0) e.argv = {"/sbin/ip"};
+      e.argv = {mb::IpBinary()};
       e.argv.insert(e.argv.end(), args.begin(), args.end());
       e.env = {{"PATH", kPath}};
       return mb::Run(e);
@@ -665,6 +727,61 @@ class Bench {
                           {"ip_veth_del", mb::StatsJson(mb::Summarize(del))}};
     std::cerr << "   ip link show " << mb::Summarize(query).median << " ms, veth add "
               << mb::Summarize(add).median << " ms, veth del " << mb::Summarize(del).median
+              << " ms\n";
+    return true;
+  }
+
+  // ------------------------------------------------------------------------------------ ovsdb
+  // What plug mode's two database changes cost the plugin's way (RFC 7047 over the socket, a
+  // connection per change as ADD and DEL each open one) and ovs-vsctl's (a process per change,
+  // --no-wait as the plugin does not wait for ovs-vswitchd either), in turn per iteration.
+  bool Ovsdb() {
+    mizarmp::testing::OvsSandbox ovs(mizarmp::testing::OvsSandboxOptions{.vswitchd = false});
+    if (!ovs.error().empty()) return Fail("Open vSwitch sandbox: " + ovs.error());
+    using Clock = std::chrono::steady_clock;
+    auto since = [](Clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+    };
+    auto library = [&](const std::function<mizarmp::Status(mizarmp::ovsdb::Connection&)>& change) {
+      const auto start = Clock::now();
+      auto db = mizarmp::ovsdb::Connection::Open(ovs.socket_path(), std::chrono::seconds(5));
+      mizarmp::Status s = db.ok() ? change(*db) : db.status();
+      return s.ok() ? since(start) : -1.0;
+    };
+    auto vsctl = [&](const std::vector<std::string>& args) {
+      mb::Exec e;
+      e.argv = {mizarmp::testing::kOvsVsctlBinary, "--db=" + ovs.db_target(), "--no-wait"};
+      e.argv.insert(e.argv.end(), args.begin(), args.end());
+      e.env = {{"PATH", kPath}};
+      mb::ExecResult r = mb::Run(e);
+      return r.ok() ? r.wall_ms : -1.0;
+    };
+    std::vector<double> lib_add, lib_del, cli_add, cli_del;
+    for (int i = -o_.warmup; i < o_.iterations; ++i) {
+      const std::string a = "tapl" + std::to_string(i + o_.warmup);
+      const std::string b = "tapv" + std::to_string(i + o_.warmup);
+      const double la = library([&](auto& db) {
+        return mizarmp::ovsdb::AddPort(db, ovs.bridge(), a, {{"iface-id", a}});
+      });
+      const double ca = vsctl(
+          {"add-port", ovs.bridge(), b, "--", "set", "interface", b, "external_ids:iface-id=" + b});
+      const double ld = library([&](auto& db) { return mizarmp::ovsdb::DeletePort(db, a); });
+      const double cd = vsctl({"del-port", ovs.bridge(), b});
+      if (la < 0 || ca < 0 || ld < 0 || cd < 0)
+        return Fail("adding or removing an OVS port failed");
+      if (i < 0) continue;
+      lib_add.push_back(la);
+      lib_del.push_back(ld);
+      cli_add.push_back(ca);
+      cli_del.push_back(cd);
+    }
+    results_["ovsdb"] = {{"library_add", mb::StatsJson(mb::Summarize(lib_add))},
+                         {"library_del", mb::StatsJson(mb::Summarize(lib_del))},
+                         {"vsctl_add", mb::StatsJson(mb::Summarize(cli_add))},
+                         {"vsctl_del", mb::StatsJson(mb::Summarize(cli_del))}};
+    std::cerr << "   add-port: library " << mb::Summarize(lib_add).median << " ms, ovs-vsctl "
+              << mb::Summarize(cli_add).median << " ms; del-port: library "
+              << mb::Summarize(lib_del).median << " ms, ovs-vsctl " << mb::Summarize(cli_del).median
               << " ms\n";
     return true;
   }
@@ -700,7 +817,8 @@ class Bench {
         if (wrapped) {
           std::vector<std::string> argv;
           for (auto a : o_.profile_wrap) {
-            if (const size_t at = a.find("%c"); at != std::string::npos) a.replace(at, 2, profiled.name);
+            if (const size_t at = a.find("%c"); at != std::string::npos)
+              a.replace(at, 2, profiled.name);
             argv.push_back(a);
           }
           argv.insert(argv.end(), e.argv.begin(), e.argv.end());
@@ -710,8 +828,8 @@ class Bench {
         auto r = mb::Run(e);
         if (!r.ok()) {
           ok = false;
-          std::cerr << "   profile " << profiled.name << " (" << command << ") failed: " << r.Describe()
-                    << "\n";
+          std::cerr << "   profile " << profiled.name << " (" << command
+                    << ") failed: " << r.Describe() << "\n";
         }
         if (wrapped) {
           results_["profile"][profiled.name] = {
@@ -734,12 +852,13 @@ class Bench {
 };
 
 int Usage(const char* why) {
-  std::cerr << "mizarmp-bench-cni: " << why << "\n"
-            << "usage: mizarmp-bench-cni --bin-dir DIR [--ref-dir /usr/lib/cni] [--work DIR]\n"
-               "         [--out FILE] [--sections latency,ready,burst,footprint,profile]\n"
-               "         [--iterations N] [--warmup N] [--ready-iterations N] [--burst N]\n"
-               "         [--burst-rounds N] [--version-iterations N]\n"
-               "         [--profile-wrap 'valgrind --tool=callgrind --callgrind-out-file=X.%c']\n";
+  std::cerr
+      << "mizarmp-bench-cni: " << why << "\n"
+      << "usage: mizarmp-bench-cni --bin-dir DIR [--ref-dir /usr/lib/cni] [--work DIR]\n"
+         "         [--out FILE] [--sections latency,ready,burst,footprint,kernel,ovsdb,profile]\n"
+         "         [--iterations N] [--warmup N] [--ready-iterations N] [--burst N]\n"
+         "         [--burst-rounds N] [--version-iterations N]\n"
+         "         [--profile-wrap 'valgrind --tool=callgrind --callgrind-out-file=X.%c']\n";
   return 2;
 }
 

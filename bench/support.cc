@@ -64,6 +64,8 @@ std::optional<json> HttpJson(const std::string& method, const std::string& url,
   return j;
 }
 
+std::string IpBinary() { return ::access("/usr/sbin/ip", X_OK) == 0 ? "/usr/sbin/ip" : "/sbin/ip"; }
+
 Mock::Mock(const MockOptions& o)
     : work_dir_(o.work_dir), tls_ca_(o.tls_cert.empty() ? "" : o.tls_ca) {
   const std::string tag = UniqueName("mk");
@@ -92,6 +94,14 @@ Mock::Mock(const MockOptions& o)
     }
     if (o.agent_unplugs_later) argv.push_back("--agent-unplugs-later");
   }
+  if (!o.ovs_socket.empty()) {
+    for (const std::string& a :
+         {std::string("--strict"), std::string("--dialect"), std::string("alcor"),
+          std::string("--agent-ovsdb"), o.ovs_socket, std::string("--bridge"), o.ovs_bridge}) {
+      argv.push_back(a);
+    }
+  }
+  if (!o.netns_name.empty()) argv.insert(argv.begin(), {IpBinary(), "netns", "exec", o.netns_name});
   if (!o.tls_cert.empty()) {
     for (const std::string& a :
          {std::string("--tls-cert"), o.tls_cert, std::string("--tls-key"), o.tls_key}) {

@@ -88,9 +88,16 @@ struct MockOptions {
   // The agent removes a deleted port's veth after answering (mizarmp-mock --agent-unplugs-later).
   bool agent_unplugs_later = false;
   int journal_capacity = 100000;  // port updates the mock keeps for GET /mock/requests
+  // Alcor's controller with its host agent on the Open vSwitch at this ovsdb socket (--strict
+  // --dialect alcor --agent-ovsdb), tagging ports on `ovs_bridge`; the mock runs in the netns
+  // `netns_name` (that OVS's node: it serves on that namespace's loopback).
+  std::string ovs_socket, ovs_bridge, netns_name;
   // HTTPS with this certificate and key when set; `tls_ca` is what curl checks it against.
   std::string tls_cert, tls_key, tls_ca;
 };
+
+// iproute2's ip, where Debian puts it (/usr/sbin/ip; /sbin/ip before the merged /usr).
+std::string IpBinary();
 
 // mizarmp-mock on 127.0.0.1 (an ephemeral port), stopped on destruction.
 class Mock {

@@ -64,9 +64,14 @@ OvsSandbox::OvsSandbox(OvsSandboxOptions options)
     error_ = "ip netns add " + netns_.name() + " failed";
     return;
   }
+  std::string out;
+  // The node's loopback, where what runs on the node (a controller mock, say) is reached.
+  if (netns_.Exec("ip link set lo up", &out) != 0) {
+    error_ = "bringing lo up in " + netns_.name() + ": " + out;
+    return;
+  }
   const std::string& d = dir_.path();
   socket_ = d + "/db.sock";
-  std::string out;
   if (Shell(std::string(kOvsdbToolBinary) + " create " + d + "/conf.db " + kOvsSchema, &out) != 0) {
     error_ = Fail("ovsdb-tool create: " + out);
     return;

@@ -1,8 +1,9 @@
-// An Open vSwitch of its own for one test: ovsdb-server and ovs-vswitchd (userspace datapath)
-// in a fresh network namespace, with their database, sockets, pidfiles and logs in a temporary
-// directory, and one bridge (datapath_type=netdev). Several sandboxes run side by side (ctest
-// -j): each has its own namespace, so their bridges' devices never meet, and its own
-// directory, so nothing touches the host's /var/run/openvswitch.
+// An Open vSwitch of its own for one test or benchmark: ovsdb-server and ovs-vswitchd
+// (userspace datapath) in a fresh network namespace (its loopback up, as a node's), with their
+// database, sockets, pidfiles and logs in a temporary directory, and one bridge
+// (datapath_type=netdev). Several sandboxes run side by side (ctest -j): each has its own
+// namespace, so their bridges' devices never meet, and its own directory, so nothing touches
+// the host's /var/run/openvswitch.
 #pragma once
 
 #include <string>
