@@ -488,6 +488,11 @@ def main():
                  "answered (`--agent-unplugs-later`)", "<= 0.6",
                  vs_ptp("agent_unplugs_later", "del", later_ratio),
                  verdict(None if later_ratio is None else later_ratio <= 0.6)))
+    for op, name in (("add", "ADD"), ("del", "DEL")):
+        ratio = lat.get(f"ovs_plug_{op}_ratio_median")
+        rows.append((f"1. {name} median in plug mode (Alcor: the plugin plugs the pod into Open vSwitch), "
+                     "mizarmp / ptp+host-local", "reported",
+                     vs_ptp("ovs_plug", op, ratio), "reported"))
     for side, label in (("https_ca_file", "the CA from `tls.caFile`"),
                         ("https_system_store", "the system trust store (its hash directory)"),
                         ("https_relay", "through the node's relay (`relaySocket`: mizarmp-addons in node "
@@ -747,7 +752,7 @@ def main():
 
     p("### 1-3. ADD and DEL latency (ports ready at once), http:// and https://")
     p("")
-    p("Nine sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
+    p("Eleven sides in turn, the order rotating per iteration. mizarmp sides run against mizarmp-mock with its")
     p("host agent; the https:// sides against a second mock serving TLS with a throwaway P-256 CA, the CA")
     p("given as `tls.caFile`, or made one of the system's in a mount namespace where `/etc/ssl/certs` is a copy")
     p("of the machine's with the CA added as Debian's tools add one (a hash link, a line in the bundle), or")
@@ -756,7 +761,12 @@ def main():
     p("removed before every ADD and DEL (outside the timed window), so each makes a full handshake. The")
     p("relay side has `relaySocket` set to the socket of a mizarmp-addons in node mode (`--relay-socket`,")
     p("`--mpurl` the TLS mock, `--mp-ca-file` the CA) started once for the section, as a node runs it: its")
-    p("requests go over that process's kept TLS connections, and the plugin process sets no TLS up.")
+    p("requests go over that process's kept TLS connections, and the plugin process sets no TLS up. The two")
+    p("plug-mode sides run on an Alcor node: Open vSwitch in its userspace datapath in a namespace of its own,")
+    p("the mock as Alcor's controller and its OVS agent there (it places no NIC, tags `tap<id>` on `br-int`,")
+    p("then reports the port ACTIVE), and the plugin there making the veth and the OVS port itself; one with")
+    p("`plug: ovs` and `dialect: alcor` configured, one with both `auto` (the bridge looked up and the")
+    p("controller's generation asked on each ADD).")
     p("")
     p("| side | ADD median | ADD p90 | ADD p99 | DEL median | DEL p90 | DEL p99 | ADD CPU (user+sys) median | ADD peak RSS max | n |")
     p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -770,6 +780,8 @@ def main():
         "https_system_bundle": "mizarmp, https://, whole system bundle (`SSL_CERT_FILE`)",
         "https_full_handshake": "mizarmp, https://, `tls.caFile`, no kept TLS session (full handshakes)",
         "https_relay": "mizarmp, https://, through the node's relay (`relaySocket`)",
+        "ovs_plug": "mizarmp, plug mode on Open vSwitch (Alcor), `plug: ovs`",
+        "ovs_plug_auto": "mizarmp, plug mode on Open vSwitch (Alcor), `plug: auto`",
     }
     for key in lat.get("sides", []):
         s = lat.get(key)
@@ -783,6 +795,19 @@ def main():
     p("")
     if contended:
         p(contended)
+        p("")
+
+    ovsdb = cni.get("ovsdb")
+    if ovsdb:
+        p("Plug mode's database work, the plugin's way (RFC 7047 over ovsdb-server's socket, one connection per")
+        p("change as ADD and DEL each open one) against `ovs-vsctl --no-wait` (a process per change), in turn per")
+        p("iteration, median (p99):")
+        p("")
+        p("| change | ovsdb library | ovs-vsctl |")
+        p("| --- | --- | --- |")
+        for op, name in (("add", "add a port"), ("del", "remove it")):
+            p(f"| {name} | {fmt(g(ovsdb, 'library_' + op, 'median_ms'), 'ms', 2)} ({fmt(g(ovsdb, 'library_' + op, 'p99_ms'), 'ms', 2)}) | "
+              f"{fmt(g(ovsdb, 'vsctl_' + op, 'median_ms'), 'ms', 2)} ({fmt(g(ovsdb, 'vsctl_' + op, 'p99_ms'), 'ms', 2)}) |")
         p("")
 
     p("### 4. Readiness latency")

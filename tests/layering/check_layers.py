@@ -22,7 +22,7 @@ ALLOWED = {
     "netns": {"common"},
     "ovsdb": {"common"},
     "relay": {"common", "mizarmp-client", "addons"},
-    "cni": {"common", "records", "mizarmp-client", "netns"},
+    "cni": {"common", "records", "mizarmp-client", "netns", "ovsdb"},
     "install": {"common", "cni"},
     "mock-server": {"common", "mizarmp-client", "netns", "ovsdb"},
     "addons": {"common", "mizarmp-client", "proto"},
