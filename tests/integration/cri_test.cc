@@ -20,7 +20,6 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "common/fd.h"
@@ -347,16 +346,7 @@ class CriTest : public ::testing::Test {
   }
 
   // The ports on the node's OVS bridge (Alcor only).
-  std::vector<std::string> OvsPorts() const {
-    std::string out;
-    EXPECT_EQ(ovs_->Vsctl("list-ports " + ovs_->bridge(), &out), 0) << out;
-    std::vector<std::string> ports;
-    std::istringstream lines(out);
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty()) ports.push_back(line);
-    }
-    return ports;
-  }
+  std::vector<std::string> OvsPorts() const { return ovs_->Ports(); }
 
   bool install_by_image_ = false;  // set by a subclass's constructor, read by SetUp
   bool alcor_ = false;             // likewise: Alcor's controller, its agent on OVS

@@ -126,15 +126,7 @@ class PluginOvsTest : public ::testing::Test {
   }
 
   // What the node holds: OVS ports on the bridge, veths, ports at the controller, records.
-  std::vector<std::string> OvsPorts() const {
-    std::string out;
-    EXPECT_EQ(ovs_->Vsctl("list-ports " + ovs_->bridge(), &out), 0) << out;
-    std::vector<std::string> names;
-    for (const std::string& line : Split(out, '\n')) {
-      if (!line.empty()) names.push_back(line);
-    }
-    return names;
-  }
+  std::vector<std::string> OvsPorts() const { return ovs_->Ports(); }
   int Veths() const { return ovs_->netns().CountLinks("veth"); }
   std::vector<std::string> Records() const {
     auto names = ListDir(state_.path() + "/" + network_);
@@ -167,17 +159,6 @@ class PluginOvsTest : public ::testing::Test {
   }
   static std::string Describe(const ProcessResult& r) {
     return "exit=" + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
-  }
-
-  static std::vector<std::string> Split(const std::string& s, char sep) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t at = s.find(sep); at != std::string::npos; at = s.find(sep, start)) {
-      parts.push_back(s.substr(start, at - start));
-      start = at + 1;
-    }
-    parts.push_back(s.substr(start));
-    return parts;
   }
 
   std::string network_ = "mzt-" + UniqueName("o");

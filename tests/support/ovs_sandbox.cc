@@ -140,6 +140,18 @@ int OvsSandbox::Vsctl(const std::string& args, std::string* out) const {
                out);
 }
 
+std::vector<std::string> OvsSandbox::Ports() const {
+  std::string out;
+  if (Vsctl("list-ports " + options_.bridge, &out) != 0)
+    return {"(list-ports failed: " + out + ")"};
+  std::vector<std::string> ports;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) ports.push_back(line);
+  }
+  return ports;
+}
+
 std::string OvsSandbox::Fail(const std::string& what) { return what + LogTails(); }
 
 std::string OvsSandbox::LogTails() const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tests/support/pki.h"
 #include "tests/support/process.h"
@@ -55,6 +56,9 @@ class OvsSandbox {
   // Runs `ovs-vsctl --db=unix:SOCKET --timeout=10 ARGS` (ARGS as a shell string) against this
   // sandbox's database; returns its exit code, output (stdout and stderr) in *out.
   int Vsctl(const std::string& args, std::string* out = nullptr) const;
+  // The ports on the bridge (ovs-vsctl list-ports), one per element; when ovs-vsctl fails, one
+  // element saying so, so that a comparison with the expected ports shows why.
+  std::vector<std::string> Ports() const;
 
  private:
   std::string Fail(const std::string& what);
