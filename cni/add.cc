@@ -121,7 +121,6 @@ class AddCommand {
 
   // Undoes what plug mode made (nothing to do in agent mode).
   StepError Unplug(const records::OvsPlug& plug) const {
-    if (plug.empty()) return std::nullopt;
     Status s = UnplugFromOvs(plug, conf_.request_timeout);
     if (s.ok()) return std::nullopt;
     return FromStatus(s, Stage::kNetns);

@@ -59,12 +59,10 @@ Outcome CmdDel(Invocation& inv) {
 
   const records::OvsPlug plug =
       target.record != nullptr ? target.record->ovs : inv.PlugWithoutRecord(target.port_id);
-  if (!plug.empty()) {
-    if (Status s = UnplugFromOvs(plug, inv.conf().request_timeout); !s.ok()) {
-      CniError e = FromStatus(s, Stage::kNetns);
-      if (target.owns_record) e = e.WithNote("record " + inv.RecordPath() + " kept for a retry");
-      return Fail(std::move(e));
-    }
+  if (Status s = UnplugFromOvs(plug, inv.conf().request_timeout); !s.ok()) {
+    CniError e = FromStatus(s, Stage::kNetns);
+    if (target.owns_record) e = e.WithNote("record " + inv.RecordPath() + " kept for a retry");
+    return Fail(std::move(e));
   }
   if (Status s = (*controller)->DeletePort(target.port_id); !s.ok()) {
     CniError e = FromStatus(s.WithContext("deleting port " + target.port_id), Stage::kController);

@@ -121,7 +121,6 @@ class GcCommand {
 
   // What plug mode made for an attachment (nothing in agent mode); `what` names it in errors.
   Status Unplug(const records::OvsPlug& plug, const std::string& what) const {
-    if (plug.empty()) return Status::Ok();
     return UnplugFromOvs(plug, conf_.request_timeout).WithContext(what);
   }
 

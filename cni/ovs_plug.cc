@@ -58,6 +58,7 @@ Status PlugIntoOvs(const records::OvsPlug& plug, const PodEnd& pod,
 }
 
 Status UnplugFromOvs(const records::OvsPlug& plug, std::chrono::milliseconds ovsdb_timeout) {
+  if (plug.empty()) return Status::Ok();
   MZ_ASSIGN_OR_RETURN(ovsdb::Connection db, OpenOvsdb(plug, ovsdb_timeout));
   Status removed = ovsdb::DeletePort(db, plug.port);
   if (!removed.ok()) return removed.WithContext("removing " + plug.port + " from Open vSwitch");

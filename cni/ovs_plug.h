@@ -36,7 +36,8 @@ Status PlugIntoOvs(const records::OvsPlug& plug, const PodEnd& pod,
                    std::chrono::milliseconds ovsdb_timeout);
 
 // Removes the OVS port and then the veth (the pod end goes with its peer). Each one already gone
-// is success, so DEL, GC and a failed ADD may all call it, any number of times.
+// is success, so DEL, GC and a failed ADD may all call it, any number of times; an empty plug
+// (agent mode: nothing was plugged) is success at once.
 Status UnplugFromOvs(const records::OvsPlug& plug, std::chrono::milliseconds ovsdb_timeout);
 
 // Whether the node has `plug.bridge` in the OVS database at `plug.socket`: OK, or why not.
