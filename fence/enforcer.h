@@ -10,6 +10,7 @@
 
 #include "common/ipaddr.h"
 #include "common/status.h"
+#include "fence/connections.h"
 #include "fence/plan.h"
 #include "mizarmp-client/client.h"
 
@@ -37,17 +38,6 @@ struct AppliedPlan {
   std::vector<std::string> released;
 };
 
-// Makes another Mizar-MP client: one per connection, since a Client is not thread-safe.
-using ClientFactory = std::function<Result<std::unique_ptr<client::Client>>()>;
-
-// The connections a pass updates ports over: `first` (the pass's own, already made: it listed
-// the ports; may be null) and up to `count` - 1 more from `more`, each used by one thread.
-struct UpdateConnections {
-  client::Client* first = nullptr;
-  ClientFactory more;
-  int count = 1;
-};
-
 // Makes every change of `plan` at Mizar-MP (one port update each) and logs each change made. The
 // caller records plan.holds first. A port deleted meanwhile (NOT_FOUND) needs nothing more; any
 // other failure leaves what depends on that change incomplete (CompletedBy).
@@ -58,7 +48,7 @@ struct UpdateConnections {
 // at all, every change is left, failed with that error.
 // `may_act` (thread-safe) is asked before each update: once it says no (this replica stopped
 // leading), the remaining changes are left, failed with UNAVAILABLE, for the next leader's pass.
-AppliedPlan ApplyPlan(const UpdateConnections& connections, const EnforcementPlan& plan,
+AppliedPlan ApplyPlan(const PassConnections& connections, const EnforcementPlan& plan,
                       const std::function<bool()>& may_act);
 
 // The same over one connection.

@@ -336,7 +336,7 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
     return s.WithContext("recording the fenced ports");
   }
   // Mizar-MP has no bulk update: the updates go out over several connections at once.
-  const UpdateConnections connections{.first = listed.client.get(),
+  const PassConnections connections{.first = listed.client.get(),
                                       .more = [this] { return NewClient(); },
                                       .count = options_.update_connections};
   AppliedPlan applied =

@@ -681,7 +681,7 @@ TEST_F(FenceServiceTest, LeadershipLostMidPassStopsFurtherUpdates) {
   std::atomic<int> leads_for{120};  // the lease covers 120 more updates, then it is lost
   const uint64_t before = mock_->requests();
   const AppliedPlan applied = ApplyPlan(
-      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = 8},
+      PassConnections{.first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = 8},
       plan, [&] { return leads_for.fetch_sub(1) > 0; });
   EXPECT_EQ(mock_->requests() - before, 120u);  // nothing went out once it said no
   EXPECT_EQ(DownPorts().size(), 120u);
@@ -705,7 +705,7 @@ TEST_F(FenceServiceTest, ConnectionsThatCannotBeMadeLeaveTheirShareToTheOthers) 
     return FailedPreconditionError("Mizar-MP client: no such CA file");
   };
   const AppliedPlan applied = ApplyPlan(
-      UpdateConnections{.first = mp_.get(), .more = broken, .count = 8}, plan, [] { return true; });
+      PassConnections{.first = mp_.get(), .more = broken, .count = 8}, plan, [] { return true; });
   EXPECT_EQ(applied.report.disabled, 100);
   EXPECT_EQ(applied.report.failed, 0);
   EXPECT_EQ(applied.report.enforced.size(), 1u);
@@ -720,7 +720,7 @@ TEST_F(FenceServiceTest, NoConnectionAtAllLeavesEveryChangeWithItsError) {
   };
   const uint64_t before = mock_->requests();
   const AppliedPlan applied = ApplyPlan(
-      UpdateConnections{.first = nullptr, .more = broken, .count = 4}, plan, [] { return true; });
+      PassConnections{.first = nullptr, .more = broken, .count = 4}, plan, [] { return true; });
   EXPECT_EQ(mock_->requests(), before);
   EXPECT_EQ(applied.report.failed, 50);
   EXPECT_EQ(applied.left.size(), 50u);
@@ -739,7 +739,7 @@ TEST_F(FenceServiceTest, UpdatesOnOtherConnectionsLogUnderTheCallersRequestId) {
   log::SetLevel(log::Level::kInfo);
   log::SetThreadContext("req=feedc0de");
   const AppliedPlan applied = ApplyPlan(
-      UpdateConnections{.first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = 4},
+      PassConnections{.first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = 4},
       plan, [] { return true; });
   log::SetThreadContext("");
   log::SetLevel(level);
@@ -763,7 +763,7 @@ TEST_F(FenceServiceTest, OneConnectionAndEightMakeTheSameReport) {
     // A port deleted meanwhile is released, not failed, whichever connection finds it gone.
     EXPECT_TRUE(mp_->DeletePort("p17").ok());
     AppliedPlan applied = ApplyPlan(
-        UpdateConnections{
+        PassConnections{
             .first = mp_.get(), .more = MockClients(mock_->base_url(), *mp_), .count = count},
         plan, [] { return true; });
     return applied;
