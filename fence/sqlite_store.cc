@@ -16,6 +16,7 @@
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "fence/cidrset.h"
+#include "fence/sqlite_util.h"
 #include "records/records.h"
 
 namespace mizarmp::fence {
@@ -48,79 +49,6 @@ constexpr const char* kMigrateToV2 =
     "CREATE INDEX IF NOT EXISTS held_ports_by_port ON held_ports(port_id);"
     "PRAGMA user_version = 2;";
 
-// A prepared statement, finalized on destruction.
-class Stmt {
- public:
-  Stmt() = default;
-  ~Stmt() {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
-  }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  // Compiles `sql`; false on failure (the connection's error message says why).
-  bool Prepare(sqlite3* db, const char* sql) {
-    return sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK;
-  }
-  // Runs the statement once more with `params` bound to ?1, ?2, ...; whether it completed.
-  bool Run(std::initializer_list<std::string_view> params) {
-    sqlite3_reset(stmt_);
-    int index = 1;
-    for (std::string_view p : params) {
-      sqlite3_bind_text(stmt_, index++, p.data(), static_cast<int>(p.size()), SQLITE_TRANSIENT);
-    }
-    return sqlite3_step(stmt_) == SQLITE_DONE;
-  }
-  // The next row of a query: SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return sqlite3_step(stmt_); }
-  sqlite3_stmt* get() const { return stmt_; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-std::string Column(sqlite3_stmt* s, int i) {
-  const unsigned char* text = sqlite3_column_text(s, i);
-  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text));
-}
-
-// The store's directory, created 0700 when missing. An existing one is left as it is (it may be
-// shared), with a warning when others could write into it.
-Status PrepareDirectory(const std::string& dir) {
-  struct stat st {};
-  const bool existed = ::stat(dir.c_str(), &st) == 0;
-  Status made = MakeDirs(dir, 0700);
-  if (!made.ok()) return made.WithContext("fence store directory \"" + dir + "\"");
-  if (existed && (st.st_mode & 022) != 0) {
-    MZ_LOG(kWarn) << "fence store directory " << dir
-                  << " is writable by group/others; it should be 0700";
-  }
-  return Status::Ok();
-}
-
-// Makes sure `path` is a regular file of mode 0600, creating it ourselves so SQLite never
-// creates it with the umask's mode; its -wal and -shm files take the database file's mode.
-Status CreatePrivateFile(const std::string& path, const std::string& dir) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return ErrnoError("fence store \"" + path + "\": open", errno);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return ErrnoError("fence store \"" + path + "\": fstat", errno);
-  if (!S_ISREG(st.st_mode)) {
-    return FailedPreconditionError("fence store \"" + path + "\": not a regular file");
-  }
-  if ((st.st_mode & 0777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
-    return ErrnoError("fence store \"" + path + "\": chmod 0600", errno);
-  }
-  if (st.st_size == 0) {
-    // Possibly just created: make its directory entry durable before anything is stored.
-    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dfd.valid() || ::fsync(dfd.get()) != 0) {
-      return ErrnoError("fence store directory \"" + dir + "\": fsync", errno);
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<SqliteFenceStore>> SqliteFenceStore::Open(const std::string& path) {
@@ -128,8 +56,8 @@ Result<std::unique_ptr<SqliteFenceStore>> SqliteFenceStore::Open(const std::stri
     return InvalidArgumentError("fence store \"" + path + "\": must be an absolute path");
   }
   const std::string dir = DirName(path);
-  MZ_RETURN_IF_ERROR(PrepareDirectory(dir));
-  MZ_RETURN_IF_ERROR(CreatePrivateFile(path, dir));
+  MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "fence store"));
+  MZ_RETURN_IF_ERROR(CreatePrivateFile(path, dir, "fence store"));
   std::unique_ptr<SqliteFenceStore> store(new SqliteFenceStore(path));
   MZ_RETURN_IF_ERROR(store->Connect());
   // The first statements fail early on a file that is not a database (or a corrupt one).
@@ -202,31 +130,11 @@ Status SqliteFenceStore::MigrateSchema() {
 }
 
 Status SqliteFenceStore::SqlError(const std::string& what) const {
-  const int code = db_ != nullptr ? sqlite3_extended_errcode(db_) : SQLITE_ERROR;
-  const std::string msg = db_ != nullptr ? sqlite3_errmsg(db_) : "no database";
-  const std::string text = "fence store \"" + path_ + "\": " + what + ": " + msg;
-  switch (code & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return UnavailableError(text);
-    case SQLITE_FULL:
-      return Status(Code::kResourceExhausted, text);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return DataLossError(text);
-    default:
-      return FailedPreconditionError(text);
-  }
+  return SqliteError(db_, "fence store \"" + path_ + "\": " + what);
 }
 
 Status SqliteFenceStore::Exec(const char* sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err != nullptr ? err : "unknown error";
-    sqlite3_free(err);
-    return SqlError(std::string("executing \"") + sql + "\" (" + msg + ")");
-  }
-  return Status::Ok();
+  return SqliteExec(db_, sql, "fence store \"" + path_ + "\"");
 }
 
 // Every write runs in a transaction begun here, so this is where the cached snapshot goes, at the
