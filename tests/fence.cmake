@@ -39,3 +39,8 @@ mizarmp_add_test(NAME fence_ha_test SOURCES integration/fence_ha_test.cc
                       nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
                  LABELS "integration;concurrency" TIMEOUT 400)
 add_dependencies(fence_ha_test mizarmp-addons)
+
+# The port index (SQLite) and the pass's port finder, checked against the whole port list on
+# random clusters at the in-process strict Alcor mock (loopback HTTP, no root).
+mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
+                 LIBS mizarmp_fence mizarmp_mock LABELS integration TIMEOUT 120)

@@ -1,0 +1,52 @@
+// The port index: the attachments each node agent published (address, port id, node), ordered by
+// address so that the ports inside a CIDR are one range read, O(log n + m), instead of a list of
+// every port at Mizar-MP (docs/decisions/2026-11-28-fencing-at-scale.md). Mizar-MP can find a
+// port by id but not by address (Alcor's list filters only by equality on scalar members).
+//
+// Soft state: each node's entries are what its agent published last, and an agent publishes its
+// whole set again whenever it (re)connects. The index names candidates only; a pass reads each
+// one back from Mizar-MP (fence/port_finder.h), so a stale entry costs one read, never a wrong
+// change. Implementations are thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/ipaddr.h"
+#include "common/status.h"
+
+namespace mizarmp::fence {
+
+// One address of one port, as a node agent published it.
+struct AddressedPort {
+  IpAddress ip;
+  std::string port_id;
+  friend bool operator==(const AddressedPort&, const AddressedPort&) = default;
+};
+
+// An index entry: an address, its port and the node that published it.
+struct IndexedPort {
+  IpAddress ip;
+  std::string port_id;
+  std::string node;
+  friend bool operator==(const IndexedPort&, const IndexedPort&) = default;
+};
+
+class PortIndex {
+ public:
+  virtual ~PortIndex() = default;
+  // Replaces whatever `node` published before with `ports` (all or nothing). An empty list
+  // forgets the node. INVALID_ARGUMENT for an empty node name or port id.
+  virtual Status Publish(const std::string& node, const std::vector<AddressedPort>& ports) = 0;
+  // The entries whose address is inside one of `cidrs`, each (address, port) once, sorted by
+  // address, then port id.
+  virtual Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const = 0;
+};
+
+// The index in a SQLite file of its own at `path` (absolute; created 0600 in a 0700 directory).
+// Not the fence store's file: the index is rebuilt by publication and needs none of the store's
+// durability or schema history.
+Result<std::unique_ptr<PortIndex>> OpenSqlitePortIndex(const std::string& path);
+
+}  // namespace mizarmp::fence

@@ -1,0 +1,185 @@
+// The port index in SQLite (fence/port_index.h).
+//
+// attachments(ip BLOB, port_id TEXT, node TEXT; PRIMARY KEY (ip, port_id)) WITHOUT ROWID, and an
+// index by node for Publish's replace. An address is stored as one byte of family (4 or 6) and
+// its bytes in network order, so that within a family byte order is address order and a CIDR is
+// the range [network, last]. SQLite's page cache bounds the memory, whatever the row count.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/fileutil.h"
+#include "common/log.h"
+#include "fence/port_index.h"
+#include "fence/sqlite_util.h"
+
+namespace mizarmp::fence {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS attachments ("
+    " ip BLOB NOT NULL,"
+    " port_id TEXT NOT NULL,"
+    " node TEXT NOT NULL,"
+    " PRIMARY KEY (ip, port_id)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS attachments_by_node ON attachments(node);"
+    "PRAGMA user_version = 1;";
+
+std::string AddressKey(const IpAddress& ip) {
+  std::string key(1, ip.is_v4() ? '\x04' : '\x06');
+  key.append(reinterpret_cast<const char*>(ip.bytes().data()), ip.byte_length());
+  return key;
+}
+
+Result<IpAddress> AddressFromKey(const std::string& key) {
+  std::array<uint8_t, 16> bytes{};
+  if (key.size() == 5 && key[0] == '\x04') {
+    std::copy(key.begin() + 1, key.end(), bytes.begin());
+    return IpAddress::V4((uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) |
+                         (uint32_t{bytes[2]} << 8) | bytes[3]);
+  }
+  if (key.size() == 17 && key[0] == '\x06') {
+    std::copy(key.begin() + 1, key.end(), bytes.begin());
+    return IpAddress::V6(bytes);
+  }
+  return DataLossError("an address key of " + std::to_string(key.size()) + " bytes");
+}
+
+class SqlitePortIndex final : public PortIndex {
+ public:
+  explicit SqlitePortIndex(std::string path) : path_(std::move(path)) {}
+  ~SqlitePortIndex() override {
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+  }
+  SqlitePortIndex(const SqlitePortIndex&) = delete;
+  SqlitePortIndex& operator=(const SqlitePortIndex&) = delete;
+
+  Status Open() {
+    const std::string dir = DirName(path_);
+    MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "port index"));
+    MZ_RETURN_IF_ERROR(CreatePrivateFile(path_, dir, "port index"));
+    const int rc = sqlite3_open_v2(
+        path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
+        nullptr);
+    if (rc != SQLITE_OK) return Error("open");
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, 5000);
+    // Soft state: an application crash loses nothing committed in WAL mode, a power loss at
+    // most the last publications, which their agents make again.
+    MZ_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"));
+    Stmt version;
+    if (!version.Prepare(db_, "PRAGMA user_version") || version.Step() != SQLITE_ROW) {
+      return Error("reading the schema version");
+    }
+    const int found = sqlite3_column_int(version.get(), 0);
+    if (found > kSchemaVersion) {
+      return FailedPreconditionError("port index \"" + path_ + "\": schema version " +
+                                     std::to_string(found) + " is newer than this server's " +
+                                     std::to_string(kSchemaVersion));
+    }
+    return Exec(kSchema);
+  }
+
+  Status Publish(const std::string& node, const std::vector<AddressedPort>& ports) override {
+    if (node.empty()) return InvalidArgumentError("port index: a publication names no node");
+    for (const AddressedPort& p : ports) {
+      if (p.port_id.empty()) {
+        return InvalidArgumentError("port index: node " + node + " published an address (" +
+                                    p.ip.ToString() + ") without a port id");
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status s = ReplaceNode(node, ports);
+    if (s.ok()) s = Exec("COMMIT");
+    if (!s.ok()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
+  }
+
+  Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stmt range;
+    if (!range.Prepare(db_,
+                       "SELECT ip, port_id, node FROM attachments WHERE ip BETWEEN ?1 AND ?2")) {
+      return Error("preparing the range read");
+    }
+    std::vector<IndexedPort> found;
+    for (const Cidr& cidr : cidrs) {
+      range.Reset();
+      range.BindBlob(1, AddressKey(cidr.network()));
+      range.BindBlob(2, AddressKey(cidr.last()));
+      MZ_RETURN_IF_ERROR(ReadRows(range, cidr, found));
+    }
+    const auto by_address = [](const IndexedPort& a, const IndexedPort& b) {
+      return std::tie(a.ip, a.port_id) < std::tie(b.ip, b.port_id);
+    };
+    const auto same_entry = [](const IndexedPort& a, const IndexedPort& b) {
+      return a.ip == b.ip && a.port_id == b.port_id;
+    };
+    std::sort(found.begin(), found.end(), by_address);
+    found.erase(std::unique(found.begin(), found.end(), same_entry), found.end());
+    return found;
+  }
+
+ private:
+  // The publication's writes, inside Publish's transaction.
+  Status ReplaceNode(const std::string& node, const std::vector<AddressedPort>& ports) {
+    Stmt forget;
+    Stmt insert;
+    if (!forget.Prepare(db_, "DELETE FROM attachments WHERE node = ?1") ||
+        !insert.Prepare(db_,
+                        "INSERT OR REPLACE INTO attachments(ip, port_id, node) VALUES (?1, ?2, ?3)")) {
+      return Error("preparing the publication of node " + node);
+    }
+    if (!forget.Run({node})) return Error("forgetting what node " + node + " published");
+    for (const AddressedPort& p : ports) {
+      insert.Reset();
+      insert.BindBlob(1, AddressKey(p.ip));
+      insert.BindText(2, p.port_id);
+      insert.BindText(3, node);
+      if (insert.Step() != SQLITE_DONE) return Error("indexing port " + p.port_id);
+    }
+    return Status::Ok();
+  }
+
+  // Appends the rows `range` selects; a row whose key does not decode is logged and skipped.
+  Status ReadRows(Stmt& range, const Cidr& cidr, std::vector<IndexedPort>& found) const {
+    int rc;
+    while ((rc = range.Step()) == SQLITE_ROW) {
+      auto ip = AddressFromKey(BlobColumn(range.get(), 0));
+      if (!ip.ok()) {
+        MZ_LOG(kWarn) << "port index " << path_ << ": skipping a row: " << ip.status().message();
+        continue;
+      }
+      found.push_back({*ip, Column(range.get(), 1), Column(range.get(), 2)});
+    }
+    if (rc != SQLITE_DONE) return Error("reading the ports inside " + cidr.ToString());
+    return Status::Ok();
+  }
+
+  Status Exec(const char* sql) const {
+    return SqliteExec(db_, sql, "port index \"" + path_ + "\"");
+  }
+  Status Error(const std::string& what) const {
+    return SqliteError(db_, "port index \"" + path_ + "\": " + what);
+  }
+
+  const std::string path_;
+  sqlite3* db_ = nullptr;
+  mutable std::mutex mu_;  // one statement or transaction at a time on db_
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PortIndex>> OpenSqlitePortIndex(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return InvalidArgumentError("port index \"" + path + "\": must be an absolute path");
+  }
+  auto index = std::make_unique<SqlitePortIndex>(path);
+  MZ_RETURN_IF_ERROR(index->Open());
+  return std::unique_ptr<PortIndex>(std::move(index));
+}
+
+}  // namespace mizarmp::fence

@@ -1,0 +1,327 @@
+// The port index (fence/port_index.h) and the pass that finds ports through it
+// (fence/port_finder.h): the plan over what the index finds is the plan over the whole port
+// list, on random clusters at the strict Alcor mock, stale index entries and ports that come and
+// go included.
+#include "fence/port_finder.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fence/plan.h"
+#include "mock-server/mock.h"
+#include "tests/support/port_spec.h"
+#include "tests/support/started_mock.h"
+#include "tests/support/support.h"
+
+namespace mizarmp::fence {
+namespace {
+
+using mizarmp::testing::TempDir;
+
+constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+
+IpAddress Ip(const std::string& text) { return *IpAddress::Parse(text); }
+Cidr Net(const std::string& text) { return *Cidr::ParseNetwork(text); }
+
+std::unique_ptr<PortIndex> OpenIndex(const TempDir& dir) {
+  auto index = OpenSqlitePortIndex(dir.path() + "/index/ports.db");
+  EXPECT_TRUE(index.ok()) << index.status().ToString();
+  return index.ok() ? std::move(*index) : nullptr;
+}
+
+std::vector<std::string> Ids(const std::vector<IndexedPort>& found) {
+  std::vector<std::string> ids;
+  for (const IndexedPort& p : found) ids.push_back(p.port_id);
+  return ids;
+}
+
+TEST(PortIndex, FindsTheAddressesInsideEachCidrOnceInAddressOrder) {
+  TempDir dir;
+  auto index = OpenIndex(dir);
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index
+                  ->Publish("node-a", {{Ip("10.0.1.5"), "a1"},
+                                       {Ip("10.0.0.9"), "a2"},
+                                       {Ip("10.0.2.1"), "a3"},
+                                       {Ip("fd00::5"), "a6"}})
+                  .ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.1.200"), "b1"}, {Ip("11.0.0.1"), "b2"}}).ok());
+
+  auto found = index->Inside({Net("10.0.1.0/24"), Net("10.0.0.0/23"), Net("fd00::/120")});
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(Ids(*found), (std::vector<std::string>{"a2", "a1", "b1", "a6"}));
+  EXPECT_EQ((*found)[2], (IndexedPort{Ip("10.0.1.200"), "b1", "node-b"}));
+
+  auto one = index->Inside({Net("11.0.0.1/32")});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(Ids(*one), std::vector<std::string>{"b2"});
+  auto none = index->Inside({Net("192.168.0.0/16"), Net("fd01::/64")});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  // An IPv4 range never reaches IPv6 entries, whatever their bytes.
+  auto all_v4 = index->Inside({Net("0.0.0.0/0")});
+  ASSERT_TRUE(all_v4.ok());
+  EXPECT_EQ(all_v4->size(), 5u);
+}
+
+TEST(PortIndex, APublicationReplacesWhatItsNodePublishedBefore) {
+  TempDir dir;
+  auto index = OpenIndex(dir);
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}).ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b1"}}).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.4"), "a3"}}).ok());
+  auto found = index->Inside({Net("10.0.0.0/24")});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(Ids(*found), (std::vector<std::string>{"b1", "a3"}));
+  ASSERT_TRUE(index->Publish("node-b", {}).ok());
+  found = index->Inside({Net("10.0.0.0/24")});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(Ids(*found), std::vector<std::string>{"a3"});
+}
+
+TEST(PortIndex, RefusesAPublicationWithoutANodeOrAPortIdAndKeepsTheOldOne) {
+  TempDir dir;
+  auto index = OpenIndex(dir);
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
+  Status s = index->Publish("", {{Ip("10.0.0.2"), "x"}});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  s = index->Publish("node-a", {{Ip("10.0.0.2"), "a2"}, {Ip("10.0.0.3"), ""}});
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("10.0.0.3"), std::string::npos) << s.message();
+  auto found = index->Inside({Net("10.0.0.0/24")});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(Ids(*found), std::vector<std::string>{"a1"});
+}
+
+TEST(PortIndex, IsAPrivateFileThatKeepsItsEntriesAcrossAReopen) {
+  TempDir dir;
+  {
+    auto index = OpenIndex(dir);
+    ASSERT_NE(index, nullptr);
+    ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() + "/index/ports.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir.path() + "/index").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  auto index = OpenIndex(dir);
+  ASSERT_NE(index, nullptr);
+  auto found = index->Inside({Net("10.0.0.1/32")});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(Ids(*found), std::vector<std::string>{"a1"});
+  EXPECT_EQ(OpenSqlitePortIndex("relative/ports.db").status().code(), Code::kInvalidArgument);
+}
+
+// ------------------------------------------------------------------ the finder against the list
+
+// A plan with what depends on the order of the ports taken out: each fence's and unfence's
+// changes as port ids, the changes as (port, state, fences served).
+struct NormalPlan {
+  std::set<std::tuple<std::string, bool, std::vector<Cidr>>> changes;
+  std::map<Cidr, std::pair<FenceState, std::set<std::string>>> fences;
+  std::map<Cidr, std::set<std::string>> unfences;
+  std::set<std::pair<Cidr, std::string>> holds;
+  std::set<std::string> released;
+  size_t unreadable = 0;
+  bool operator==(const NormalPlan&) const = default;
+};
+
+NormalPlan Normalized(const EnforcementPlan& plan) {
+  NormalPlan n;
+  for (const PortChange& c : plan.changes) n.changes.emplace(c.port_id, c.admin_state_up, c.serves);
+  const auto ids = [&](const std::vector<size_t>& depends_on) {
+    std::set<std::string> out;
+    for (size_t i : depends_on) out.insert(plan.changes[i].port_id);
+    return out;
+  };
+  for (const PlannedFence& f : plan.fences) n.fences[f.cidr] = {f.state, ids(f.depends_on)};
+  for (const PlannedUnfence& u : plan.unfences) n.unfences[u.cidr] = ids(u.depends_on);
+  for (const PortHold& h : plan.holds) n.holds.emplace(h.fence, h.port_id);
+  n.released.insert(plan.released.begin(), plan.released.end());
+  n.unreadable = plan.unreadable.size();
+  return n;
+}
+
+// One random cluster at the strict Alcor mock, its index, and a random fence store snapshot.
+class RandomCluster {
+ public:
+  RandomCluster(unsigned seed, client::Client& mp, PortIndex& index)
+      : rng_(seed), mp_(mp), index_(index) {}
+
+  // `n` ports on `nodes` nodes, a tenth of them down already, at addresses drawn from
+  // 10.240.0.0/18 (so that fences of every size hold some, and none holds all).
+  void CreatePorts(int n, int nodes) {
+    std::vector<client::PortSpec> specs;
+    for (int i = 0; i < n; ++i) {
+      uint32_t host;
+      do host = 1 + static_cast<uint32_t>(Draw(16000)); while (!taken_.insert(host).second);
+      const IpAddress ip = IpAddress::V4((10u << 24) | (240u << 16) | host);
+      const std::string id = "p" + std::to_string(next_id_++);
+      const std::string node = "node-" + std::to_string(Draw(nodes));
+      client::PortSpec s = testing::PortSpecFor(id, "/var/run/netns/none", node);
+      s.network_id = client::kDefaultVpcId;
+      s.fixed_ips.push_back({kSubnet, ip.ToString()});
+      s.admin_state_up = Draw(10) != 0;
+      specs.push_back(std::move(s));
+      ports_.push_back({ip, id, node});
+    }
+    auto created = mp_.CreatePorts(specs);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+
+  // Every node publishes its ports, plus `stale` entries that point at addresses the ports do not
+  // have (an address since moved: the finder reads the port back and sees where it is).
+  void Publish(int stale) {
+    std::map<std::string, std::vector<AddressedPort>> by_node;
+    for (const IndexedPort& p : ports_) by_node[p.node].push_back({p.ip, p.port_id});
+    for (int i = 0; i < stale && !ports_.empty(); ++i) {
+      const IndexedPort& p = ports_[Draw(ports_.size())];
+      const auto host = static_cast<uint32_t>(1 + Draw(16000));
+      by_node[p.node].push_back({IpAddress::V4((10u << 24) | (240u << 16) | host), p.port_id});
+    }
+    for (const auto& [node, published] : by_node) {
+      ASSERT_TRUE(index_.Publish(node, published).ok());
+    }
+  }
+
+  // Deletes `n` ports at Mizar-MP after they were published (the index still names them).
+  void DeleteSome(int n) {
+    for (int i = 0; i < n && !ports_.empty(); ++i) {
+      const size_t at = Draw(ports_.size());
+      ASSERT_TRUE(mp_.DeletePort(ports_[at].port_id).ok());
+      gone_.push_back(ports_[at].port_id);
+      ports_.erase(ports_.begin() + static_cast<long>(at));
+    }
+  }
+
+  // Fences and pending unfences of sizes /32 to /22 around random ports' addresses, records
+  // naming some down ports, some ports gone at Mizar-MP and some unknown ids.
+  StoreSnapshot Snapshot(int fences, int unfences) {
+    StoreSnapshot snap;
+    std::set<Cidr> used;
+    const auto around = [&]() {
+      const IpAddress at = ports_.empty() ? Ip("10.240.0.1") : ports_[Draw(ports_.size())].ip;
+      const int len = 22 + static_cast<int>(Draw(11));
+      return Cidr(at.Masked(len), len);
+    };
+    for (int i = 0; i < fences; ++i) {
+      const Cidr c = around();
+      if (!used.insert(c).second) continue;
+      FenceEntry e{.cidr = c, .state = Draw(2) ? FenceState::kEnforced : FenceState::kPending};
+      e.held_ports = SomeIds(3);
+      snap.fences.push_back(e);
+    }
+    for (int i = 0; i < unfences; ++i) {
+      const Cidr c = around();
+      if (!used.insert(c).second) continue;
+      snap.unfences.push_back(UnfenceEntry{.cidr = c, .tracked = Draw(4) != 0,
+                                           .held_ports = SomeIds(4)});
+    }
+    std::sort(snap.fences.begin(), snap.fences.end(),
+              [](const FenceEntry& a, const FenceEntry& b) { return a.cidr < b.cidr; });
+    std::sort(snap.unfences.begin(), snap.unfences.end(),
+              [](const UnfenceEntry& a, const UnfenceEntry& b) { return a.cidr < b.cidr; });
+    return snap;
+  }
+
+ private:
+  size_t Draw(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
+
+  // Up to `n` record entries: live ports, ports deleted at Mizar-MP, and ids it never had.
+  std::vector<std::string> SomeIds(int n) {
+    std::set<std::string> ids;
+    for (int i = 0, count = static_cast<int>(Draw(n + 1)); i < count; ++i) {
+      switch (Draw(4)) {
+        case 0:
+          if (!gone_.empty()) ids.insert(gone_[Draw(gone_.size())]);
+          break;
+        case 1:
+          ids.insert("never-" + std::to_string(Draw(1000)));
+          break;
+        default:
+          if (!ports_.empty()) ids.insert(ports_[Draw(ports_.size())].port_id);
+      }
+    }
+    return {ids.begin(), ids.end()};
+  }
+
+  std::mt19937 rng_;
+  client::Client& mp_;
+  PortIndex& index_;
+  std::set<uint32_t> taken_;  // host parts of 10.240.0.0/16 given out
+  int next_id_ = 0;
+  std::vector<IndexedPort> ports_;
+  std::vector<std::string> gone_;
+};
+
+// A strict Alcor mock of its own and a client of it.
+struct Controller {
+  std::unique_ptr<mock::MockServer> mock;
+  std::unique_ptr<client::Client> mp;
+
+  std::unique_ptr<client::Client> NewClient() const {
+    client::ClientConfig cc;
+    cc.base_url = mock->base_url();
+    auto c = client::Client::Create(cc);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  PassConnections Connections(int count) const {
+    return {.first = mp.get(),
+            .more = [this]() -> Result<std::unique_ptr<client::Client>> { return NewClient(); },
+            .count = count};
+  }
+};
+
+void StartController(Controller& c) {
+  mock::Options o;
+  o.cidr = "10.240.0.0/16";
+  o.strict = true;
+  o.dialect = mock::Dialect::kAlcor;
+  ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &c.mock));
+  c.mp = c.NewClient();
+  ASSERT_NE(c.mp, nullptr);
+}
+
+TEST(PortFinder, PlansWhatTheWholeListPlansOnRandomClusters) {
+  TempDir dir;
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Controller controller;
+    ASSERT_NO_FATAL_FAILURE(StartController(controller));
+    auto index = OpenSqlitePortIndex(dir.path() + "/index-" + std::to_string(seed) + ".db");
+    ASSERT_TRUE(index.ok()) << index.status().ToString();
+    RandomCluster cluster(seed, *controller.mp, **index);
+    ASSERT_NO_FATAL_FAILURE(cluster.CreatePorts(300, 8));
+    ASSERT_NO_FATAL_FAILURE(cluster.Publish(10));
+    // Ports deleted after their node published them, and ports made and published since.
+    ASSERT_NO_FATAL_FAILURE(cluster.DeleteSome(15));
+    ASSERT_NO_FATAL_FAILURE(cluster.CreatePorts(20, 8));
+    ASSERT_NO_FATAL_FAILURE(cluster.Publish(5));
+    const StoreSnapshot snap = cluster.Snapshot(6, 4);
+
+    auto listed = controller.mp->ListPorts({}, kFencePortFields);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    auto found = FindFencedPorts(snap, **index, controller.Connections(4));
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_TRUE(found->unreadable.empty()) << found->unreadable[0];
+    EXPECT_LT(found->ports.size(), listed->ports.size());
+    const NormalPlan by_list = Normalized(PlanEnforcement(snap, *listed));
+    EXPECT_FALSE(by_list.changes.empty() && by_list.released.empty()) << "a plan with nothing";
+    EXPECT_EQ(Normalized(PlanEnforcement(snap, *found)), by_list);
+  }
+}
+
+}  // namespace
+}  // namespace mizarmp::fence
