@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "fence/plan.h"
+#include "fence/port_finder.h"
 #include "records/records.h"
 
 namespace mizarmp::fence {
@@ -111,6 +112,9 @@ std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
 
 Status FenceService::OpenStore() {
   auto opened = OpenFenceStore(options_.fence_store, options_.etcd);
+  Result<std::unique_ptr<PortIndex>> index = std::unique_ptr<PortIndex>();
+  if (opened.ok() && !options_.port_index.empty()) index = OpenSqlitePortIndex(options_.port_index);
+  if (!index.ok()) opened = index.status();
   std::unique_ptr<Leadership> leadership;
   if (opened.ok()) leadership = (*opened)->JoinElection(options_.replica_id);
   std::lock_guard<std::mutex> lock(store_mu_);
@@ -121,6 +125,7 @@ Status FenceService::OpenStore() {
     return opened.status();
   }
   store_ = std::move(*opened);
+  port_index_ = std::move(*index);
   leadership_ = std::move(leadership);
   store_error_ = Status::Ok();
   return Status::Ok();
@@ -238,7 +243,7 @@ void FenceService::NoteStoreError(const Status& s) {
 
 Result<FenceService::Opened> FenceService::Store() const {
   std::lock_guard<std::mutex> lock(store_mu_);
-  if (store_ != nullptr) return Opened{store_.get(), leadership_.get()};
+  if (store_ != nullptr) return Opened{store_.get(), leadership_.get(), port_index_.get()};
   if (store_opening_) {
     return UnavailableError("fence store \"" + options_.fence_store +
                             "\" is still opening; retry shortly");
@@ -322,7 +327,8 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
     return EnforceReport{.store_revision = snap.revision, .store_after = StoreCounts{}};
   }
 
-  MZ_ASSIGN_OR_RETURN(const PortListing listed, listing.valid() ? listing.get() : ListPorts());
+  MZ_ASSIGN_OR_RETURN(const PortListing listed,
+                      FindPorts(snap, opened.port_index, std::move(listing)));
   const Result<client::PortList>& ports = listed.ports;
   if (!ports.ok()) {
     return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
@@ -341,6 +347,8 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
                                       .count = options_.update_connections};
   AppliedPlan applied =
       ApplyPlan(connections, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
+  // What an update found out (a pass through the index lists nothing): later clients ask no more.
+  if (listed.client != nullptr) generation_.store(listed.client->generation_found());
   MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
   if (applied.report.failed > 0) {
     return DependencyError(applied.first_error,
@@ -362,8 +370,21 @@ Result<FenceService::PortListing> FenceService::ListPorts() const {
   return PortListing{std::move(mp), std::move(ports)};
 }
 
+Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& snap,
+                                                         PortIndex* index,
+                                                         PendingListing listing) const {
+  if (index == nullptr) return listing.valid() ? listing.get() : ListPorts();
+  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
+  const PassConnections connections{.first = mp.get(),
+                                    .more = [this] { return NewClient(); },
+                                    .count = options_.update_connections};
+  auto ports = FindFencedPorts(snap, *index, connections);
+  return PortListing{std::move(mp), std::move(ports)};
+}
+
 FenceService::PendingListing FenceService::StartListing(const Admitted& call) const {
-  if (!call.leadership->LeadsFor(UpdateBudget())) return {};
+  // Through the index, the ports depend on the change being stored: nothing to start early.
+  if (!options_.port_index.empty() || !call.leadership->LeadsFor(UpdateBudget())) return {};
   try {
     return std::async(std::launch::async, [this, context = log::ThreadContext()] {
       log::SetThreadContext(context);

@@ -93,6 +93,7 @@
 #include "fence/metrics.h"
 #include "fence/options.h"
 #include "fence/plan.h"
+#include "fence/port_index.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
 
@@ -174,6 +175,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   struct Opened {
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
+    PortIndex* port_index = nullptr;  // none: passes list every port
   };
   Result<Opened> Store() const;
   void NoteStoreError(const Status& s);
@@ -194,6 +196,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   using PendingListing = std::future<Result<PortListing>>;
   // A new client's error, or the client and what its list returned.
   Result<PortListing> ListPorts() const;
+  // The ports a pass plans `snap` on: through `index` when there is one (fence/port_finder.h),
+  // else `listing` when it is valid, else a list of every port.
+  Result<PortListing> FindPorts(const StoreSnapshot& snap, PortIndex* index,
+                                PendingListing listing) const;
   // When this replica leads, the port list of the pass that follows a fence or unfence RPC's
   // change, started now so that Mizar-MP lists the ports while the store commits the change: the
   // two are independent, and the pass is serialised with every other (enforce_mu_ is held), so
@@ -250,6 +256,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   mutable std::mutex store_mu_;
   std::unique_ptr<FenceStore> store_;
   std::unique_ptr<Leadership> leadership_;  // after store_, so it ends first
+  std::unique_ptr<PortIndex> port_index_;   // with options_.port_index
   Status store_error_;                      // open failure, or the last failed store operation
   bool store_opening_ = true;
 

@@ -40,6 +40,9 @@ struct FenceOptions {
   // Kept-alive Mizar-MP connections a pass's port updates go out over in parallel (Mizar-MP has
   // no bulk update); 1: one after another.
   int update_connections = kDefaultUpdateConnections;
+  // The port index's SQLite file (fence/port_index.h): a pass then reads back the indexed ports
+  // inside its CIDRs instead of listing every port. Empty: every pass lists every port.
+  std::string port_index;
 };
 
 }  // namespace mizarmp::fence

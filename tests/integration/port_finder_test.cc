@@ -4,6 +4,7 @@
 // go included.
 #include "fence/port_finder.h"
 
+#include <grpcpp/server_context.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -14,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fence/fence_service.h"
 #include "fence/plan.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"
@@ -158,13 +160,13 @@ class RandomCluster {
   RandomCluster(unsigned seed, client::Client& mp, PortIndex& index)
       : rng_(seed), mp_(mp), index_(index) {}
 
-  // `n` ports on `nodes` nodes, a tenth of them down already, at addresses drawn from
+  // `n` ports on `nodes` nodes, a tenth of them down already, at addresses (past the gateway) drawn from
   // 10.240.0.0/18 (so that fences of every size hold some, and none holds all).
   void CreatePorts(int n, int nodes) {
     std::vector<client::PortSpec> specs;
     for (int i = 0; i < n; ++i) {
       uint32_t host;
-      do host = 1 + static_cast<uint32_t>(Draw(16000)); while (!taken_.insert(host).second);
+      do host = 2 + static_cast<uint32_t>(Draw(16000)); while (!taken_.insert(host).second);
       const IpAddress ip = IpAddress::V4((10u << 24) | (240u << 16) | host);
       const std::string id = "p" + std::to_string(next_id_++);
       const std::string node = "node-" + std::to_string(Draw(nodes));
@@ -172,6 +174,7 @@ class RandomCluster {
       s.network_id = client::kDefaultVpcId;
       s.fixed_ips.push_back({kSubnet, ip.ToString()});
       s.admin_state_up = Draw(10) != 0;
+      if (s.admin_state_up) up_.insert(id);
       specs.push_back(std::move(s));
       ports_.push_back({ip, id, node});
     }
@@ -186,7 +189,7 @@ class RandomCluster {
     for (const IndexedPort& p : ports_) by_node[p.node].push_back({p.ip, p.port_id});
     for (int i = 0; i < stale && !ports_.empty(); ++i) {
       const IndexedPort& p = ports_[Draw(ports_.size())];
-      const auto host = static_cast<uint32_t>(1 + Draw(16000));
+      const auto host = static_cast<uint32_t>(2 + Draw(16000));
       by_node[p.node].push_back({IpAddress::V4((10u << 24) | (240u << 16) | host), p.port_id});
     }
     for (const auto& [node, published] : by_node) {
@@ -234,6 +237,20 @@ class RandomCluster {
     return snap;
   }
 
+  // The address of a random port that is up, and the port at an address.
+  IpAddress SomeAddress() {
+    for (;;) {
+      const IndexedPort& p = ports_[Draw(ports_.size())];
+      if (up_.count(p.port_id) != 0) return p.ip;
+    }
+  }
+  std::string PortAt(const IpAddress& ip) const {
+    for (const IndexedPort& p : ports_) {
+      if (p.ip == ip) return p.port_id;
+    }
+    return "";
+  }
+
  private:
   size_t Draw(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
 
@@ -258,6 +275,7 @@ class RandomCluster {
   std::mt19937 rng_;
   client::Client& mp_;
   PortIndex& index_;
+  std::set<std::string> up_;  // the ports created up
   std::set<uint32_t> taken_;  // host parts of 10.240.0.0/16 given out
   int next_id_ = 0;
   std::vector<IndexedPort> ports_;
@@ -321,6 +339,64 @@ TEST(PortFinder, PlansWhatTheWholeListPlansOnRandomClusters) {
     EXPECT_FALSE(by_list.changes.empty() && by_list.released.empty()) << "a plan with nothing";
     EXPECT_EQ(Normalized(PlanEnforcement(snap, *found)), by_list);
   }
+}
+
+// The service with a port index: a fence and its unfence read and change only the ports inside,
+// whatever the number of ports at Mizar-MP.
+TEST(PortFinder, TheServiceFencesThroughTheIndexWithoutListingPorts) {
+  TempDir dir;
+  Controller controller;
+  ASSERT_NO_FATAL_FAILURE(StartController(controller));
+  auto publisher = OpenSqlitePortIndex(dir.path() + "/lib/ports.db");
+  ASSERT_TRUE(publisher.ok()) << publisher.status().ToString();
+  RandomCluster cluster(7, *controller.mp, **publisher);
+  ASSERT_NO_FATAL_FAILURE(cluster.CreatePorts(2000, 20));
+  ASSERT_NO_FATAL_FAILURE(cluster.Publish(0));
+  const IpAddress target = cluster.SomeAddress();
+
+  FenceOptions o;
+  o.mizarmp.base_url = controller.mock->base_url();
+  o.mizarmp.project_id = client::kDefaultProjectId;
+  o.state_dir = dir.path() + "/cni";
+  o.fence_store = dir.path() + "/lib/fence.db";
+  o.port_index = dir.path() + "/lib/ports.db";
+  o.reconcile_interval = std::chrono::hours(1);
+  FenceService service(o);
+  ASSERT_TRUE(service.StartAndWait().ok());
+
+  const auto down = [&] {
+    std::set<std::string> ids;
+    for (const auto& p : controller.mock->Ports()) {
+      if (!p.admin_state_up) ids.insert(p.id);
+    }
+    return ids;
+  };
+  const std::set<std::string> down_before = down();
+  const std::string fenced = target.ToString() + "/32";
+  const uint64_t before = controller.mock->requests();
+  ::fence::FenceClusterNetworkRequest fence;
+  fence.add_cidrs()->set_cidr(fenced);
+  ::fence::FenceClusterNetworkResponse fenced_answer;
+  grpc::ServerContext fence_context;
+  grpc::Status s = service.FenceClusterNetwork(&fence_context, &fence, &fenced_answer);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  // The server's first call finds out the controller's generation; then the port is read back
+  // and disabled: three requests, where a list would have read 2,000 ports.
+  EXPECT_EQ(controller.mock->requests() - before, 3u);
+  std::set<std::string> expected = down_before;
+  expected.insert(cluster.PortAt(target));
+  EXPECT_EQ(down(), expected);
+
+  ::fence::UnfenceClusterNetworkRequest unfence;
+  unfence.add_cidrs()->set_cidr(fenced);
+  ::fence::UnfenceClusterNetworkResponse unfenced_answer;
+  grpc::ServerContext unfence_context;
+  const uint64_t before_unfence = controller.mock->requests();
+  s = service.UnfenceClusterNetwork(&unfence_context, &unfence, &unfenced_answer);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(controller.mock->requests() - before_unfence, 2u);
+  EXPECT_EQ(down(), down_before);
+  service.Stop();
 }
 
 }  // namespace
