@@ -5,8 +5,9 @@
 # Source it; it defines functions and variables and sets no shell options.
 #
 # After mz_podman_init WORKDIR PLUGIN_DIR...:
-#   MZ_PODMAN          an executable wrapper: podman with every flag DESIGN.md "Running podman
-#                      here" lists plus the isolated storage (usable under `timeout`)
+#   MZ_PODMAN          an executable wrapper: podman with every flag listed below (and in
+#                      docs/decisions/2026-11-24-real-runtimes-in-tests.md) plus the isolated
+#                      storage (usable under `timeout`)
 #   mz_podman ARGS...  the same as a function
 #   MZ_CNI_CONF_DIR    where NAME.conflist files go (podman's --cni-config-dir)
 #   MZ_IMAGE           the busybox image
