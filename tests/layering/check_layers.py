@@ -283,8 +283,12 @@ def check_packages_table(rows, install_script):
     return problems
 
 
+# DESIGN.md stays a design a newcomer reads in one sitting; history goes to docs/decisions/.
+DESIGN_MAX_BYTES = 25000
+
+
 def check_design(design_text, install_script):
-    """Every difference between DESIGN.md's tables and this file's, one line each."""
+    """Every difference between DESIGN.md's tables and this file's, one line each, and its size."""
     tables = markdown_tables(design_text)
     checks = [(LAYERING_COLUMNS, check_layering_table),
               (OWNERS_COLUMNS, check_owners_table),
@@ -297,6 +301,10 @@ def check_design(design_text, install_script):
                             f"| {' | '.join(columns)} |")
         else:
             problems += check(rows)
+    size = len(design_text.encode("utf-8"))
+    if size > DESIGN_MAX_BYTES:
+        problems.append(f"DESIGN.md: {size} bytes, over the {DESIGN_MAX_BYTES} it may hold (move "
+                        "history to docs/decisions/ and figures to bench/RESULTS.md)")
     return problems
 
 
@@ -394,6 +402,8 @@ def self_test_design():
             "Debian package table has no row for abseil"),
         "a package install-deps.sh lacks": (
             text, script.replace("lib0-dev", ""), "`lib0-dev` is not installed"),
+        "a design grown past its size": (
+            text + "x" * DESIGN_MAX_BYTES, script, "over the 25000 it may hold"),
         "the layering table gone": (
             text.replace("| folder | may include |", "| dir | may include |"), script,
             "no (or more than one) table headed | folder | may include |"),
