@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fence/fence_service.h"
+#include "fence/enforcer.h"
 #include "fence/plan.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"
@@ -302,11 +303,13 @@ struct Controller {
   }
 };
 
-void StartController(Controller& c) {
+// `row_limit`: the rows a list may match before the controller refuses it (Alcor: 100,000).
+void StartController(Controller& c, int row_limit = 100000) {
   mock::Options o;
   o.cidr = "10.240.0.0/16";
   o.strict = true;
   o.dialect = mock::Dialect::kAlcor;
+  o.row_limit = row_limit;
   ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &c.mock));
   c.mp = c.NewClient();
   ASSERT_NE(c.mp, nullptr);
@@ -397,6 +400,39 @@ TEST(PortFinder, TheServiceFencesThroughTheIndexWithoutListingPorts) {
   EXPECT_EQ(controller.mock->requests() - before_unfence, 2u);
   EXPECT_EQ(down(), down_before);
   service.Stop();
+}
+
+// Alcor refuses a list that matches its row limit or more (IgniteClientDbCache); a pass through
+// the index lists nothing, so fencing works at twice the limit, where the whole list is refused.
+TEST(PortFinder, WorksAtTwiceTheControllersRowLimit) {
+  TempDir dir;
+  Controller controller;
+  ASSERT_NO_FATAL_FAILURE(StartController(controller, /*row_limit=*/150));
+  auto index = OpenSqlitePortIndex(dir.path() + "/ports.db");
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  RandomCluster cluster(3, *controller.mp, **index);
+  ASSERT_NO_FATAL_FAILURE(cluster.CreatePorts(300, 4));
+  ASSERT_NO_FATAL_FAILURE(cluster.Publish(0));
+  StoreSnapshot snap;
+  snap.fences.push_back(FenceEntry{.cidr = Net("10.240.0.0/16")});
+
+  auto listed = controller.mp->ListPorts({}, kFencePortFields);
+  ASSERT_FALSE(listed.ok());
+  EXPECT_EQ(listed.status().code(), Code::kFailedPrecondition) << listed.status().ToString();
+
+  auto found = FindFencedPorts(snap, **index, controller.Connections(4));
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->ports.size(), 300u);
+  EXPECT_TRUE(found->unreadable.empty());
+  const EnforcementPlan plan = PlanEnforcement(snap, *found);
+  const AppliedPlan applied = ApplyPlan(controller.Connections(4), plan, [] { return true; });
+  EXPECT_EQ(applied.report.failed, 0);
+  EXPECT_EQ(applied.report.enforced, std::vector<Cidr>{Net("10.240.0.0/16")});
+  for (const client::Port& p : found->ports) {
+    auto now = controller.mp->GetPort(p.id);
+    ASSERT_TRUE(now.ok()) << now.status().ToString();
+    EXPECT_FALSE(now->admin_state_up) << p.id;
+  }
 }
 
 }  // namespace
