@@ -12,6 +12,7 @@
 #   BENCH_QUICK=1    a smoke run with few iterations (figures not for RESULTS.md)
 #   BENCH_OUT        where to write the report (default: bench/RESULTS.md)
 #   BENCH_JOBS       build parallelism (default 2)
+#   BENCH_PREVIOUS   the earlier run the report compares with (default: bench/previous.json)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -159,6 +160,7 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons-etcd --out WORK/addons-etcd.json --sections fence --fence-store etcd --etcd etcd://127.0.0.1:23379,..."
 } >"$WORK/commands.txt"
 
-/usr/bin/python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" >"$OUT.tmp"
+/usr/bin/python3 "$ROOT/bench/report.py" --work "$WORK" --quick "${BENCH_QUICK:-}" \
+  --previous "${BENCH_PREVIOUS:-$ROOT/bench/previous.json}" >"$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 echo "== wrote $OUT"
