@@ -328,7 +328,8 @@ TEST(FileUtil, LockSerializesAndSurvivesRemoval) {
     auto second = FileLock::Acquire(lock_path);
     second_got = second.ok();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The second waits in flock() behind the first: the release below is what lets it in.
+  EXPECT_TRUE(testing::WaitForLockWaiter(lock_path, std::chrono::seconds(10)));
   EXPECT_FALSE(second_got.load());
   ASSERT_TRUE(first->ReleaseAndRemove().ok());
   t.join();
