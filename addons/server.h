@@ -111,8 +111,9 @@ class Server {
   // tcp:// endpoint with port 0 this carries the port picked. Valid after Start().
   std::string address() const;
   int port() const { return bound_port_; }              // tcp: the bound port; unix: 0
-  int health_port() const { return probe_port_; }       // health_address's bound port
-  int metrics_port() const { return metrics_.port(); }  // metrics_address's bound port
+  // For tests: with metrics_address on port 0 the port is picked at bind time and only the
+  // server knows it; a test that scrapes the metrics in-process asks for it here.
+  int metrics_port() const { return metrics_.port(); }
 
   // Health status reported by grpc.health.v1.Health for "" and every registered service:
   // SERVING from Start() on unless set otherwise. May be called before Start() (the status
@@ -129,6 +130,8 @@ class Server {
   void Shutdown(std::chrono::milliseconds grace);
   void Shutdown() { Shutdown(options_.shutdown_grace); }
 
+  // For tests: whether Start() succeeded and Shutdown() has not run. Product code never
+  // needs to ask (it owns the order of Start and Shutdown); tests of failed starts do.
   bool running() const;
 
  private:

@@ -37,18 +37,6 @@ std::string FileVersion::ToString() const {
          std::to_string(mtime_ns) + ":" + std::to_string(ctime_ns);
 }
 
-Result<std::string> ReadAllFd(int fd) {
-  std::string out;
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("reading fd " + std::to_string(fd), errno);
-    if (n == 0) return out;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
-
 Status WriteAllFd(int fd, std::string_view data) {
   size_t off = 0;
   while (off < data.size()) {

@@ -16,9 +16,7 @@ namespace mizarmp {
 // Reads a whole file. NOT_FOUND when it does not exist.
 Result<std::string> ReadFile(const std::string& path);
 
-// Everything readable from fd until end of file (retrying EINTR), and all of data written to fd
-// (retrying EINTR and short writes). For pipes and stdin/stdout.
-Result<std::string> ReadAllFd(int fd);
+// All of data written to fd (retrying EINTR and short writes). For pipes and stdout.
 Status WriteAllFd(int fd, std::string_view data);
 
 // How a WriteFileAtomic lasts. kDurable: the file and then its directory are fsync'ed, so the

@@ -33,8 +33,6 @@ class IpAddress {
   // Canonical text (RFC 5952 for IPv6).
   std::string ToString() const;
 
-  // Bit i counted from the most significant bit.
-  bool bit(int i) const { return (bytes_[i / 8] >> (7 - i % 8)) & 1; }
   // This address with every bit from `prefix_len` on cleared (mask) or set (broadcast).
   IpAddress Masked(int prefix_len) const;
   IpAddress LastInPrefix(int prefix_len) const;

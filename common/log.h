@@ -20,6 +20,8 @@ enum class Level : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 
 
 Result<Level> ParseLevel(std::string_view name);  // debug|info|warn|warning|error|off
 void SetLevel(Level level);
+// For tests: a test that changes the process-wide level puts the one it found back; the level
+// lives in log.cc alone.
 Level GetLevel();
 // Sends log lines to `path` (created 0600, appended). An empty path means stderr.
 Status SetFile(const std::string& path);

@@ -52,18 +52,12 @@ class [[nodiscard]] Status {
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
   bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
-  bool IsFailedPrecondition() const { return code_ == Code::kFailedPrecondition; }
-  bool IsAborted() const { return code_ == Code::kAborted; }
   bool IsCancelled() const { return code_ == Code::kCancelled; }
   bool IsDeadlineExceeded() const { return code_ == Code::kDeadlineExceeded; }
   // The peer could not be reached or did not answer in time: the same request may succeed
   // later (UNAVAILABLE, DEADLINE_EXCEEDED).
   bool IsTransient() const {
     return code_ == Code::kUnavailable || code_ == Code::kDeadlineExceeded;
-  }
-  // The caller's credentials were refused (UNAUTHENTICATED, PERMISSION_DENIED).
-  bool IsAuthFailure() const {
-    return code_ == Code::kUnauthenticated || code_ == Code::kPermissionDenied;
   }
   const std::string& message() const { return message_; }
 
@@ -93,14 +87,12 @@ inline Status DeadlineExceededError(std::string m) {
   return {Code::kDeadlineExceeded, std::move(m)};
 }
 inline Status InternalError(std::string m) { return {Code::kInternal, std::move(m)}; }
-inline Status UnknownError(std::string m) { return {Code::kUnknown, std::move(m)}; }
 inline Status AbortedError(std::string m) { return {Code::kAborted, std::move(m)}; }
 inline Status CancelledError(std::string m) { return {Code::kCancelled, std::move(m)}; }
 inline Status PermissionDeniedError(std::string m) {
   return {Code::kPermissionDenied, std::move(m)};
 }
 inline Status UnauthenticatedError(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
-inline Status UnimplementedError(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {Code::kDataLoss, std::move(m)}; }
 
 // A dependency's failure (`cause`, e.g. from Mizar-MP) as this program reports it: UNAVAILABLE

@@ -60,8 +60,6 @@ class Election {
 
  private:
   void Run();
-  // One round: renew or take a lease, then hold or try to take the key.
-  void Round();
   Status RenewLease(Clock::time_point sent);
   Status Campaign();
   void Resign();

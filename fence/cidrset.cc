@@ -143,15 +143,6 @@ std::vector<int> CidrSet::LengthsOf(IpAddress::Family family) const {
   return out;
 }
 
-bool CidrSet::Add(const Cidr& cidr) {
-  const Cidr n = Normalized(cidr);
-  auto it = std::lower_bound(cidrs_.begin(), cidrs_.end(), n);
-  if (it != cidrs_.end() && *it == n) return false;
-  cidrs_.insert(it, n);
-  Count(n, +1);
-  return true;
-}
-
 bool CidrSet::Remove(const Cidr& cidr) {
   const Cidr n = Normalized(cidr);
   auto it = std::lower_bound(cidrs_.begin(), cidrs_.end(), n);

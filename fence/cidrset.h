@@ -38,7 +38,7 @@ std::vector<Cidr> MergeCidrs(const std::vector<Cidr>& cidrs);
 //
 // Cost (n members): building from a list is O(n log n); a lookup is one binary search per
 // distinct prefix length among the members (at most 33 + 129), so O(log n) however many members
-// there are. Add/Remove of one member shift the sorted vector (O(n)): build large sets at once.
+// there are. Removing one member shifts the sorted vector (O(n)): build large sets at once.
 class CidrSet {
  public:
   CidrSet() = default;
@@ -48,11 +48,13 @@ class CidrSet {
   // Parses every text with ParseFenceCidr; the first bad one fails the whole call.
   static Result<CidrSet> Parse(const std::vector<std::string>& texts);
 
-  // Adds `cidr` (host bits cleared). Returns whether it was new.
-  bool Add(const Cidr& cidr);
+  // For tests: removes `cidr` (host bits cleared); returns whether it was a member. The
+  // per-length counts that every lookup relies on are private, so only a member function can
+  // show that they follow a removal.
   bool Remove(const Cidr& cidr);
 
-  // Whether some member contains the address / the whole prefix.
+  // For tests: whether some member contains the address / the whole prefix. The product asks
+  // Covering(); these check the same per-length lookup against a scan of every member.
   bool Contains(const IpAddress& ip) const;
   bool Contains(const Cidr& cidr) const;
   // Every member containing the address, sorted (CidrLess).

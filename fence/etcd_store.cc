@@ -607,8 +607,6 @@ int64_t EtcdFenceStore::RevisionAfterOwnChanges(int64_t from) const {
   return from;
 }
 
-Status EtcdFenceStore::Check() const { return Revision().status(); }
-
 std::unique_ptr<Leadership> EtcdFenceStore::JoinElection(const std::string& candidate) {
   return std::make_unique<EtcdLeadership>(
       *client_, etcd::Election::Options{Key("leader"), candidate, options_.lease_ttl});

@@ -74,8 +74,6 @@ class EtcdFenceStore final : public FenceStore {
   Status RecordCompleted(const Completed& done) override;
   Result<StoreSnapshot> Snapshot() const override;
   Result<std::vector<FenceEntry>> ListFences() const override;
-  // A linearizable read of the guard: fails without a quorum.
-  Status Check() const override;
   // The guard's mod_revision (0 before the first change).
   Result<int64_t> Revision() const override;
   int64_t RevisionAfterOwnChanges(int64_t from) const override;

@@ -128,8 +128,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // Ends the reconcile loop and waits for it.
   void Stop() override;
 
-  // Opens the store and reconciles once, synchronously, then starts the loop (tests). Returns
-  // the open error.
+  // For tests: opens the store and reconciles once, synchronously, then starts the loop;
+  // returns the open error. Start() does the same on the loop's thread, and a test that drives
+  // Reconcile() itself needs the first pass over before its own, which only the service's
+  // private opening and term bookkeeping can give.
   Status StartAndWait();
 
   // The fence families (fence/metrics.h) on the server's registry.
@@ -140,7 +142,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
 
   // One enforcement pass over the whole store (the reconcile). Errors name what is left.
   Result<EnforceReport> Reconcile();
-  // How many enforcement passes ran (reconciles, fences and unfences).
+  // For tests: how many enforcement passes ran (reconciles, fences and unfences); the count
+  // is what shows that the periodic reconcile runs at all.
   uint64_t reconcile_passes() const { return passes_.load(); }
 
   grpc::Status FenceClusterNetwork(grpc::ServerContext* context,

@@ -416,13 +416,4 @@ std::unique_ptr<Leadership> SqliteFenceStore::JoinElection(const std::string& ca
   return std::make_unique<SoleLeadership>(candidate);
 }
 
-Status SqliteFenceStore::Check() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Stmt v;
-  if (!v.Prepare(db_, "SELECT count(*) FROM fences") || v.Step() != SQLITE_ROW) {
-    return SqlError("reading");
-  }
-  return Status::Ok();
-}
-
 }  // namespace mizarmp::fence

@@ -55,8 +55,6 @@ class SqliteFenceStore final : public FenceStore {
   Status RecordCompleted(const Completed& done) override;
   Result<StoreSnapshot> Snapshot() const override;
   Result<std::vector<FenceEntry>> ListFences() const override;
-  // Reads the fences table's row count.
-  Status Check() const override;
   Result<int64_t> Revision() const override;
   // One file, one replica: always the leader (SoleLeadership).
   std::unique_ptr<Leadership> JoinElection(const std::string& candidate) override;

@@ -116,9 +116,6 @@ class FenceStore {
   // The fences of Snapshot().
   virtual Result<std::vector<FenceEntry>> ListFences() const = 0;
 
-  // A cheap check that the store still answers (with a quorum, for a replicated store).
-  virtual Status Check() const = 0;
-
   // A number that changes whenever Snapshot() may have changed, by this or any other writer;
   // cheap enough for the leader to read every few hundred milliseconds.
   virtual Result<int64_t> Revision() const = 0;

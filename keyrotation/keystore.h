@@ -44,7 +44,9 @@ class KeyStore {
   virtual Result<VolumeKeys> Get(const std::string& volume_id) = 0;
   // Replaces the volume's record atomically (a reader sees the old or the new record).
   virtual Status Put(const VolumeKeys& keys) = 0;
-  // Removes the volume's record; a missing record is success.
+  // Removes the volume's record; a missing record is success. For tests: nothing in the
+  // product removes a record yet (a deleted volume's keys stay); the key store's own tests
+  // need it to show a record can go.
   virtual Status Remove(const std::string& volume_id) = 0;
   // The volume ids with a record.
   virtual Result<std::vector<std::string>> List() = 0;

@@ -21,7 +21,6 @@ struct PbkdfOptions {
   bool use_defaults = true;
   uint32_t pbkdf2_iterations = 1000;  // when !use_defaults: PBKDF2-SHA256, no benchmark
 
-  static PbkdfOptions Defaults() { return {}; }
   static PbkdfOptions CheapForTests(uint32_t iterations = 1000) { return {false, iterations}; }
 };
 
@@ -60,7 +59,9 @@ class LuksDevice {
   // Wipes a keyslot.
   Status DestroyKeyslot(int slot);
 
-  // Number of active keyslots.
+  // For tests: the number of active keyslots. The rotation tracks its slots by number and never
+  // counts them; a test counts them to show that no slot was left behind, and that needs the
+  // open crypt_device this class keeps to itself.
   int ActiveKeyslots();
 
  private:
@@ -69,8 +70,9 @@ class LuksDevice {
   std::string path_;
 };
 
-// Writes a fresh LUKS2 header (aes-xts-plain64, random volume key) with one keyslot for
-// `passphrase` onto `device`. For tests and tooling; the rotation never formats anything.
+// For tests: writes a fresh LUKS2 header (aes-xts-plain64, random volume key) with one keyslot
+// for `passphrase` onto `device`. The rotation never formats anything; it stays beside
+// LuksDevice so that the one place linking libcryptsetup also makes the images tests rotate.
 Status FormatLuks2(const std::string& device, const std::string& passphrase,
                    const PbkdfOptions& pbkdf);
 

@@ -31,7 +31,6 @@ class SecretString {
   ~SecretString() { Wipe(value_); }
 
   // The bytes, for the functions that take a passphrase (LuksDevice) or encode it (key store).
-  const std::string& str() const { return value_; }
   operator const std::string&() const { return value_; }  // NOLINT(runtime/explicit)
 
   bool empty() const { return value_.empty(); }

@@ -156,6 +156,9 @@ class MockServer {
   int port() const;
   std::string base_url() const;  // "http://127.0.0.1:PORT" (https:// with TLS)
 
+  // For tests: the faults to inject and the ports the model holds, in-process. The mock's
+  // users reach both over its HTTP control endpoints; a test that embeds the mock asks
+  // directly, without a client of those endpoints.
   void SetFaults(const Faults& faults);
   std::vector<PortSummary> Ports() const;
   uint64_t requests() const;     // REST requests served (control endpoints excluded)

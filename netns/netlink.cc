@@ -284,19 +284,6 @@ Result<LinkInfo> Netlink::GetLinkOrError(std::string_view name, std::string_view
   return InfoOf(link.get());
 }
 
-Result<std::vector<LinkInfo>> Netlink::ListLinks() {
-  nl_cache* raw = nullptr;
-  if (int err = rtnl_link_alloc_cache(sock_, AF_UNSPEC, &raw); err < 0) {
-    return NlError("listing links", err);
-  }
-  CachePtr cache(raw);
-  std::vector<LinkInfo> out;
-  for (nl_object* o = nl_cache_get_first(cache.get()); o != nullptr; o = nl_cache_get_next(o)) {
-    out.push_back(InfoOf(reinterpret_cast<rtnl_link*>(o)));
-  }
-  return out;
-}
-
 Result<LinkInfo> Netlink::WaitForLink(std::string_view name, std::chrono::milliseconds timeout) {
   MZ_RETURN_IF_ERROR(CheckName(name));
   auto found = GetLink(name);
@@ -400,16 +387,6 @@ Status Netlink::AddAddress(std::string_view name, const Cidr& address) {
   const int err = rtnl_addr_add(sock_, a.get(), 0);
   if (err < 0 && -err != NLE_EXIST) {
     return NlError("adding " + address.ToString() + " to " + std::string(name), err);
-  }
-  return Status::Ok();
-}
-
-Status Netlink::DelAddress(std::string_view name, const Cidr& address) {
-  MZ_ASSIGN_OR_RETURN(LinkInfo link, GetLinkOrError(name, "removing an address from"));
-  MZ_ASSIGN_OR_RETURN(AddrPtr a, BuildAddr(link.index, address));
-  const int err = rtnl_addr_delete(sock_, a.get(), 0);
-  if (err < 0 && -err != NLE_NOADDR && !IsNotFound(err)) {
-    return NlError("removing " + address.ToString() + " from " + std::string(name), err);
   }
   return Status::Ok();
 }

@@ -70,7 +70,6 @@ class Netlink {
   Result<LinkInfo> GetLink(std::string_view name);  // NOT_FOUND if absent
   // The id this socket's namespace gives `other` (RTM_GETNSID), -1 when it has given none.
   Result<int> NetnsIdOf(const Netns& other);
-  Result<std::vector<LinkInfo>> ListLinks();
   // Returns as soon as the link appears (netlink notifications, not sleeps); DEADLINE_EXCEEDED
   // naming the link and the timeout otherwise.
   Result<LinkInfo> WaitForLink(std::string_view name, std::chrono::milliseconds timeout);
@@ -81,7 +80,6 @@ class Netlink {
   // Adds `address` (host bits kept, e.g. 10.0.0.5/24). Already present is success. IPv6
   // addresses are added with IFA_F_NODAD so they are usable at once.
   Status AddAddress(std::string_view name, const Cidr& address);
-  Status DelAddress(std::string_view name, const Cidr& address);  // absent is success
   Result<std::vector<Cidr>> ListAddresses(
       std::string_view name);  // both families, no link-local v6
   // Adds or replaces a route in the main table via `gateway` (or on-link when absent) out of

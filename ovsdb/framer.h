@@ -26,7 +26,6 @@ class Framer {
   // not a sequence of JSON objects or breaks the bounds above. After an error the stream is
   // lost: the caller drops the connection.
   Result<std::optional<std::string>> Next();
-  size_t buffered() const { return buf_.size(); }
 
  private:
   std::string buf_;

@@ -128,7 +128,9 @@ run_fuzzing() {
 }
 
 # fuzz_target NAME: the regression inputs and the bounded run of one target; prints its lines
-# and returns non-zero on any finding.
+# and returns non-zero on any finding. Runs in a subshell of its own: the target's temp files go
+# to a TMPDIR under $SCRATCH removed afterwards, also when the target crashed or timed out and
+# so never removed them itself.
 fuzz_target() {
   local name=$1 bin="$BUILD/bin/fuzz/$1_fuzz" ok=0
   if [[ ! -x "$bin" ]]; then
@@ -136,13 +138,19 @@ fuzz_target() {
     return 1
   fi
   rm -rf "$BUILD/fuzz-artifacts/$name"
+  export TMPDIR="$SCRATCH/$name"
+  rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
   run_regressions "$name" "$bin" || ok=1
   run_fuzzing "$name" "$bin" || ok=1
+  rm -rf "$TMPDIR"
   return $ok
 }
 
 # Up to FUZZ_JOBS targets at once, each printing into its own file; the files are printed in
 # the targets' order once all are done, so the output reads the same whatever finished first.
+# The targets' temp directories live under SCRATCH, gone when this script ends however it ends.
+SCRATCH="$BUILD/fuzz-tmp"
+trap 'rm -rf "$SCRATCH"' EXIT
 mkdir -p "$BUILD/fuzz-logs"
 echo "==== fuzz: ${#TARGETS[@]} targets, $SECONDS_PER_TARGET s each, $FUZZ_JOBS at a time ===="
 for name in "${TARGETS[@]}"; do

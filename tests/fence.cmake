@@ -1,8 +1,8 @@
 # fence/: CIDR parsing and merging and the enforcement plan (unit: no servers); the fence store
-# contract per backend (SQLite, and etcd on a real etcd member on loopback).
+# contract per backend (SQLite, and etcd on a real etcd member on loopback: in integration/).
 mizarmp_add_test(NAME fence_cidrset_test SOURCES unit/fence_cidrset_test.cc
                  LIBS mizarmp_fence LABELS unit)
-mizarmp_add_test(NAME fence_store_test SOURCES unit/fence_store_test.cc
+mizarmp_add_test(NAME fence_store_test SOURCES integration/fence_store_test.cc
                  LIBS mizarmp_fence sqlite3 LABELS "integration;concurrency" TIMEOUT 180)
 mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
                  LIBS mizarmp_fence LABELS unit)

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/log.h"
 
@@ -36,7 +37,27 @@ inline void Require(bool ok, const char* what) {
   }
 }
 
-// A private directory under $TMPDIR (or /tmp) for the whole run, removed at exit.
+namespace internal {
+
+// The scratch directories still there. Allocated once and never freed, so that it outlives
+// every static destructor that might still make a ScratchDir go.
+inline std::vector<std::string>& LiveScratchDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+inline void RemoveLiveScratchDirs() {
+  std::error_code ec;
+  for (const std::string& dir : LiveScratchDirs()) std::filesystem::remove_all(dir, ec);
+  LiveScratchDirs().clear();
+}
+
+}  // namespace internal
+
+// A private directory under $TMPDIR (or /tmp) for the whole run, removed at exit. The targets
+// make theirs once and never destroy it (libFuzzer ends the process with exit()), so an atexit
+// handler removes it; a crash or timeout ends the process with _Exit() and skips that handler,
+// which is why scripts/fuzz.sh points TMPDIR into a directory of its own and removes that.
 class ScratchDir {
  public:
   ScratchDir() {
@@ -48,10 +69,20 @@ class ScratchDir {
       std::abort();
     }
     path_ = templ;
+    static const bool removal_registered = std::atexit(internal::RemoveLiveScratchDirs) == 0;
+    Require(removal_registered, "harness could not register the scratch directory's removal");
+    internal::LiveScratchDirs().push_back(path_);
   }
   ~ScratchDir() {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
+    std::vector<std::string>& live = internal::LiveScratchDirs();
+    for (auto it = live.begin(); it != live.end(); ++it) {
+      if (*it == path_) {
+        live.erase(it);
+        break;
+      }
+    }
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;

@@ -597,9 +597,13 @@ TEST_P(CniCommandsTest, GcNeverDeletesThePortOfAnAddInFlight) {
 
   Outcome gc;
   std::thread collector([&] { gc = Do(Env("GC"), Config("1.1.0")); });
-  // Let the GC list the records (none) and the ports (the ADD's) before the ADD writes its
-  // record: the order that made the GC delete the port of an ADD about to succeed.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The GC has listed the records (none) and the ports (the ADD's) once it waits for the ADD's
+  // lock; only then does the ADD write its record: the order that made the GC delete the port
+  // of an ADD about to succeed.
+  const bool gc_waits = testing::WaitForLockWaiter(
+      state_.path() + "/" + network_ + "/" + RecordFile("adding") + ".lock",
+      std::chrono::seconds(30));
+  EXPECT_TRUE(gc_waits) << "the GC never waited for the ADD's lock";
   Record rec = MakeRecordOnly("adding", id);
   ASSERT_TRUE(store.Write(rec).ok());
   (void)lock->ReleaseAndRemove();

@@ -12,7 +12,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -208,6 +210,21 @@ class FenceE2eTest : public ::testing::Test {
   std::string Log(const std::string& name) const {
     auto text = ReadFile(dir_.path() + "/" + name);
     return text.ok() ? *text : std::string("(no log)");
+  }
+
+  // How often mizarmp-addons has listed the ports at the mock so far: at debug level it logs
+  // every call it makes, and each reconcile pass lists the ports once (usePortList).
+  int PortListings() const {
+    static const std::regex kListing(R"(GET \S*/ports(\?\S*)? -> HTTP 200 )");
+    const std::string log = Log("addons.log");
+    return static_cast<int>(std::distance(
+        std::sregex_iterator(log.begin(), log.end(), kListing), std::sregex_iterator()));
+  }
+
+  // Whether the reconcile passes `n` more times within 20 s.
+  bool ReconcilePasses(int n) const {
+    const int before = PortListings();
+    return WaitFor([&] { return PortListings() >= before + n; }, std::chrono::seconds(20));
   }
 
   std::string StateDir(char node) const { return dir_.path() + "/" + std::string(1, node); }
@@ -609,7 +626,7 @@ TEST_F(FenceE2eTest, AcknowledgedFenceSurvivesKill9OfTheServer) {
   EXPECT_TRUE(NeverPings(a2_, b1_.ip));
   EXPECT_TRUE(WaitFor([&] { return PingFromGateway(b1_.ip); }, std::chrono::seconds(10)));
   // Several reconcile passes later nothing has changed.
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(ReconcilePasses(3)) << Log("addons.log");
   EXPECT_FALSE(AdminUp(a1_.ip));
   EXPECT_FALSE(AdminUp(a2_.ip));
   EXPECT_EQ(ListFences(), fence_a);
@@ -682,7 +699,7 @@ TEST_F(FenceE2eTest, OperatorQuarantinedPortSurvivesFenceAndUnfence) {
   EXPECT_TRUE(AdminUp(b1_.ip));
   EXPECT_TRUE(EventuallyPings(a1_, b1_.ip));
   // Several reconcile passes later the quarantined port is still down, and unreachable.
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(ReconcilePasses(3)) << Log("addons.log");
   EXPECT_FALSE(AdminUp(a2_.ip)) << "the unfence re-enabled a port the fence did not disable\n"
                                 << Log("addons.log");
   EXPECT_TRUE(NeverPings(a2_, b1_.ip));

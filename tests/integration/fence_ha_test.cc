@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -373,7 +374,12 @@ TEST_F(FenceHaTest, AMinorityOfEtcdLostLosesNothingAQuorumLostIsUnavailableUntil
   mock_->SetFaults(slow);
   grpc::Status during;
   std::thread fence([&] { during = r2.Fence({"10.242.0.4/30"}); });
-  std::this_thread::sleep_for(400ms);
+  // Stored means in flight: the port list and the updates that follow take 300 ms each.
+  const auto stored = [&] {
+    const std::vector<std::string> fences = r1.List();
+    return std::find(fences.begin(), fences.end(), "10.242.0.4/30") != fences.end();
+  };
+  EXPECT_TRUE(WaitFor(stored, 30s)) << "the fence was never stored";
   etcd_->Kill(0);
   fence.join();
   mock_->SetFaults({});

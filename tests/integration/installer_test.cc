@@ -128,7 +128,7 @@ TEST(InstallBinaries, RefusesADirectoryWithNothingToInstall) {
   TempDir from, bin;
   auto refused = InstallBinaries(from.path(), bin.path());
   ASSERT_FALSE(refused.ok());
-  EXPECT_TRUE(refused.status().IsFailedPrecondition()) << refused.status().ToString();
+  EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition) << refused.status().ToString();
 }
 
 // The installer as the DaemonSet runs it.

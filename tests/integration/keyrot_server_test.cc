@@ -24,7 +24,7 @@
 #include "keyrotation/service.h"
 #include "keyrotation/step.h"
 #include "tests/support/support.h"
-#include "tests/unit/keyrot_support.h"
+#include "tests/integration/keyrot_support.h"
 
 namespace mizarmp::keyrotation {
 namespace {

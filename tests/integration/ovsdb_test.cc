@@ -106,7 +106,7 @@ TEST_F(OvsdbTest, AddOnAnotherBridgeIsRefused) {
   Vsctl("--no-wait add-br br-other");
   ASSERT_TRUE(AddPort(*db_, "br-other", "tapa", {}).ok());
   const Status st = AddPort(*db_, "br-int", "tapa", {});
-  EXPECT_TRUE(st.IsFailedPrecondition()) << st.ToString();
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition) << st.ToString();
   EXPECT_NE(st.message().find("br-other"), std::string::npos) << st.ToString();
   EXPECT_NE(st.message().find("br-int"), std::string::npos) << st.ToString();
   EXPECT_EQ(Vsctl("port-to-br tapa"), "br-other");

@@ -540,7 +540,7 @@ TEST_F(RelayTest, ChecksFailNamingTheSocketOnceItIsGoneAndAReplacementIsLeftAlon
 
   ASSERT_EQ(::unlink(socket_.c_str()), 0);
   const Status gone = relay_->Check();
-  EXPECT_TRUE(gone.IsFailedPrecondition()) << gone.ToString();
+  EXPECT_EQ(gone.code(), Code::kFailedPrecondition) << gone.ToString();
   EXPECT_NE(gone.message().find(socket_), std::string::npos) << gone.ToString();
 
   // Something else at the path now: not the relay's, so Stop() leaves it.

@@ -5,6 +5,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -320,6 +322,44 @@ std::string WaitForFile(const std::string& path, std::chrono::milliseconds timeo
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return {};
+}
+
+namespace {
+
+// Whether a /proc/locks line is a blocked request ("N: -> FLOCK ...") on the inode `st` names.
+// The file is named as MAJOR:MINOR:INODE, the device numbers in hex.
+bool IsWaiterOn(const std::string& line, const struct stat& st) {
+  std::istringstream fields(line);
+  std::string id, arrow;
+  if (!(fields >> id >> arrow) || arrow != "->") return false;
+  char want[64];
+  std::snprintf(want, sizeof(want), "%02x:%02x:%llu", ::major(st.st_dev), ::minor(st.st_dev),
+                static_cast<unsigned long long>(st.st_ino));
+  for (std::string field; fields >> field;) {
+    if (field == want) return true;
+  }
+  return false;
+}
+
+bool HasLockWaiter(const struct stat& st) {
+  std::ifstream locks("/proc/locks");
+  for (std::string line; std::getline(locks, line);) {
+    if (IsWaiterOn(line, st)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool WaitForLockWaiter(const std::string& path, std::chrono::milliseconds timeout) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const auto deadline = Clock::now() + timeout;
+  while (!HasLockWaiter(st)) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 std::string UniqueName(const std::string& prefix) {

@@ -85,6 +85,11 @@ int Shell(const std::string& command, std::string* out = nullptr);
 // Waits until `path` exists and is non-empty; returns its content ("" on timeout).
 std::string WaitForFile(const std::string& path, std::chrono::milliseconds timeout);
 
+// Waits until someone is blocked in flock() on the file at `path`, i.e. /proc/locks lists a
+// waiter ("->") for its inode. The kernel sends no notification for that, so it is looked up
+// every few milliseconds. False on timeout or when `path` cannot be stat'ed.
+bool WaitForLockWaiter(const std::string& path, std::chrono::milliseconds timeout);
+
 // A short name unique to this process and call, for netns, bridges and links (at most 15
 // characters, the kernel's limit for a link name).
 std::string UniqueName(const std::string& prefix);

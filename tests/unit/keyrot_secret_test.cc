@@ -20,6 +20,9 @@ bool AllZero(const char* p, size_t n) {
   return true;
 }
 
+// The string a SecretString holds, through the conversion the product's callers use.
+const std::string& Held(const SecretString& secret) { return secret; }
+
 TEST(KeyRotSecret, WipeZeroesTheWholeBufferNotJustTheSize) {
   for (size_t length : {5, 100}) {  // inline (short string) and on the heap
     SCOPED_TRACE(length);
@@ -36,18 +39,18 @@ TEST(KeyRotSecret, WipeZeroesTheWholeBufferNotJustTheSize) {
 
 TEST(KeyRotSecret, ClearWipes) {
   SecretString key(std::string(64, 'k'));
-  const char* buffer = key.str().data();
-  const size_t capacity = key.str().capacity();
+  const char* buffer = Held(key).data();
+  const size_t capacity = Held(key).capacity();
   key.clear();
   EXPECT_TRUE(key.empty());
-  ASSERT_EQ(key.str().data(), buffer);
+  ASSERT_EQ(Held(key).data(), buffer);
   EXPECT_TRUE(AllZero(buffer, capacity));
 }
 
 // A short key lives inside the string object and a move copies it: the source is wiped.
 TEST(KeyRotSecret, MovesLeaveNoCopyBehind) {
   SecretString a("short-key");
-  const char* inline_a = a.str().data();
+  const char* inline_a = Held(a).data();
   SecretString b(std::move(a));
   EXPECT_EQ(b, "short-key");
   EXPECT_TRUE(AllZero(inline_a, 9));
@@ -55,7 +58,7 @@ TEST(KeyRotSecret, MovesLeaveNoCopyBehind) {
   SecretString c;
   c = std::move(b);
   EXPECT_EQ(c, "short-key");
-  EXPECT_TRUE(AllZero(b.str().data(), 9));  // NOLINT(bugprone-use-after-move): checked on purpose
+  EXPECT_TRUE(AllZero(Held(b).data(), 9));  // NOLINT(bugprone-use-after-move): checked on purpose
 
   std::string plain = "short-key";
   const char* inline_plain = plain.data();
@@ -67,12 +70,12 @@ TEST(KeyRotSecret, MovesLeaveNoCopyBehind) {
 // Overwriting a key wipes the old one in place first.
 TEST(KeyRotSecret, AssignmentWipesTheOldValue) {
   SecretString key(std::string(40, 'o'));
-  const char* buffer = key.str().data();
+  const char* buffer = Held(key).data();
   key = SecretString("n");
   EXPECT_EQ(key, "n");
   // A short value is copied into the buffer the string already has (libstdc++), so the rest of
   // that buffer is what is left of the old key.
-  ASSERT_EQ(key.str().data(), buffer);
+  ASSERT_EQ(Held(key).data(), buffer);
   EXPECT_TRUE(AllZero(buffer + 1, 39));
 }
 

@@ -21,7 +21,7 @@
 #include "keyrotation/rotator.h"
 #include "keyrotation/service.h"
 #include "tests/support/support.h"
-#include "tests/unit/keyrot_support.h"
+#include "tests/integration/keyrot_support.h"
 
 namespace mizarmp::keyrotation {
 namespace {
