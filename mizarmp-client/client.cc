@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/fileutil.h"
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "mizarmp-client/port_list_reader.h"
@@ -52,20 +53,10 @@ std::string DumpBody(const json& doc) {
 
 // Percent-encodes everything but RFC 3986 unreserved characters and `keep`.
 std::string Escape(const std::string& s, std::string_view keep = {}) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
-        keep.find(ch) != std::string_view::npos) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
+  return PercentEncoded(s, [keep](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+           keep.find(static_cast<char>(c)) != std::string_view::npos;
+  });
 }
 
 // The "message" of a Spring Boot error body ({"timestamp", "status", "error", "message",

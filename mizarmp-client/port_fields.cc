@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "common/hex.h"
+
 namespace mizarmp::client {
 
 namespace {
@@ -66,10 +68,6 @@ constexpr std::array<StringMember, 11> kStringMembers{{
     {"network_ns", &PortFields::network_ns, &Port::network_ns},
     {"device_owner", &PortFields::device_owner, &Port::device_owner},
 }};
-
-bool IsHexDigit(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 
 // A MAC of six groups of one or two hex digits in the usual form, two lower-case digits a
 // group: v0.1 writes each byte with Integer.toHexString, unpadded ("0e:73:ae:c8:0:6",
