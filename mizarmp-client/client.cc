@@ -513,7 +513,7 @@ struct Client::Impl {
     }
     if (list_type == JsonType::kNull) return PortList();
     if (list_type != JsonType::kArray) {
-      return InternalError(r.call + ": ports is not an array (got " + TypeName(list_type) + ")");
+      return kAnswerFields.WrongType("ports", "an array", TypeName(list_type)).WithContext(r.call);
     }
     return std::move(read->list);
   }
