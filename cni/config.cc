@@ -8,6 +8,7 @@
 
 #include "cni/version.h"
 #include "common/fileutil.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "common/uuid.h"
 
@@ -17,88 +18,17 @@ using nlohmann::json;
 
 namespace {
 
-Status WrongType(const std::string& key, const char* want, const json& got) {
-  return InvalidArgumentError("config key " + Quoted(key) + " must be " + want + " (got " +
-                              got.type_name() + ")");
-}
+std::string ConfigKeyName(std::string_view path) { return "config key " + Quoted(path); }
 
-// Optional members: absent or null leaves the output untouched.
-const json* Find(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
+// Every key's error names it: `config key "dns.search[0]" is not a string (got number)`.
+constexpr FieldErrors kConfigKeys{Code::kInvalidArgument, ConfigKeyName};
 
-Status ReadString(const json& obj, const char* key, const std::string& path, std::string* out) {
-  const json* v = Find(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_string()) return WrongType(path, "a string", *v);
-  *out = v->get<std::string>();
-  return Status::Ok();
-}
-
-Status RequireString(const json& obj, const char* key, std::string* out) {
-  const json* v = Find(obj, key);
-  if (v == nullptr) return InvalidArgumentError("config is missing required key " + Quoted(key));
-  if (!v->is_string()) return WrongType(key, "a string", *v);
-  *out = v->get<std::string>();
-  if (out->empty()) return InvalidArgumentError("config key " + Quoted(key) + " is empty");
-  return Status::Ok();
-}
-
-Status ReadBool(const json& obj, const char* key, const std::string& path, bool* out) {
-  const json* v = Find(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_boolean()) return WrongType(path, "a boolean", *v);
-  *out = v->get<bool>();
-  return Status::Ok();
-}
-
-Status ReadInt(const json& obj, const char* key, const std::string& path, int64_t min, int64_t max,
-               int64_t* out) {
-  const json* v = Find(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_number_integer()) return WrongType(path, "an integer", *v);
-  int64_t n = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
-                  ? INT64_MAX
-                  : v->get<int64_t>();
-  if (n < min || n > max) {
-    return InvalidArgumentError("config key " + Quoted(path) + " is " + v->dump() + ", want " +
-                                std::to_string(min) + ".." + std::to_string(max));
-  }
-  *out = n;
-  return Status::Ok();
-}
-
-Status ReadMs(const json& obj, const char* key, const std::string& path, int64_t min,
-              std::chrono::milliseconds* out) {
+// Milliseconds in min..24 h.
+Status ReadMs(const JsonFields& obj, const char* key, int64_t min, std::chrono::milliseconds* out) {
   int64_t n = out->count();
-  MZ_RETURN_IF_ERROR(ReadInt(obj, key, path, min, 24LL * 3600 * 1000, &n));
+  MZ_RETURN_IF_ERROR(obj.Int<int64_t>(key, min, 24LL * 3600 * 1000, &n));
   *out = std::chrono::milliseconds(n);
   return Status::Ok();
-}
-
-Status ReadStringList(const json& obj, const char* key, const std::string& path,
-                      std::vector<std::string>* out) {
-  const json* v = Find(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_array()) return WrongType(path, "an array of strings", *v);
-  out->clear();
-  for (size_t i = 0; i < v->size(); ++i) {
-    if (!(*v)[i].is_string()) {
-      return WrongType(path + "[" + std::to_string(i) + "]", "a string", (*v)[i]);
-    }
-    out->push_back((*v)[i].get<std::string>());
-  }
-  return Status::Ok();
-}
-
-// An optional object member; null when absent. INVALID_ARGUMENT if present and not an object.
-Result<const json*> ReadObject(const json& obj, const char* key) {
-  const json* v = Find(obj, key);
-  if (v == nullptr) return static_cast<const json*>(nullptr);
-  if (!v->is_object()) return WrongType(key, "an object", *v);
-  return v;
 }
 
 }  // namespace
@@ -134,10 +64,9 @@ Result<json> DecodeJson(std::string_view text) {
 }
 
 Result<std::string> ConfigVersion(const json& doc) {
-  const json* v = Find(doc, "cniVersion");
-  if (v == nullptr) return std::string(kImplicitVersion);
-  if (!v->is_string()) return WrongType("cniVersion", "a string", *v);
-  return v->get<std::string>();
+  std::string version(kImplicitVersion);
+  MZ_RETURN_IF_ERROR(JsonFields(doc, kConfigKeys).String("cniVersion", &version));
+  return version;
 }
 
 Status ValidateNetworkName(std::string_view name) {
@@ -154,9 +83,9 @@ Status ValidateNetworkName(std::string_view name) {
 namespace {
 
 // "plug", "ovsBridge" and "ovsdbSocket".
-Status ReadPlug(const json& doc, NetConf* c) {
+Status ReadPlug(const JsonFields& conf, NetConf* c) {
   std::string plug = "auto";
-  MZ_RETURN_IF_ERROR(ReadString(doc, "plug", "plug", &plug));
+  MZ_RETURN_IF_ERROR(conf.String("plug", &plug));
   if (plug == "auto") {
     c->plug = PlugMode::kAuto;
   } else if (plug == "agent") {
@@ -167,12 +96,12 @@ Status ReadPlug(const json& doc, NetConf* c) {
     return InvalidArgumentError("config key \"plug\": " + Quoted(plug) +
                                 " is not one of \"auto\", \"agent\", \"ovs\"");
   }
-  MZ_RETURN_IF_ERROR(ReadString(doc, "ovsBridge", "ovsBridge", &c->ovs_bridge));
+  MZ_RETURN_IF_ERROR(conf.String("ovsBridge", &c->ovs_bridge));
   if (c->ovs_bridge.empty() || c->ovs_bridge.size() > 15) {
     return InvalidArgumentError("config key \"ovsBridge\": " + Quoted(c->ovs_bridge) +
                                 " must be 1 to 15 characters long");
   }
-  MZ_RETURN_IF_ERROR(ReadString(doc, "ovsdbSocket", "ovsdbSocket", &c->ovsdb_socket));
+  MZ_RETURN_IF_ERROR(conf.String("ovsdbSocket", &c->ovsdb_socket));
   if (c->ovsdb_socket.empty() || c->ovsdb_socket[0] != '/') {
     return InvalidArgumentError("config key \"ovsdbSocket\": " + Quoted(c->ovsdb_socket) +
                                 " is not an absolute path");
@@ -184,100 +113,93 @@ Status ReadPlug(const json& doc, NetConf* c) {
 
 Result<NetConf> ParseNetConf(const json& doc) {
   if (!doc.is_object()) return InvalidArgumentError("network configuration is not a JSON object");
+  const JsonFields conf(doc, kConfigKeys);
   NetConf c;
   c.raw = doc;
-  MZ_RETURN_IF_ERROR(RequireString(doc, "cniVersion", &c.cni_version));
-  MZ_RETURN_IF_ERROR(RequireString(doc, "name", &c.name));
+  MZ_RETURN_IF_ERROR(conf.RequiredString("cniVersion", &c.cni_version));
+  MZ_RETURN_IF_ERROR(conf.RequiredString("name", &c.name));
   MZ_RETURN_IF_ERROR(ValidateNetworkName(c.name));
-  MZ_RETURN_IF_ERROR(RequireString(doc, "type", &c.type));
-  MZ_RETURN_IF_ERROR(RequireString(doc, "mpurl", &c.mpurl));
-  MZ_RETURN_IF_ERROR(RequireString(doc, "project", &c.project));
+  MZ_RETURN_IF_ERROR(conf.RequiredString("type", &c.type));
+  MZ_RETURN_IF_ERROR(conf.RequiredString("mpurl", &c.mpurl));
+  MZ_RETURN_IF_ERROR(conf.RequiredString("project", &c.project));
   if (!IsUuid(c.project)) {
     return InvalidArgumentError("config key \"project\": " + Quoted(c.project) + " is not a UUID");
   }
-  MZ_RETURN_IF_ERROR(RequireString(doc, "subnet", &c.subnet));
+  MZ_RETURN_IF_ERROR(conf.RequiredString("subnet", &c.subnet));
   if (!IsUuid(c.subnet)) {
     return InvalidArgumentError("config key \"subnet\": " + Quoted(c.subnet) + " is not a UUID");
   }
-  MZ_RETURN_IF_ERROR(ReadString(doc, "hostId", "hostId", &c.host_id));
+  MZ_RETURN_IF_ERROR(conf.String("hostId", &c.host_id));
   c.network_id = c.subnet;
-  MZ_RETURN_IF_ERROR(ReadString(doc, "networkId", "networkId", &c.network_id));
-  if (c.network_id.empty()) return InvalidArgumentError("config key \"networkId\" is empty");
+  MZ_RETURN_IF_ERROR(conf.String("networkId", &c.network_id));
+  if (c.network_id.empty()) return kConfigKeys.Empty("networkId");
 
   std::string dialect = "auto";
-  MZ_RETURN_IF_ERROR(ReadString(doc, "dialect", "dialect", &dialect));
+  MZ_RETURN_IF_ERROR(conf.String("dialect", &dialect));
   auto parsed_dialect = client::ParseDialect(dialect);
   if (!parsed_dialect.ok()) return parsed_dialect.status().WithContext("config key \"dialect\"");
   c.dialect = *parsed_dialect;
-  MZ_RETURN_IF_ERROR(ReadPlug(doc, &c));
+  MZ_RETURN_IF_ERROR(ReadPlug(conf, &c));
 
-  MZ_RETURN_IF_ERROR(ReadString(doc, "stateDir", "stateDir", &c.state_dir));
+  MZ_RETURN_IF_ERROR(conf.String("stateDir", &c.state_dir));
   if (c.state_dir.empty() || c.state_dir[0] != '/') {
     return InvalidArgumentError("config key \"stateDir\": " + Quoted(c.state_dir) +
                                 " is not an absolute path");
   }
-  MZ_RETURN_IF_ERROR(ReadString(doc, "logFile", "logFile", &c.log_file));
-  MZ_RETURN_IF_ERROR(ReadString(doc, "logLevel", "logLevel", &c.log_level));
+  MZ_RETURN_IF_ERROR(conf.String("logFile", &c.log_file));
+  MZ_RETURN_IF_ERROR(conf.String("logLevel", &c.log_level));
   if (auto lvl = log::ParseLevel(c.log_level); !lvl.ok()) {
     return InvalidArgumentError("config key \"logLevel\": " + lvl.status().message());
   }
-  int64_t n = 0;
-  MZ_RETURN_IF_ERROR(
-      ReadInt(doc, "logMaxBytes", "logMaxBytes", kMinLogMaxBytes, kMaxLogMaxBytes, &n));
-  c.log_max_bytes = static_cast<uint64_t>(n);
-  n = 0;
-  MZ_RETURN_IF_ERROR(ReadInt(doc, "mtu", "mtu", 68, 65535, &n));
-  c.mtu = static_cast<int>(n);
+  int64_t log_max_bytes = 0;
+  MZ_RETURN_IF_ERROR(conf.Int("logMaxBytes", kMinLogMaxBytes, kMaxLogMaxBytes, &log_max_bytes));
+  c.log_max_bytes = static_cast<uint64_t>(log_max_bytes);
+  MZ_RETURN_IF_ERROR(conf.Int("mtu", 68, 65535, &c.mtu));
 
-  MZ_ASSIGN_OR_RETURN(const json* dns, ReadObject(doc, "dns"));
-  if (dns != nullptr) {
-    MZ_RETURN_IF_ERROR(ReadStringList(*dns, "nameservers", "dns.nameservers", &c.dns.nameservers));
-    MZ_RETURN_IF_ERROR(ReadString(*dns, "domain", "dns.domain", &c.dns.domain));
-    MZ_RETURN_IF_ERROR(ReadStringList(*dns, "search", "dns.search", &c.dns.search));
-    MZ_RETURN_IF_ERROR(ReadStringList(*dns, "options", "dns.options", &c.dns.options));
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> dns, conf.Object("dns"));
+  if (dns) {
+    MZ_RETURN_IF_ERROR(dns->Strings("nameservers", &c.dns.nameservers));
+    MZ_RETURN_IF_ERROR(dns->String("domain", &c.dns.domain));
+    MZ_RETURN_IF_ERROR(dns->Strings("search", &c.dns.search));
+    MZ_RETURN_IF_ERROR(dns->Strings("options", &c.dns.options));
   }
-  MZ_ASSIGN_OR_RETURN(const json* tls, ReadObject(doc, "tls"));
-  if (tls != nullptr) {
-    MZ_RETURN_IF_ERROR(ReadString(*tls, "caFile", "tls.caFile", &c.tls.ca_file));
-    MZ_RETURN_IF_ERROR(ReadString(*tls, "certFile", "tls.certFile", &c.tls.cert_file));
-    MZ_RETURN_IF_ERROR(ReadString(*tls, "keyFile", "tls.keyFile", &c.tls.key_file));
-    MZ_RETURN_IF_ERROR(ReadBool(*tls, "insecureSkipVerify", "tls.insecureSkipVerify",
-                                &c.tls.insecure_skip_verify));
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> tls, conf.Object("tls"));
+  if (tls) {
+    MZ_RETURN_IF_ERROR(tls->String("caFile", &c.tls.ca_file));
+    MZ_RETURN_IF_ERROR(tls->String("certFile", &c.tls.cert_file));
+    MZ_RETURN_IF_ERROR(tls->String("keyFile", &c.tls.key_file));
+    MZ_RETURN_IF_ERROR(tls->Bool("insecureSkipVerify", &c.tls.insecure_skip_verify));
   }
-  MZ_RETURN_IF_ERROR(ReadString(doc, "tokenFile", "tokenFile", &c.token_file));
-  MZ_RETURN_IF_ERROR(ReadString(doc, "relaySocket", "relaySocket", &c.relay_socket));
+  MZ_RETURN_IF_ERROR(conf.String("tokenFile", &c.token_file));
+  MZ_RETURN_IF_ERROR(conf.String("relaySocket", &c.relay_socket));
   if (!c.relay_socket.empty() && c.relay_socket[0] != '/') {
     return InvalidArgumentError("config key \"relaySocket\": " + Quoted(c.relay_socket) +
                                 " is not an absolute path");
   }
 
-  MZ_ASSIGN_OR_RETURN(const json* timeouts, ReadObject(doc, "timeouts"));
-  if (timeouts != nullptr) {
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "readyMs", "timeouts.readyMs", 1, &c.ready_timeout));
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "requestMs", "timeouts.requestMs", 1, &c.request_timeout));
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "connectMs", "timeouts.connectMs", 1, &c.connect_timeout));
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "nicMs", "timeouts.nicMs", 0, &c.nic_timeout));
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> timeouts, conf.Object("timeouts"));
+  if (timeouts) {
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "readyMs", 1, &c.ready_timeout));
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "requestMs", 1, &c.request_timeout));
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "connectMs", 1, &c.connect_timeout));
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "nicMs", 0, &c.nic_timeout));
   }
-  MZ_ASSIGN_OR_RETURN(const json* poll, ReadObject(doc, "poll"));
-  if (poll != nullptr) {
-    MZ_RETURN_IF_ERROR(ReadMs(*poll, "initialMs", "poll.initialMs", 1, &c.poll_initial));
-    MZ_RETURN_IF_ERROR(ReadMs(*poll, "maxMs", "poll.maxMs", 1, &c.poll_max));
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> poll, conf.Object("poll"));
+  if (poll) {
+    MZ_RETURN_IF_ERROR(ReadMs(*poll, "initialMs", 1, &c.poll_initial));
+    MZ_RETURN_IF_ERROR(ReadMs(*poll, "maxMs", 1, &c.poll_max));
     if (c.poll_max < c.poll_initial) {
       return InvalidArgumentError(
           "config key \"poll.maxMs\" (" + std::to_string(c.poll_max.count()) +
           ") is below poll.initialMs (" + std::to_string(c.poll_initial.count()) + ")");
     }
   }
-  n = c.retries;
-  MZ_RETURN_IF_ERROR(ReadInt(doc, "retries", "retries", 0, 10, &n));
-  c.retries = static_cast<int>(n);
+  MZ_RETURN_IF_ERROR(conf.Int("retries", 0, 10, &c.retries));
 
-  if (const json* v = Find(doc, "prevResult")) {
-    if (!v->is_object()) return WrongType("prevResult", "an object", *v);
-    c.prev_result = *v;
-  }
-  if (const json* v = Find(doc, "runtimeConfig")) c.runtime_config = *v;
-  if (const json* v = Find(doc, "args")) c.args = *v;
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> prev_result, conf.Object("prevResult"));
+  if (prev_result) c.prev_result = prev_result->object();
+  if (const auto v = conf.Find("runtimeConfig")) c.runtime_config = v->value();
+  if (const auto v = conf.Find("args")) c.args = v->value();
   return c;
 }
 

@@ -1,6 +1,9 @@
 #include "cni/result.h"
 
+#include <limits>
+
 #include "cni/version.h"
+#include "common/json_fields.h"
 
 namespace mizarmp::cni {
 
@@ -53,79 +56,81 @@ json ResultToJson(const AddResult& result, std::string_view version) {
 
 namespace {
 
-Status Bad(const std::string& field, const std::string& why) {
-  return InvalidArgumentError("prevResult." + field + " " + why);
+std::string PrevResultField(std::string_view path) { return "prevResult." + std::string(path); }
+
+// A prevResult's fields: errors name them as "prevResult.ips[0].address".
+constexpr FieldErrors kPrevResultFields{Code::kInvalidArgument, PrevResultField};
+
+// The string member `key` as a prefix; `what` says what it must be ("an address/prefix").
+Result<Cidr> ReadPrefix(const JsonFields& obj, const char* key, const char* what) {
+  std::string text;
+  MZ_RETURN_IF_ERROR(obj.String(key, &text));
+  auto prefix = Cidr::Parse(text);
+  if (!prefix.ok()) return obj.Invalid(key, Quoted(text) + " is not " + what);
+  return *prefix;
 }
 
-Result<std::string> OptString(const json& obj, const char* key, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::string();
-  if (!it->is_string()) return Bad(where + "." + key, "is not a string");
-  return it->get<std::string>();
+// The string member `key` as an address; none when it is not given or "".
+Result<std::optional<IpAddress>> ReadOptionalAddress(const JsonFields& obj, const char* key) {
+  std::string text;
+  MZ_RETURN_IF_ERROR(obj.String(key, &text));
+  if (text.empty()) return std::optional<IpAddress>();
+  auto address = IpAddress::Parse(text);
+  if (!address.ok()) return obj.Invalid(key, Quoted(text) + " is not an address");
+  return std::optional<IpAddress>(*address);
+}
+
+Result<InterfaceResult> ReadInterface(const JsonFields& ji) {
+  InterfaceResult ir;
+  MZ_RETURN_IF_ERROR(ji.String("name", &ir.name));
+  MZ_RETURN_IF_ERROR(ji.String("mac", &ir.mac));
+  MZ_RETURN_IF_ERROR(ji.String("sandbox", &ir.sandbox));
+  // An mtu that is not an integer is passed over, as if the result reported none.
+  if (const auto mtu = ji.Find("mtu"); mtu && mtu->value().is_number_integer()) {
+    ir.mtu = mtu->value().get<int>();
+  }
+  return ir;
+}
+
+Result<IpResult> ReadIp(const JsonFields& jip) {
+  IpResult ip;
+  MZ_ASSIGN_OR_RETURN(ip.address, ReadPrefix(jip, "address", "an address/prefix"));
+  MZ_ASSIGN_OR_RETURN(ip.gateway, ReadOptionalAddress(jip, "gateway"));
+  if (const auto index = jip.Find("interface")) {
+    MZ_ASSIGN_OR_RETURN(const int64_t i, index->Int(std::numeric_limits<int>::min(),
+                                                    std::numeric_limits<int>::max()));
+    ip.interface = static_cast<int>(i);
+  }
+  return ip;
+}
+
+Result<RouteResult> ReadRoute(const JsonFields& jr) {
+  RouteResult rr;
+  MZ_ASSIGN_OR_RETURN(rr.dst, ReadPrefix(jr, "dst", "a prefix"));
+  MZ_ASSIGN_OR_RETURN(rr.gw, ReadOptionalAddress(jr, "gw"));
+  return rr;
 }
 
 }  // namespace
 
 Result<AddResult> ResultFromJson(const json& j) {
   if (!j.is_object()) return InvalidArgumentError("prevResult is not an object");
+  const JsonFields result(j, kPrevResultFields);
   AddResult r;
-  if (auto it = j.find("interfaces"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return Bad("interfaces", "is not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& ji = (*it)[i];
-      const std::string where = "interfaces[" + std::to_string(i) + "]";
-      if (!ji.is_object()) return Bad(where, "is not an object");
-      InterfaceResult ir;
-      MZ_ASSIGN_OR_RETURN(ir.name, OptString(ji, "name", where));
-      MZ_ASSIGN_OR_RETURN(ir.mac, OptString(ji, "mac", where));
-      MZ_ASSIGN_OR_RETURN(ir.sandbox, OptString(ji, "sandbox", where));
-      if (auto m = ji.find("mtu"); m != ji.end() && m->is_number_integer()) ir.mtu = m->get<int>();
-      r.interfaces.push_back(std::move(ir));
-    }
+  MZ_ASSIGN_OR_RETURN(const std::vector<JsonFields> interfaces, result.Objects("interfaces"));
+  for (const JsonFields& ji : interfaces) {
+    MZ_ASSIGN_OR_RETURN(InterfaceResult ir, ReadInterface(ji));
+    r.interfaces.push_back(std::move(ir));
   }
-  if (auto it = j.find("ips"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return Bad("ips", "is not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& jip = (*it)[i];
-      const std::string where = "ips[" + std::to_string(i) + "]";
-      if (!jip.is_object()) return Bad(where, "is not an object");
-      IpResult ip;
-      MZ_ASSIGN_OR_RETURN(std::string addr, OptString(jip, "address", where));
-      auto cidr = Cidr::Parse(addr);
-      if (!cidr.ok()) return Bad(where + ".address", Quoted(addr) + " is not an address/prefix");
-      ip.address = *cidr;
-      MZ_ASSIGN_OR_RETURN(std::string gw, OptString(jip, "gateway", where));
-      if (!gw.empty()) {
-        auto g = IpAddress::Parse(gw);
-        if (!g.ok()) return Bad(where + ".gateway", Quoted(gw) + " is not an address");
-        ip.gateway = *g;
-      }
-      if (auto f = jip.find("interface"); f != jip.end() && !f->is_null()) {
-        if (!f->is_number_integer()) return Bad(where + ".interface", "is not an integer");
-        ip.interface = f->get<int>();
-      }
-      r.ips.push_back(std::move(ip));
-    }
+  MZ_ASSIGN_OR_RETURN(const std::vector<JsonFields> ips, result.Objects("ips"));
+  for (const JsonFields& jip : ips) {
+    MZ_ASSIGN_OR_RETURN(IpResult ip, ReadIp(jip));
+    r.ips.push_back(std::move(ip));
   }
-  if (auto it = j.find("routes"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return Bad("routes", "is not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& jr = (*it)[i];
-      const std::string where = "routes[" + std::to_string(i) + "]";
-      if (!jr.is_object()) return Bad(where, "is not an object");
-      RouteResult rr;
-      MZ_ASSIGN_OR_RETURN(std::string dst, OptString(jr, "dst", where));
-      auto d = Cidr::Parse(dst);
-      if (!d.ok()) return Bad(where + ".dst", Quoted(dst) + " is not a prefix");
-      rr.dst = *d;
-      MZ_ASSIGN_OR_RETURN(std::string gw, OptString(jr, "gw", where));
-      if (!gw.empty()) {
-        auto g = IpAddress::Parse(gw);
-        if (!g.ok()) return Bad(where + ".gw", Quoted(gw) + " is not an address");
-        rr.gw = *g;
-      }
-      r.routes.push_back(std::move(rr));
-    }
+  MZ_ASSIGN_OR_RETURN(const std::vector<JsonFields> routes, result.Objects("routes"));
+  for (const JsonFields& jr : routes) {
+    MZ_ASSIGN_OR_RETURN(RouteResult rr, ReadRoute(jr));
+    r.routes.push_back(std::move(rr));
   }
   return r;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/hex.h"
+
 namespace mizarmp {
 
 std::string Quoted(std::string_view s) {
@@ -88,13 +90,6 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
-void AppendHexByte(std::string* out, unsigned char c) {
-  static const char* kHex = "0123456789abcdef";
-  out->append("\\x");
-  out->push_back(kHex[c >> 4]);
-  out->push_back(kHex[c & 0xf]);
-}
-
 }  // namespace
 
 bool IsValidUtf8(std::string_view s) {
@@ -129,6 +124,7 @@ std::string LogEscaped(std::string_view s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (len == 0 || c < 0x20 || c == 0x7f) {
+      out += "\\x";
       AppendHexByte(&out, c);
     } else {
       out += static_cast<char>(c);

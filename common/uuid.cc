@@ -8,17 +8,17 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/hex.h"
+
 namespace mizarmp {
 namespace {
 
 std::string Format(const uint8_t* b) {
-  static const char* kHex = "0123456789abcdef";
   std::string s;
   s.reserve(36);
   for (int i = 0; i < 16; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += kHex[b[i] >> 4];
-    s += kHex[b[i] & 0xf];
+    AppendHexByte(&s, b[i]);
   }
   return s;
 }
@@ -106,13 +106,6 @@ class Sha1 {
   uint64_t total_ = 0;
 };
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 bool IsUuid(std::string_view t) {
@@ -120,7 +113,7 @@ bool IsUuid(std::string_view t) {
   for (size_t i = 0; i < t.size(); ++i) {
     if (i == 8 || i == 13 || i == 18 || i == 23) {
       if (t[i] != '-') return false;
-    } else if (HexValue(t[i]) < 0) {
+    } else if (!IsHexDigit(t[i])) {
       return false;
     }
   }
@@ -134,7 +127,7 @@ Result<std::string> UuidV5(std::string_view namespace_uuid, std::string_view nam
   std::array<uint8_t, 16> ns{};
   for (size_t i = 0, j = 0; i < namespace_uuid.size(); ++i) {
     if (namespace_uuid[i] == '-') continue;
-    ns[j / 2] = static_cast<uint8_t>((ns[j / 2] << 4) | HexValue(namespace_uuid[i]));
+    ns[j / 2] = static_cast<uint8_t>((ns[j / 2] << 4) | HexDigitValue(namespace_uuid[i]));
     ++j;
   }
   Sha1 sha;

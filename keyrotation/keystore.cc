@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fileutil.h"
+#include "common/hex.h"
 #include "common/strings.h"
 
 namespace mizarmp::keyrotation {
@@ -21,74 +22,19 @@ bool SafeChar(unsigned char c) {
          c == '_' || c == '-';
 }
 
-std::string EscapeId(const std::string& id) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : id) {
-    if (SafeChar(c)) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
-}
+std::string EscapeId(const std::string& id) { return PercentEncoded(id, SafeChar); }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+// A key as it is stored, in hex. Takes the key as std::string, the one type a SecretString
+// converts to.
+std::string KeyHex(const std::string& key) { return HexEncoded(key); }
 
 Result<std::string> UnescapeId(const std::string& name) {
-  std::string out;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (name[i] != '%') {
-      out.push_back(name[i]);
-      continue;
-    }
-    if (i + 2 >= name.size()) {
-      return InvalidArgumentError("bad escape in key store file name " + Quoted(name));
-    }
-    const int hi = HexValue(name[i + 1]);
-    const int lo = HexValue(name[i + 2]);
-    if (hi < 0 || lo < 0) {
-      return InvalidArgumentError("bad escape in key store file name " + Quoted(name));
-    }
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
+  auto id = PercentDecoded(name);
+  if (!id.ok()) return InvalidArgumentError("bad escape in key store file name " + Quoted(name));
+  return id;
 }
 
 }  // namespace
-
-std::string HexEncode(const std::string& bytes) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xf]);
-  }
-  return out;
-}
-
-Result<std::string> HexDecode(const std::string& hex) {
-  if (hex.size() % 2 != 0) return InvalidArgumentError("hex string of odd length");
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = HexValue(hex[i]);
-    const int lo = HexValue(hex[i + 1]);
-    if (hi < 0 || lo < 0) return InvalidArgumentError("not a hex string");
-    out.push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return out;
-}
 
 Result<std::unique_ptr<LocalKeyStore>> LocalKeyStore::Open(const std::string& dir) {
   if (dir.empty()) return InvalidArgumentError("key store directory: empty path");
@@ -176,7 +122,7 @@ Result<VolumeKeys> LocalKeyStore::Get(const std::string& volume_id) {
     std::string hex;
     Status s = field(name, hex);
     if (s.ok() && !hex.empty()) {
-      auto bytes = HexDecode(hex);
+      auto bytes = HexDecoded(hex);
       if (bytes.ok()) {
         out = SecretString(std::move(*bytes));
       } else {
@@ -207,9 +153,9 @@ Status LocalKeyStore::Put(const VolumeKeys& keys) {
   doc["device"] = keys.device;
   if (!keys.luks_uuid.empty()) doc["luksUuid"] = keys.luks_uuid;
   // Moved into the document, so the only copy of each hex string is the one wiped on exit.
-  doc["current"] = HexEncode(keys.current);
-  if (!keys.pending.empty()) doc["pending"] = HexEncode(keys.pending);
-  if (!keys.previous.empty()) doc["previous"] = HexEncode(keys.previous);
+  doc["current"] = KeyHex(keys.current);
+  if (!keys.pending.empty()) doc["pending"] = KeyHex(keys.pending);
+  if (!keys.previous.empty()) doc["previous"] = KeyHex(keys.previous);
   text = doc.dump(2) + "\n";
   const std::string path = PathFor(keys.volume_id);
   return WriteFileAtomic(path, text, 0600).WithContext("key store");

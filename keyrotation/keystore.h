@@ -71,9 +71,4 @@ class LocalKeyStore final : public KeyStore {
   std::string dir_;
 };
 
-// Lowercase hex of bytes and back (INVALID_ARGUMENT on a malformed string). Callers passing
-// keys wipe the results (keyrotation/secret.h).
-std::string HexEncode(const std::string& bytes);
-Result<std::string> HexDecode(const std::string& hex);
-
 }  // namespace mizarmp::keyrotation

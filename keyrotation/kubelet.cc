@@ -16,6 +16,7 @@
 
 #include "common/fd.h"
 #include "common/fileutil.h"
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "keyrotation/luks.h"
@@ -341,14 +342,7 @@ std::string VolumeHandleHash(std::string_view volume_id) {
   if (EVP_Digest(volume_id.data(), volume_id.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
     return std::string();  // never for SHA-256; an empty name matches no directory
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * size);
-  for (unsigned int i = 0; i < size; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
-  return out;
+  return HexEncoded(digest, size);
 }
 
 Result<StagedVolume> FindStagedVolume(const std::string& volume_id, AccessType access,

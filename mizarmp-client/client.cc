@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/fileutil.h"
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "mizarmp-client/port_list_reader.h"
@@ -52,20 +53,10 @@ std::string DumpBody(const json& doc) {
 
 // Percent-encodes everything but RFC 3986 unreserved characters and `keep`.
 std::string Escape(const std::string& s, std::string_view keep = {}) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
-        keep.find(ch) != std::string_view::npos) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
+  return PercentEncoded(s, [keep](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+           keep.find(static_cast<char>(c)) != std::string_view::npos;
+  });
 }
 
 // The "message" of a Spring Boot error body ({"timestamp", "status", "error", "message",
@@ -93,10 +84,10 @@ constexpr std::string_view kConfigurationErrors[] = {
     "ResourceNotFoundException",
 };
 
-bool IsConfigurationError(long http, const std::string& body) {
-  if (http < 500) return false;
-  const std::string message = SpringMessage(body);
-  if (message.empty()) return false;
+// Whether an answer with status `http` and Spring error message `message` (SpringMessage) is
+// one of kConfigurationErrors.
+bool IsConfigurationError(long http, const std::string& message) {
+  if (http < 500 || message.empty()) return false;
   return std::any_of(std::begin(kConfigurationErrors), std::end(kConfigurationErrors),
                      [&](std::string_view known) { return message.find(known) != std::string::npos; });
 }
@@ -181,18 +172,42 @@ struct Response {
   // "GET /project/p/ports/x: HTTP 404: {...}" with the code for the status; a Spring error
   // body is quoted by its message ("POST /project/p/ports: HTTP 500: Get VpcEntity exception").
   Status Error() const {
-    return ErrorWithCode(IsConfigurationError(http, body) ? Code::kFailedPrecondition
-                                                          : CodeForHttp(http));
-  }
-  Status ErrorWithCode(Code code) const {
-    std::string msg = call + ": HTTP " + std::to_string(http);
     const std::string message = SpringMessage(body);
-    std::string ex = message.empty() ? Excerpt(body) : Excerpt(message);
-    msg += ex.empty() ? " (empty body)" : ": " + ex;
-    return Status(code, std::move(msg));
+    const Code code =
+        IsConfigurationError(http, message) ? Code::kFailedPrecondition : CodeForHttp(http);
+    const std::string quoted = Excerpt(message.empty() ? body : message);
+    return Status(code, call + ": HTTP " + std::to_string(http) +
+                            (quoted.empty() ? " (empty body)" : ": " + quoted));
+  }
+  // An answer the call cannot use, with `code`: "<call>: HTTP <status>: <what>: <body excerpt>".
+  Status Unusable(Code code, std::string_view what) const {
+    return Status(code, call + ": HTTP " + std::to_string(http) + ": " + std::string(what) + ": " +
+                            Excerpt(body));
+  }
+  // OK for a 2xx whose body is a JSON object; else this answer's error, or INTERNAL for a
+  // success of another shape.
+  Status ObjectAnswer() const {
+    if (!success()) return Error();
+    if (!doc.is_object()) return Unusable(Code::kInternal, "response is not a JSON object");
+    return Status::Ok();
   }
   bool success() const { return http >= 200 && http < 300; }
 };
+
+// The one resource of a single-resource answer, {"<kind>": {...}} or the bare object, as `read`
+// makes it of the document: a status that is not a success is the answer's error,
+// {"<kind>": null} NOT_FOUND ("no such port"), and any other shape INTERNAL.
+template <typename Resource>
+Result<Resource> ResourceOf(const Response& r, const char* kind,
+                            Result<Resource> (*read)(const json&)) {
+  MZ_RETURN_IF_ERROR(r.ObjectAnswer());
+  if (const auto it = r.doc.find(kind); it != r.doc.end() && it->is_null()) {
+    return r.Unusable(Code::kNotFound, std::string("no such ") + kind);
+  }
+  auto resource = read(r.doc);
+  if (!resource.ok()) return resource.status().WithContext(r.call);
+  return resource;
+}
 
 // How long one attempt may take, and whether that was cut short by the call's deadline.
 struct AttemptTime {
@@ -453,8 +468,12 @@ struct Client::Impl {
   // With `empty_ok`, a 204 or a 2xx without a body is an answer too (resp->doc stays null).
   static Status RetryReason(Response* resp, bool expect_json, bool empty_ok,
                             const BodyReader& read_body) {
-    if (IsConfigurationError(resp->http, resp->body)) return Status::Ok();  // final: see above
-    if (resp->http >= 500) return resp->Error();
+    if (resp->http >= 500) {
+      // Only a configuration error (kConfigurationErrors) fails a 5xx with FAILED_PRECONDITION,
+      // and sending it again would change nothing: it is final.
+      const Status error = resp->Error();
+      return error.code() == Code::kFailedPrecondition ? Status::Ok() : error;
+    }
     if (empty_ok && resp->success() && (resp->http == 204 || Trim(resp->body).empty())) {
       return Status::Ok();
     }
@@ -465,10 +484,7 @@ struct Client::Impl {
                              std::to_string(kMaxResponseDepth) + " levels");
       }
       const bool parsed = read_body ? read_body(resp->body) : ParseDoc(resp);
-      if (!parsed) {
-        return InternalError(resp->call + ": HTTP " + std::to_string(resp->http) +
-                             ": response is not valid JSON: " + Excerpt(resp->body));
-      }
+      if (!parsed) return resp->Unusable(Code::kInternal, "response is not valid JSON");
     }
     return Status::Ok();
   }
@@ -480,21 +496,8 @@ struct Client::Impl {
   }
 
   // Interprets a single-port response: {"port":{...}} (or 404 / {"port":null} -> NOT_FOUND).
-  Result<Port> PortFromResponse(const Response& r) {
-    if (r.http == 404) return r.Error();
-    if (!r.success()) return r.Error();
-    if (!r.doc.is_object()) {
-      return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
-                           ": response is not a JSON object: " + Excerpt(r.body));
-    }
-    auto it = r.doc.find("port");
-    if (it != r.doc.end() && it->is_null()) {
-      return NotFoundError(r.call + ": HTTP " + std::to_string(r.http) +
-                           ": no such port: " + Excerpt(r.body));
-    }
-    auto port = PortFromJson(r.doc);
-    if (!port.ok()) return port.status().WithContext(r.call);
-    return port;
+  static Result<Port> PortFromResponse(const Response& r) {
+    return ResourceOf(r, "port", PortFromJson);
   }
 
   // The ports of a list answer `read` from `r`'s body (bare, or under "ports"; null is none).
@@ -504,14 +507,13 @@ struct Client::Impl {
     JsonType list_type = read->type;
     if (read->type == JsonType::kObject) {
       if (read->ports_type == JsonType::kAbsent) {
-        return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
-                             ": response has no \"ports\": " + Excerpt(r.body));
+        return r.Unusable(Code::kInternal, "response has no \"ports\"");
       }
       list_type = read->ports_type;
     }
     if (list_type == JsonType::kNull) return PortList();
     if (list_type != JsonType::kArray) {
-      return InternalError(r.call + ": ports is not an array (got " + TypeName(list_type) + ")");
+      return kAnswerFields.WrongType("ports", "an array", TypeName(list_type)).WithContext(r.call);
     }
     return std::move(read->list);
   }
@@ -568,11 +570,7 @@ struct Client::Impl {
                                          ProjectPath() + "/subnet/" + Escape(cfg().subnet_id) +
                                              "/ports",
                                          nullptr, true));
-    if (!r.success()) return r.Error();
-    if (!r.doc.is_object()) {
-      return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
-                           ": response is not a JSON object: " + Excerpt(r.body));
-    }
+    MZ_RETURN_IF_ERROR(r.ObjectAnswer());
     PortList list;
     for (const auto& entry : r.doc.items()) {
       const json& port_doc = entry.value();
@@ -728,7 +726,6 @@ Result<Port> Client::PostPort(const PortSpec& spec) {
   const std::string body = DumpBody(json{{"port", PortSpecToJson(spec)}});
   MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kPost, impl_->ProjectPath() + "/ports",
                                               &body, true, std::nullopt, false, nullptr, 1));
-  if (!r.success()) return r.Error();
   auto port = impl_->PortFromResponse(r);
   if (!port.ok()) return port.status();
   if (port->id != spec.id) {
@@ -880,19 +877,7 @@ Result<Subnet> Client::GetSubnet(const std::string& subnet_id) {
   MZ_ASSIGN_OR_RETURN(
       Response r, impl_->Call(Method::kGet, impl_->ProjectPath() + "/subnets/" + Escape(subnet_id),
                               nullptr, true));
-  if (!r.success()) return r.Error();
-  if (!r.doc.is_object()) {
-    return InternalError(r.call + ": HTTP " + std::to_string(r.http) +
-                         ": response is not a JSON object: " + Excerpt(r.body));
-  }
-  auto it = r.doc.find("subnet");
-  if (it != r.doc.end() && it->is_null()) {
-    return NotFoundError(r.call + ": HTTP " + std::to_string(r.http) +
-                         ": no such subnet: " + Excerpt(r.body));
-  }
-  auto subnet = SubnetFromJson(r.doc);
-  if (!subnet.ok()) return subnet.status().WithContext(r.call);
-  return subnet;
+  return ResourceOf(r, "subnet", SubnetFromJson);
 }
 
 Status Client::DeletePort(const std::string& port_id) {

@@ -3,14 +3,15 @@
 #include <array>
 #include <utility>
 
+#include "common/hex.h"
+
 namespace mizarmp::client {
 
 namespace {
 
 // "port.fixed_ips[0].ip_address is not a string (got number)".
 Status NotA(const MemberPath& where, const char* key, const char* wanted, JsonType got) {
-  return InternalError(where.Text() + "." + key + " is not a " + wanted + " (got " + TypeName(got) +
-                       ")");
+  return kAnswerFields.WrongType(where.Text() + "." + key, wanted, TypeName(got));
 }
 
 // A boolean; "" reads as absent: Alcor's JacksonJsonFilter writes a null Boolean so in GET and
@@ -18,7 +19,7 @@ Status NotA(const MemberPath& where, const char* key, const char* wanted, JsonTy
 Status TakeBool(const MemberValue& value, const MemberPath& where, const char* key, bool* out) {
   if (value.absent_or_null()) return Status::Ok();
   if (value.type == JsonType::kString && value.text.empty()) return Status::Ok();
-  if (value.type != JsonType::kBoolean) return NotA(where, key, "boolean", value.type);
+  if (value.type != JsonType::kBoolean) return NotA(where, key, "a boolean", value.type);
   *out = value.boolean;
   return Status::Ok();
 }
@@ -28,15 +29,14 @@ Status TakeFixedIps(PortFields& fields, std::vector<FixedIp>* out) {
     return Status::Ok();
   }
   if (fields.fixed_ips_type != JsonType::kArray) {
-    return InternalError(std::string("port.fixed_ips is not an array (got ") +
-                         TypeName(fields.fixed_ips_type) + ")");
+    return kAnswerFields.WrongType("port.fixed_ips", "an array", TypeName(fields.fixed_ips_type));
   }
   out->reserve(fields.fixed_ips.size());
   for (size_t i = 0; i < fields.fixed_ips.size(); ++i) {
     FixedIpFields& e = fields.fixed_ips[i];
     const MemberPath where("port.fixed_ips", i);
     if (e.type != JsonType::kObject) {
-      return InternalError(where.Text() + " is not an object (got " + TypeName(e.type) + ")");
+      return kAnswerFields.WrongType(where.Text(), "an object", TypeName(e.type));
     }
     FixedIp ip;
     MZ_RETURN_IF_ERROR(TakeString(e.subnet_id, where, "subnet_id", &ip.subnet_id));
@@ -66,10 +66,6 @@ constexpr std::array<StringMember, 11> kStringMembers{{
     {"network_ns", &PortFields::network_ns, &Port::network_ns},
     {"device_owner", &PortFields::device_owner, &Port::device_owner},
 }};
-
-bool IsHexDigit(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 
 // A MAC of six groups of one or two hex digits in the usual form, two lower-case digits a
 // group: v0.1 writes each byte with Integer.toHexString, unpadded ("0e:73:ae:c8:0:6",
@@ -109,7 +105,7 @@ std::string MemberPath::Text() const {
 
 Status TakeString(MemberValue& value, const MemberPath& where, const char* key, std::string* out) {
   if (value.absent_or_null()) return Status::Ok();
-  if (value.type != JsonType::kString) return NotA(where, key, "string", value.type);
+  if (value.type != JsonType::kString) return NotA(where, key, "a string", value.type);
   *out = std::move(value.text);
   return Status::Ok();
 }
@@ -152,10 +148,10 @@ MemberValue* PortFields::Find(std::string_view key) {
 }
 
 Result<Port> PortFromFields(PortFields& fields) {
-  if (fields.id.absent_or_null()) return InternalError("port.id is missing");
+  if (fields.id.absent_or_null()) return kAnswerFields.Missing("port.id");
   Port port;
   MZ_RETURN_IF_ERROR(TakeString(fields.id, "port", "id", &port.id));
-  if (port.id.empty()) return InternalError("port.id is empty");
+  if (port.id.empty()) return kAnswerFields.Empty("port.id");
   for (const StringMember& m : kStringMembers) {
     MZ_RETURN_IF_ERROR(TakeString(fields.*m.value, "port", m.key.data(), &(port.*m.out)));
   }
@@ -172,9 +168,9 @@ Result<bool> ReadsEnvelope(const char* name, JsonType doc_type, bool doc_has_id,
       doc_type == JsonType::kObject && !doc_has_id && envelope_type != JsonType::kAbsent;
   const JsonType read_type = envelope ? envelope_type : doc_type;
   if (envelope && read_type == JsonType::kNull)
-    return InternalError(std::string(name) + " is null");
+    return kAnswerFields.Invalid(name, "is null");
   if (read_type != JsonType::kObject) {
-    return InternalError(std::string(name) + " is not an object (got " + TypeName(read_type) + ")");
+    return kAnswerFields.WrongType(name, "an object", TypeName(read_type));
   }
   return envelope;
 }

@@ -9,10 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "common/field_errors.h"
 #include "common/status.h"
 #include "mizarmp-client/types.h"
 
 namespace mizarmp::client {
+
+// A controller answer's fields: INTERNAL (the controller, not the user, got it wrong), named by
+// their path ("port.fixed_ips[0].ip_address", "subnet.cidr").
+inline constexpr FieldErrors kAnswerFields{Code::kInternal, nullptr};
 
 // A JSON value's type, or kAbsent for a member that is not there.
 enum class JsonType : uint8_t {

@@ -12,6 +12,7 @@
 
 #include "common/fileutil.h"
 #include "common/flags.h"
+#include "common/hex.h"
 #include "common/log.h"
 
 namespace mizarmp::client {
@@ -41,12 +42,8 @@ std::string FileNameFor(const std::string& server, const std::string& binding) {
     ERR_clear_error();
     size = 0;
   }
-  static constexpr char kHex[] = "0123456789abcdef";
   name += '-';
-  for (unsigned int i = 0; i < std::min(size, 8u); ++i) {
-    name += kHex[digest[i] >> 4];
-    name += kHex[digest[i] & 0xf];
-  }
+  name += HexEncoded(digest, std::min(size, 8u));
   return name;
 }
 

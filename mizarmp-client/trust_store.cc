@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/fileutil.h"
+#include "common/hex.h"
 #include "common/strings.h"
 
 namespace mizarmp::client {
@@ -38,7 +39,7 @@ constexpr std::array<SystemStore, 6> kSystemStores = {{
 bool IsHashLinkName(const char* name) {
   size_t i = 0;
   for (; i < 8; ++i) {
-    if (std::isxdigit(static_cast<unsigned char>(name[i])) == 0) return false;
+    if (!IsHexDigit(name[i])) return false;
   }
   if (name[i++] != '.' || name[i] == '\0') return false;
   for (; name[i] != '\0'; ++i) {

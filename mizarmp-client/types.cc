@@ -1,7 +1,9 @@
 #include "mizarmp-client/types.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.h"
 #include "common/strings.h"
 #include "mizarmp-client/port_fields.h"
 
@@ -50,14 +52,6 @@ void Fill(const json& v, MemberValue* out) {
   out->type = TypeOf(v);
   if (v.is_string()) out->text = v.get_ref<const std::string&>();
   if (v.is_boolean()) out->boolean = v.get<bool>();
-}
-
-// Reads an optional string member of a tree's object, with the checks a port's members get.
-Status ReadString(const json& obj, const char* key, const char* where, std::string* out) {
-  MemberValue value;
-  auto it = obj.find(key);
-  if (it != obj.end()) Fill(*it, &value);
-  return TakeString(value, where, key, out);
 }
 
 // A tree's port object as the fields PortFromFields checks.
@@ -171,32 +165,21 @@ json PortToJson(const Port& port) {
 
 Result<Subnet> SubnetFromJson(const json& j) {
   MZ_ASSIGN_OR_RETURN(const json* obj, Unwrap(j, "subnet"));
-  const json& o = *obj;
-  const char* w = "subnet";
+  const JsonFields subnet(*obj, kAnswerFields, "subnet");
   Subnet s;
-  auto id = o.find("id");
-  if (id == o.end() || id->is_null()) return InternalError("subnet.id is missing");
-  MZ_RETURN_IF_ERROR(ReadString(o, "id", w, &s.id));
-  if (s.id.empty()) return InternalError("subnet.id is empty");
-  MZ_RETURN_IF_ERROR(ReadString(o, "project_id", w, &s.project_id));
-  MZ_RETURN_IF_ERROR(ReadString(o, "network_id", w, &s.network_id));
-  MZ_RETURN_IF_ERROR(ReadString(o, "cidr", w, &s.cidr));
-  if (s.cidr.empty()) return InternalError("subnet.cidr is missing");
-  MZ_RETURN_IF_ERROR(ReadString(o, "gateway_ip", w, &s.gateway_ip));
-  auto v = o.find("ip_version");
-  if (v != o.end() && !v->is_null()) {
-    if (!v->is_number_integer()) {
-      return InternalError("subnet.ip_version is not an integer (got " + std::string(v->type_name()) +
-                           ")");
-    }
-    const auto version = v->get<int64_t>();
-    if (version != 4 && version != 6) {
-      return InternalError("subnet.ip_version is " + std::to_string(version) + ", not 4 or 6");
-    }
-    s.ip_version = static_cast<int>(version);
-  } else if (s.cidr.find(':') != std::string::npos) {
-    s.ip_version = 6;
+  MZ_RETURN_IF_ERROR(subnet.RequiredString("id", &s.id));
+  MZ_RETURN_IF_ERROR(subnet.String("project_id", &s.project_id));
+  MZ_RETURN_IF_ERROR(subnet.String("network_id", &s.network_id));
+  MZ_RETURN_IF_ERROR(subnet.RequiredString("cidr", &s.cidr));
+  MZ_RETURN_IF_ERROR(subnet.String("gateway_ip", &s.gateway_ip));
+  // Without ip_version, the CIDR tells.
+  int64_t version = s.cidr.find(':') != std::string::npos ? 6 : 4;
+  MZ_RETURN_IF_ERROR(subnet.Int("ip_version", std::numeric_limits<int64_t>::min(),
+                                std::numeric_limits<int64_t>::max(), &version));
+  if (version != 4 && version != 6) {
+    return subnet.Invalid("ip_version", "is " + std::to_string(version) + ", not 4 or 6");
   }
+  s.ip_version = static_cast<int>(version);
   return s;
 }
 

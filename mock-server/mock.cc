@@ -3,12 +3,25 @@
 #include "mock-server/mock.h"
 
 #include "common/log.h"
+#include "mizarmp-client/types.h"
 #include "mock-server/faults.h"
 #include "mock-server/http.h"
 #include "mock-server/model.h"
 #include "mock-server/routes.h"
 
 namespace mizarmp::mock {
+
+Result<Dialect> ParseDialect(std::string_view name) {
+  const auto dialect = client::ParseDialect(name);
+  if (dialect.ok() && *dialect == client::Dialect::kV01) return Dialect::kV01;
+  if (dialect.ok() && *dialect == client::Dialect::kAlcor) return Dialect::kAlcor;
+  return InvalidArgumentError("must be v0.1 or alcor, got " + Quoted(name));
+}
+
+const char* DialectName(Dialect dialect) {
+  return client::DialectName(dialect == Dialect::kAlcor ? client::Dialect::kAlcor
+                                                        : client::Dialect::kV01);
+}
 
 // Declared in the order they depend on each other, so they are destroyed the other way round:
 // the HTTP server (whose threads call the routes) first, the model last.
@@ -51,7 +64,7 @@ Status MockServer::Start() {
   m.started = true;
   const Options& o = m.options;
   MZ_LOG(kInfo) << "mizarmp-mock listening on " << base_url() << " ("
-                << (o.dialect == Dialect::kAlcor ? "alcor" : "v0.1") << " dialect, subnet "
+                << DialectName(o.dialect) << " dialect, subnet "
                 << m.model->cidr4().ToString()
                 << (m.model->has_agent() ? ", agent on bridge " + Model::BridgeOf(o) +
                                                (o.agent_ovsdb.empty() ? "" : " (OVS)")

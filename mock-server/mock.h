@@ -34,6 +34,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -41,6 +42,13 @@
 namespace mizarmp::mock {
 
 enum class Dialect { kV01, kAlcor };
+
+// The generation a name ("v0.1", "alcor") gives, read by the client's parser
+// (client::ParseDialect), so the mock and every configuration spell the names alike.
+// INVALID_ARGUMENT for any other name, "auto" included: the mock plays one generation.
+Result<Dialect> ParseDialect(std::string_view name);
+// "v0.1" or "alcor", as the client names the generation (client::DialectName).
+const char* DialectName(Dialect dialect);
 
 struct Faults {
   int fail_creates = 0;       // the next N creates answer 500 (and create nothing)

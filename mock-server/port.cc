@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/hex.h"
 #include "common/uuid.h"
 #include "mock-server/dump.h"
 
@@ -264,7 +265,7 @@ Result<bool> ApplyUpdate(PortRecord& r, const json& given, bool placed) {
 std::string HostEndName(const std::string& port_id, int attempt) {
   std::string hex;
   for (char c : port_id) {
-    if (std::isxdigit(static_cast<unsigned char>(c))) {
+    if (IsHexDigit(c)) {
       hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
   }

@@ -446,7 +446,7 @@ Reply Routes::State() const {
              {"agent_backlog", usage.agent_backlog},
              {"requests", requests_.load()},
              {"faults", FaultsToJson(faults_.Get())},
-             {"dialect", alcor() ? "alcor" : "v0.1"},
+             {"dialect", DialectName(options_.dialect)},
              {"strict", options_.strict},
              {"leaked_addresses", strict_.leaked_addresses()}};
   if (!options_.agent_ovsdb.empty()) {

@@ -1,16 +1,12 @@
 #include "ovsdb/framer.h"
 
+#include "common/hex.h"
+
 namespace mizarmp::ovsdb {
 
 namespace {
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string HexByte(char c) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  const auto b = static_cast<unsigned char>(c);
-  return {kDigits[b >> 4], kDigits[b & 0xf]};
-}
 
 }  // namespace
 
@@ -24,7 +20,7 @@ Result<std::optional<std::string>> Framer::Next() {
     if (buf_.empty()) return std::optional<std::string>();
     if (buf_[0] != '{') {
       return InternalError("the peer sent something that is not a JSON object (first byte 0x" +
-                           HexByte(buf_[0]) + ")");
+                           HexEncoded(buf_.substr(0, 1)) + ")");
     }
     started_ = true;
     depth_ = 0;

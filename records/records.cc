@@ -10,7 +10,10 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <limits>
+#include <utility>
 
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -26,20 +29,37 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-Status Bad(const std::string& field, const std::string& why) {
-  return InvalidArgumentError("record field \"" + field + "\" " + why);
+std::string RecordField(std::string_view path) { return "record field " + Quoted(path); }
+
+// A record's fields: errors name them as `record field "ips[0].address"`.
+constexpr FieldErrors kRecordFields{Code::kInvalidArgument, RecordField};
+
+Result<Record::State> ReadState(const JsonFields& record) {
+  std::string state;
+  MZ_RETURN_IF_ERROR(record.RequiredString("state", &state));
+  if (state == "intent") return Record::State::kIntent;
+  if (state == "complete") return Record::State::kComplete;
+  return record.Invalid("state", "is " + Quoted(state) + ", want \"intent\" or \"complete\"");
 }
 
-Status ReadString(const json& j, const char* key, bool required, std::string* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return required ? Bad(key, "is missing") : Status::Ok();
+Status ReadIps(const JsonFields& record, std::vector<RecordIp>* out) {
+  MZ_ASSIGN_OR_RETURN(const std::vector<JsonFields> ips, record.Objects("ips"));
+  for (const JsonFields& jip : ips) {
+    RecordIp ip;
+    MZ_RETURN_IF_ERROR(jip.RequiredString("address", &ip.address));
+    MZ_RETURN_IF_ERROR(jip.String("gateway", &ip.gateway));
+    out->push_back(std::move(ip));
   }
-  if (!it->is_string())
-    return Bad(key, std::string("is not a string (got ") + it->type_name() + ")");
-  *out = it->get<std::string>();
-  if (required && out->empty()) return Bad(key, "is empty");
   return Status::Ok();
+}
+
+// "ovs", when plug mode wrote it: every member required.
+Status ReadOvsPlug(const JsonFields& record, OvsPlug* out) {
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> ovs, record.Object("ovs"));
+  if (!ovs) return Status::Ok();
+  MZ_RETURN_IF_ERROR(ovs->RequiredString("socket", &out->socket));
+  MZ_RETURN_IF_ERROR(ovs->RequiredString("bridge", &out->bridge));
+  return ovs->RequiredString("port", &out->port);
 }
 
 // The container id and interface name as parts of a file name: the container id without ':'
@@ -96,59 +116,35 @@ json RecordToJson(const Record& r) {
 
 Result<Record> RecordFromJson(const json& j) {
   if (!j.is_object()) return InvalidArgumentError("record is not a JSON object");
+  const JsonFields record(j, kRecordFields);
   Record r;
-  auto schema = j.find("schema");
-  if (schema == j.end() || !schema->is_number_integer()) return Bad("schema", "is not an integer");
-  r.schema = schema->get<int>();
-  if (r.schema != kRecordSchema) {
-    return Bad("schema", "is " + std::to_string(r.schema) + ", this build reads " +
-                             std::to_string(kRecordSchema));
+  MZ_ASSIGN_OR_RETURN(const int64_t schema,
+                      record.RequiredInt("schema", std::numeric_limits<int64_t>::min(),
+                                         std::numeric_limits<int64_t>::max()));
+  if (schema != kRecordSchema) {
+    return record.Invalid("schema", "is " + std::to_string(schema) + ", this build reads " +
+                                        std::to_string(kRecordSchema));
   }
-  std::string state;
-  MZ_RETURN_IF_ERROR(ReadString(j, "state", true, &state));
-  if (state == "intent") {
-    r.state = Record::State::kIntent;
-  } else if (state == "complete") {
-    r.state = Record::State::kComplete;
-  } else {
-    return Bad("state", "is \"" + state + "\", want \"intent\" or \"complete\"");
-  }
-  MZ_RETURN_IF_ERROR(ReadString(j, "network", true, &r.network));
-  MZ_RETURN_IF_ERROR(ReadString(j, "containerId", true, &r.container_id));
-  MZ_RETURN_IF_ERROR(ReadString(j, "ifname", true, &r.ifname));
-  MZ_RETURN_IF_ERROR(ReadString(j, "portId", true, &r.port_id));
-  MZ_RETURN_IF_ERROR(ReadString(j, "netns", false, &r.netns));
-  MZ_RETURN_IF_ERROR(ReadString(j, "projectId", false, &r.project_id));
-  MZ_RETURN_IF_ERROR(ReadString(j, "subnetId", false, &r.subnet_id));
-  MZ_RETURN_IF_ERROR(ReadString(j, "hostId", false, &r.host_id));
-  MZ_RETURN_IF_ERROR(ReadString(j, "mpurl", false, &r.mpurl));
-  MZ_RETURN_IF_ERROR(ReadString(j, "mac", false, &r.mac));
-  MZ_RETURN_IF_ERROR(ReadString(j, "podNamespace", false, &r.pod_namespace));
-  MZ_RETURN_IF_ERROR(ReadString(j, "podName", false, &r.pod_name));
-  MZ_RETURN_IF_ERROR(ReadString(j, "createdAt", false, &r.created_at));
-  if (auto it = j.find("ips"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return Bad("ips", "is not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& jip = (*it)[i];
-      if (!jip.is_object()) return Bad("ips[" + std::to_string(i) + "]", "is not an object");
-      RecordIp ip;
-      MZ_RETURN_IF_ERROR(ReadString(jip, "address", true, &ip.address));
-      MZ_RETURN_IF_ERROR(ReadString(jip, "gateway", false, &ip.gateway));
-      r.ips.push_back(std::move(ip));
-    }
-  }
-  if (auto it = j.find("ovs"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return Bad("ovs", "is not an object");
-    for (auto [key, out] : {std::pair{"socket", &r.ovs.socket}, std::pair{"bridge", &r.ovs.bridge},
-                            std::pair{"port", &r.ovs.port}}) {
-      auto v = it->find(key);
-      if (v == it->end() || !v->is_string() || v->get_ref<const std::string&>().empty()) {
-        return Bad(std::string("ovs.") + key, "is not a non-empty string");
-      }
-      *out = v->get<std::string>();
-    }
-  }
-  if (r.complete() && r.mac.empty()) return Bad("mac", "is empty in a complete record");
+  r.schema = kRecordSchema;
+  MZ_ASSIGN_OR_RETURN(r.state, ReadState(record));
+  const std::pair<const char*, std::string*> required[] = {{"network", &r.network},
+                                                           {"containerId", &r.container_id},
+                                                           {"ifname", &r.ifname},
+                                                           {"portId", &r.port_id}};
+  for (const auto& [key, out] : required) MZ_RETURN_IF_ERROR(record.RequiredString(key, out));
+  const std::pair<const char*, std::string*> optional[] = {{"netns", &r.netns},
+                                                           {"projectId", &r.project_id},
+                                                           {"subnetId", &r.subnet_id},
+                                                           {"hostId", &r.host_id},
+                                                           {"mpurl", &r.mpurl},
+                                                           {"mac", &r.mac},
+                                                           {"podNamespace", &r.pod_namespace},
+                                                           {"podName", &r.pod_name},
+                                                           {"createdAt", &r.created_at}};
+  for (const auto& [key, out] : optional) MZ_RETURN_IF_ERROR(record.String(key, out));
+  MZ_RETURN_IF_ERROR(ReadIps(record, &r.ips));
+  MZ_RETURN_IF_ERROR(ReadOvsPlug(record, &r.ovs));
+  if (r.complete() && r.mac.empty()) return record.Invalid("mac", "is empty in a complete record");
   return r;
 }
 

@@ -1,3 +1,6 @@
 mizarmp_add_test(NAME common_test SOURCES unit/common_test.cc LIBS mizarmp_common
                  LABELS "unit;concurrency")
 mizarmp_add_test(NAME log_test SOURCES unit/log_test.cc LIBS mizarmp_common LABELS unit)
+mizarmp_add_test(NAME hex_test SOURCES unit/hex_test.cc LIBS mizarmp_common LABELS unit)
+mizarmp_add_test(NAME json_fields_test SOURCES unit/json_fields_test.cc LIBS mizarmp_json_fields
+                 LABELS unit)

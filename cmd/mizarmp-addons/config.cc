@@ -16,6 +16,7 @@
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
+#include "common/json_fields.h"
 #include "etcd/options.h"
 
 namespace mizarmp::cmd {
@@ -63,15 +64,19 @@ std::string Kebab(std::string_view camel) {
 
 std::string Default(std::string_view value) { return " (default " + std::string(value) + ")"; }
 
-Status WrongType(const std::string& where, const char* want, const json& value) {
-  return InvalidArgumentError(where + ": want " + want + ", got " + std::string(value.type_name()));
+// A key's value as the reader sees it. `where` already names the key as its source does, so the
+// errors use it as it is: `config key "mode" is not a string (got number)`.
+JsonField KeyValue(const json& value, const std::string& where) {
+  static constexpr FieldErrors kKeys{Code::kInvalidArgument, nullptr};
+  return JsonField(value, kKeys, where);
 }
 
 // A key whose value is a string, in the file and on the command line alike.
 Key TextKey(std::string json_key, std::string value_name, std::string help, TextSetter set) {
-  JsonApply from_json = [set](const json& v, const std::string& where, ServerConfig& c) {
-    if (!v.is_string()) return WrongType(where, "a string", v);
-    return set(v.get<std::string>(), where, c);
+  JsonApply from_json = [set](const json& v, const std::string& where,
+                              ServerConfig& c) -> Status {
+    MZ_ASSIGN_OR_RETURN(const std::string text, KeyValue(v, where).String());
+    return set(text, where, c);
   };
   FlagApply from_flag = [set](std::string_view text, const std::string& where, ServerConfig& c) {
     return set(std::string(text), where, c);
@@ -94,9 +99,9 @@ Key StringKey(std::string json_key, std::string value_name, std::string help, St
 
 // true/false in the file; a switch on the command line (no value, or =true/=false/=1/=0).
 Key SwitchKey(std::string json_key, std::string help, BoolField field) {
-  JsonApply from_json = [field](const json& v, const std::string& where, ServerConfig& c) {
-    if (!v.is_boolean()) return WrongType(where, "true or false", v);
-    field(c) = v.get<bool>();
+  JsonApply from_json = [field](const json& v, const std::string& where,
+                                ServerConfig& c) -> Status {
+    MZ_ASSIGN_OR_RETURN(field(c), KeyValue(v, where).Bool());
     return Status::Ok();
   };
   FlagApply from_flag = [field](std::string_view text, const std::string& where,
@@ -151,12 +156,7 @@ Key DurationKey(std::string json_key, std::string help, int64_t max,
   help += Default(std::to_string(field(defaults).count()));
   JsonApply from_json = [field, max](const json& v, const std::string& where,
                                      ServerConfig& c) -> Status {
-    if (!v.is_number_integer()) return WrongType(where, "an integer", v);
-    const int64_t n = v.get<int64_t>();
-    if (n <= 0 || n > max) {
-      return InvalidArgumentError(where + ": " + std::to_string(n) + " is out of range (1.." +
-                                  std::to_string(max) + " " + Unit::kName + ")");
-    }
+    MZ_ASSIGN_OR_RETURN(const int64_t n, KeyValue(v, where).Int(1, max, Unit::kName));
     field(c) = Duration(n);
     return Status::Ok();
   };
@@ -178,12 +178,7 @@ Key CountKey(std::string json_key, std::string value_name, std::string help, int
           std::to_string(field(defaults)) + ")";
   JsonApply from_json = [field, min, max](const json& v, const std::string& where,
                                           ServerConfig& c) -> Status {
-    if (!v.is_number_integer()) return WrongType(where, "an integer", v);
-    const int64_t n = v.get<int64_t>();
-    if (n < min || n > max) {
-      return InvalidArgumentError(where + ": " + std::to_string(n) + " is out of range (" +
-                                  std::to_string(min) + ".." + std::to_string(max) + ")");
-    }
+    MZ_ASSIGN_OR_RETURN(const int64_t n, KeyValue(v, where).Int(min, max));
     field(c) = static_cast<int>(n);
     return Status::Ok();
   };
@@ -198,19 +193,15 @@ Status ApplyAddresses(const std::string& host, const json& list, const std::stri
                       ServerConfig& c) {
   if (host.empty()) return InvalidArgumentError(where + ": empty host id");
   const std::string field = where + "[\"" + host + "\"]";
-  if (!list.is_array()) return WrongType(field, "a list of addresses/CIDRs", list);
-  std::vector<std::string> out;
-  for (const auto& item : list) {
-    if (!item.is_string()) return WrongType(field, "address strings", item);
-    const std::string text = item.get<std::string>();
+  MZ_ASSIGN_OR_RETURN(std::vector<std::string> addresses, KeyValue(list, field).Strings());
+  for (const std::string& text : addresses) {
     auto cidr = Cidr::Parse(text, /*allow_bare=*/true);
     if (!cidr.ok()) {
       return InvalidArgumentError(field + ": " + Quoted(text) +
                                   " is not an IP address or CIDR: " + cidr.status().message());
     }
-    out.push_back(text);
   }
-  c.fence.node_addresses[host] = std::move(out);
+  c.fence.node_addresses[host] = std::move(addresses);
   return Status::Ok();
 }
 
@@ -218,7 +209,7 @@ Status ApplyAddresses(const std::string& host, const json& list, const std::stri
 // HOST=ADDR[,ADDR...] on the command line, repeatable (each replaces that host's list).
 Key NodeAddressesKey() {
   JsonApply from_json = [](const json& v, const std::string& where, ServerConfig& c) -> Status {
-    if (!v.is_object()) return WrongType(where, "an object {hostId: [addresses]}", v);
+    if (!v.is_object()) return KeyValue(v, where).WrongType("an object {hostId: [addresses]}");
     c.fence.node_addresses.clear();
     for (const auto& [host, list] : v.items()) {
       MZ_RETURN_IF_ERROR(ApplyAddresses(host, list, where, c));
@@ -250,12 +241,11 @@ Key NodeAddressesKey() {
 // "insecureSkipVerify"} (TLS towards Mizar-MP). Config file only.
 Key PluginTlsKey() {
   JsonApply from_json = [](const json& v, const std::string& where, ServerConfig& c) -> Status {
-    if (!v.is_object()) return WrongType(where, "an object", v);
+    if (!v.is_object()) return KeyValue(v, where).WrongType("an object");
     for (const auto& [name, item] : v.items()) {
       const std::string field = where.substr(0, where.size() - 1) + "." + name + "\"";
       if (name == "insecureSkipVerify") {
-        if (!item.is_boolean()) return WrongType(field, "true or false", item);
-        c.mizarmp.tls.insecure_skip_verify = item.get<bool>();
+        MZ_ASSIGN_OR_RETURN(c.mizarmp.tls.insecure_skip_verify, KeyValue(item, field).Bool());
         continue;
       }
       std::string* target = name == "caFile"     ? &c.mizarmp.tls.ca_file
@@ -267,8 +257,7 @@ Key PluginTlsKey() {
                                     ": unknown key (want caFile, certFile, keyFile, "
                                     "insecureSkipVerify)");
       }
-      if (!item.is_string()) return WrongType(field, "a string", item);
-      *target = item.get<std::string>();
+      MZ_ASSIGN_OR_RETURN(*target, KeyValue(item, field).String());
     }
     return Status::Ok();
   };

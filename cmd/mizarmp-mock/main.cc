@@ -17,7 +17,6 @@ namespace {
 using mizarmp::FlagTable;
 using mizarmp::InvalidArgumentError;
 using mizarmp::Status;
-using mizarmp::mock::Dialect;
 
 // The port served on unless --listen says otherwise (the library's default is 0, any port).
 constexpr int kDefaultPort = 9090;
@@ -65,17 +64,6 @@ Status ParseListen(std::string_view v, mizarmp::mock::Options* o) {
   return Status::Ok();
 }
 
-Status ParseDialect(std::string_view v, Dialect* out) {
-  if (v == "v0.1" || v == "v01") {
-    *out = Dialect::kV01;
-  } else if (v == "alcor") {
-    *out = Dialect::kAlcor;
-  } else {
-    return InvalidArgumentError("must be v0.1 or alcor");
-  }
-  return Status::Ok();
-}
-
 FlagTable Flags(Config* c) {
   mizarmp::mock::Options& o = c->mock;
   mizarmp::mock::Faults& f = o.faults;
@@ -87,7 +75,10 @@ FlagTable Flags(Config* c) {
   t.String("port-file", "PATH", "write the bound port number there (atomically) once listening",
            &c->port_file);
   t.Add({"dialect", "v0.1|alcor", "wire dialect (default v0.1)",
-         [&o](std::string_view v) { return ParseDialect(v, &o.dialect); }});
+         [&o](std::string_view v) -> Status {
+           MZ_ASSIGN_OR_RETURN(o.dialect, mizarmp::mock::ParseDialect(v));
+           return Status::Ok();
+         }});
   t.Switch("strict",
            "answer as that generation's real controller does (alcor@5ca01ef0 for v0.1, "
            "alcor@21f11b5c for alcor), not as the seed README describes it",

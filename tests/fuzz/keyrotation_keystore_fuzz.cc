@@ -1,10 +1,11 @@
 // Key store files: the input written as a volume's record in a LocalKeyStore directory and read
-// by Get and List; HexDecode on the input. A record that reads must write back (Put) and read
+// by Get and List; HexDecoded on the input. A record that reads must write back (Put) and read
 // back the same; hex must round-trip.
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "common/hex.h"
 #include "keyrotation/keystore.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -31,9 +32,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(mizarmp::fuzz::AsText(data, size));
-  auto decoded = keyrotation::HexDecode(text);
+  auto decoded = mizarmp::HexDecoded(text);
   if (decoded.ok()) {
-    auto again = keyrotation::HexDecode(keyrotation::HexEncode(*decoded));
+    auto again = mizarmp::HexDecoded(mizarmp::HexEncoded(*decoded));
     Require(again.ok() && *again == *decoded, "hex does not round-trip");
   }
 

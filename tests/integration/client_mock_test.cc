@@ -29,7 +29,8 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-const char* DialectName(mock::Dialect d) { return d == mock::Dialect::kV01 ? "V01" : "Alcor"; }
+// The dialect as a test name's suffix (letters and digits only).
+const char* TestNameOf(mock::Dialect d) { return d == mock::Dialect::kV01 ? "V01" : "Alcor"; }
 
 int64_t MsSince(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
@@ -114,7 +115,7 @@ class ClientMockTest : public ::testing::TestWithParam<mock::Dialect> {
 INSTANTIATE_TEST_SUITE_P(Dialects, ClientMockTest,
                          ::testing::Values(mock::Dialect::kV01, mock::Dialect::kAlcor),
                          [](const auto& param_info) {
-                           return std::string(DialectName(param_info.param));
+                           return std::string(TestNameOf(param_info.param));
                          });
 
 TEST_P(ClientMockTest, CreateGetListUpdateDelete) {

@@ -16,6 +16,7 @@
 
 #include "addons/server.h"
 #include "common/fileutil.h"
+#include "common/hex.h"
 #include "encryptionkeyrotation/encryptionkeyrotation.grpc.pb.h"
 #include "identity/identity.grpc.pb.h"
 #include "keyrotation/hooks.h"
@@ -195,7 +196,7 @@ TEST_P(KeyRotCrash, KilledAfterStepThenRestartedCompletesOrRollsBack) {
   for (const std::string& log : {dir.path() + "/crashing.log", dir.path() + "/restarted.log"}) {
     const std::string text = LogOf(log);
     for (const std::string& key : {std::string(kOldKey), std::string(kNewKey),
-                                   std::string("after-crash-key"), HexEncode(kNewKey)}) {
+                                   std::string("after-crash-key"), HexEncoded(kNewKey)}) {
       EXPECT_EQ(text.find(key), std::string::npos) << log << " holds a key";
     }
   }
@@ -340,7 +341,7 @@ TEST(KeyRotNode, SidecarShapedRequestRotatesAVolumeStagedByKubelet) {
   EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
   const std::string text = LogOf(node.log());
   EXPECT_NE(text.find(staging + "/globalmount"), std::string::npos) << text;
-  EXPECT_EQ(text.find(HexEncode(keys->current)), std::string::npos) << "the new key was logged";
+  EXPECT_EQ(text.find(HexEncoded(static_cast<const std::string&>(keys->current))), std::string::npos) << "the new key was logged";
   EXPECT_EQ(text.find("AQBn+node+stage+secret=="), std::string::npos) << "a secret was logged";
 }
 

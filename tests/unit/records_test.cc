@@ -93,7 +93,7 @@ TEST(Records, WriteReadRoundTripWithPrivateModes) {
                             {"port", "tap1b4e28ba-2f"}}));
   j["ovs"]["port"] = 7;
   EXPECT_EQ(RecordFromJson(j).status().message(),
-            "record field \"ovs.port\" is not a non-empty string");
+            "record field \"ovs.port\" is not a string (got number)");
 
   // Rewriting is atomic and leaves no temp files.
   r.state = Record::State::kIntent;
