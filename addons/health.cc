@@ -26,13 +26,13 @@ HealthService::HealthService(HealthOptions options) : options_(options) {
 HealthService::~HealthService() { Shutdown(); }
 
 void HealthService::AddServiceName(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shut_down_) return;
   if (statuses_.emplace(name, HealthCheckResponse::NOT_SERVING).second) changed_.notify_all();
 }
 
 void HealthService::AddLivenessName(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shut_down_) return;
   liveness_.insert(name);
   statuses_[name] = HealthCheckResponse::SERVING;
@@ -42,7 +42,7 @@ void HealthService::AddLivenessName(const std::string& name) {
 void HealthService::SetServingStatus(bool serving) {
   const ServingStatus status =
       serving ? HealthCheckResponse::SERVING : HealthCheckResponse::NOT_SERVING;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shut_down_) return;
   for (auto& [name, s] : statuses_) {
     if (!liveness_.contains(name)) s = status;
@@ -51,7 +51,7 @@ void HealthService::SetServingStatus(bool serving) {
 }
 
 void HealthService::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shut_down_) return;
   shut_down_ = true;
   for (auto& [name, s] : statuses_) s = HealthCheckResponse::NOT_SERVING;
@@ -59,7 +59,7 @@ void HealthService::Shutdown() {
 }
 
 int HealthService::watches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return watches_;
 }
 
@@ -73,7 +73,7 @@ grpc::Status HealthService::Check(grpc::ServerContext* /*context*/,
                                   HealthCheckResponse* response) {
   ServingStatus status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     status = StatusLocked(request->service());
   }
   if (status == HealthCheckResponse::SERVICE_UNKNOWN) {
@@ -86,7 +86,7 @@ grpc::Status HealthService::Check(grpc::ServerContext* /*context*/,
 grpc::Status HealthService::Watch(grpc::ServerContext* context, const HealthCheckRequest* request,
                                   grpc::ServerWriter<HealthCheckResponse>* writer) {
   const std::string& name = request->service();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (watches_ >= options_.max_watches) {
     MZ_LOG(kWarn) << "health: refusing a Watch: " << watches_ << " already open";
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "too many health watches");
@@ -106,9 +106,9 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context, const HealthChec
     if (!sent_any || now != sent) {
       HealthCheckResponse response;
       response.set_status(now);
-      lock.unlock();
+      lock.Unlock();
       const bool written = writer->Write(response);
-      lock.lock();
+      lock.Lock();
       if (!written) {
         MZ_LOG(kDebug) << "health: Watch " << ForLog(name) << " ended (client gone)";
         return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
@@ -125,7 +125,7 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context, const HealthChec
       MZ_LOG(kDebug) << "health: Watch " << ForLog(name) << " ended (cancelled)";
       return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
     }
-    changed_.wait_for(lock, options_.cancel_poll);
+    lock.WaitFor(changed_, options_.cancel_poll);
   }
 }
 

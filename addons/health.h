@@ -25,10 +25,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "common/mutex.h"
 #include "health.grpc.pb.h"
 
 namespace mizarmp::addons {
@@ -77,15 +77,15 @@ class HealthService final : public grpc::health::v1::Health::Service {
                      grpc::ServerWriter<grpc::health::v1::HealthCheckResponse>* writer) override;
 
  private:
-  ServingStatus StatusLocked(const std::string& name) const;
+  ServingStatus StatusLocked(const std::string& name) const MZ_REQUIRES(mu_);
 
   const HealthOptions options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable changed_;  // a status changed, or Shutdown()
-  std::map<std::string, ServingStatus> statuses_;
-  std::set<std::string> liveness_;  // names SetServingStatus() leaves SERVING
-  bool shut_down_ = false;
-  int watches_ = 0;
+  std::map<std::string, ServingStatus> statuses_ MZ_GUARDED_BY(mu_);
+  std::set<std::string> liveness_ MZ_GUARDED_BY(mu_);  // names SetServingStatus() leaves SERVING
+  bool shut_down_ MZ_GUARDED_BY(mu_) = false;
+  int watches_ MZ_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mizarmp::addons

@@ -149,7 +149,7 @@ Status IdentityService::CallMizarMp() {
 }
 
 Status IdentityService::CheckMizarMp() {
-  std::lock_guard<std::mutex> lock(mp_mu_);
+  MutexLock lock(mp_mu_);
   if (!mp_client_error_.ok()) return mp_client_error_;
   const auto now = std::chrono::steady_clock::now();
   if (mp_cached_ && now - mp_cached_at_ < options_.probe_cache_ttl) return *mp_cached_;
@@ -162,7 +162,7 @@ Status IdentityService::CheckMizarMp() {
 ReadinessReport IdentityService::CheckReady() {
   uint64_t seq;
   {
-    std::lock_guard<std::mutex> lock(publish_mu_);
+    MutexLock lock(publish_mu_);
     seq = ++next_seq_;
   }
   ReadinessReport report;
@@ -193,7 +193,7 @@ ReadinessReport IdentityService::CheckReady() {
 }
 
 void IdentityService::Publish(uint64_t seq, const ReadinessReport& report) {
-  std::lock_guard<std::mutex> lock(publish_mu_);
+  MutexLock lock(publish_mu_);
   if (seq <= published_seq_) return;  // a later evaluation was handed over already
   published_seq_ = seq;
   const ReadinessReport* before = published_ ? &*published_ : nullptr;
@@ -248,13 +248,13 @@ void IdentityService::Publish(uint64_t seq, const ReadinessReport& report) {
 }
 
 void IdentityService::OnReadinessChange(std::function<void(bool ready)> listener) {
-  std::lock_guard<std::mutex> lock(publish_mu_);
+  MutexLock lock(publish_mu_);
   listener_ = std::move(listener);
   if (published_ && listener_) listener_(published_->ready);
 }
 
 void IdentityService::RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) {
-  std::lock_guard<std::mutex> lock(publish_mu_);
+  MutexLock lock(publish_mu_);
   registry_ = registry;
   ready_gauge_ = &prometheus::BuildGauge()
                       .Name("mizarmp_addons_ready")
@@ -283,7 +283,7 @@ void IdentityService::RegisterMetrics(const std::shared_ptr<prometheus::Registry
 
 void IdentityService::Start() {
   if (options_.readiness_interval.count() <= 0) return;
-  std::lock_guard<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   if (loop_.joinable()) return;
   stopping_ = false;
   loop_ = std::thread([this] { RunReadinessLoop(); });
@@ -291,7 +291,7 @@ void IdentityService::Start() {
 
 void IdentityService::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = true;
   }
   loop_cv_.notify_all();
@@ -299,14 +299,14 @@ void IdentityService::Stop() {
 }
 
 void IdentityService::RunReadinessLoop() {
-  std::unique_lock<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     const bool ready = CheckReady().ready;
-    lock.lock();
+    lock.Lock();
     const auto wait = ready ? options_.readiness_interval
                             : std::min(options_.readiness_interval, kNotReadyInterval);
-    loop_cv_.wait_for(lock, wait, [this] { return stopping_; });
+    lock.WaitFor(loop_cv_, wait, [this]() MZ_REQUIRES(loop_mu_) { return stopping_; });
   }
 }
 
@@ -322,7 +322,7 @@ grpc::Status IdentityService::Probe(grpc::ServerContext* context, const identity
 }
 
 uint64_t IdentityService::mizarmp_checks() const {
-  std::lock_guard<std::mutex> lock(mp_mu_);
+  MutexLock lock(mp_mu_);
   return mp_checks_;
 }
 

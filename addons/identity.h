@@ -32,7 +32,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -40,6 +39,7 @@
 
 #include "addons/driver.h"
 #include "addons/service.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "identity/identity.grpc.pb.h"
 #include "mizarmp-client/client.h"
@@ -130,12 +130,12 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   uint64_t mizarmp_checks() const;
 
  private:
-  Status CheckMizarMp();
-  Status CallMizarMp();
+  Status CheckMizarMp() MZ_EXCLUDES(mp_mu_);
+  Status CallMizarMp() MZ_REQUIRES(mp_mu_);
   // Hands an evaluation started as number `seq` to the log, the metrics and the listener,
   // unless a later one was handed over already.
-  void Publish(uint64_t seq, const ReadinessReport& report);
-  void RunReadinessLoop();
+  void Publish(uint64_t seq, const ReadinessReport& report) MZ_EXCLUDES(publish_mu_);
+  void RunReadinessLoop() MZ_EXCLUDES(loop_mu_);
 
   IdentityOptions options_;
   // Both fixed at construction: the services are given once. advertised_ is what
@@ -144,29 +144,29 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   std::vector<ReadinessCheck> checks_;
 
   // The Mizar-MP check: one client, one caller at a time, result cached.
-  mutable std::mutex mp_mu_;
-  std::unique_ptr<client::Client> mp_client_;
-  Status mp_client_error_;
-  std::optional<Status> mp_cached_;
-  std::chrono::steady_clock::time_point mp_cached_at_;
-  uint64_t mp_checks_ = 0;
+  mutable Mutex mp_mu_;
+  std::unique_ptr<client::Client> mp_client_ MZ_GUARDED_BY(mp_mu_);
+  Status mp_client_error_ MZ_GUARDED_BY(mp_mu_);
+  std::optional<Status> mp_cached_ MZ_GUARDED_BY(mp_mu_);
+  std::chrono::steady_clock::time_point mp_cached_at_ MZ_GUARDED_BY(mp_mu_);
+  uint64_t mp_checks_ MZ_GUARDED_BY(mp_mu_) = 0;
 
   // The last evaluation handed over (Publish).
-  std::mutex publish_mu_;
-  uint64_t next_seq_ = 0;  // under publish_mu_
-  uint64_t published_seq_ = 0;
-  std::optional<ReadinessReport> published_;
-  std::function<void(bool)> listener_;
+  Mutex publish_mu_;
+  uint64_t next_seq_ MZ_GUARDED_BY(publish_mu_) = 0;
+  uint64_t published_seq_ MZ_GUARDED_BY(publish_mu_) = 0;
+  std::optional<ReadinessReport> published_ MZ_GUARDED_BY(publish_mu_);
+  std::function<void(bool)> listener_ MZ_GUARDED_BY(publish_mu_);
   // Set by RegisterMetrics; the registry kept alive as long as they are written.
-  std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Gauge* ready_gauge_ = nullptr;
-  std::map<std::string, prometheus::Gauge*> dependency_gauges_;
+  std::shared_ptr<prometheus::Registry> registry_ MZ_GUARDED_BY(publish_mu_);
+  prometheus::Gauge* ready_gauge_ MZ_GUARDED_BY(publish_mu_) = nullptr;
+  std::map<std::string, prometheus::Gauge*> dependency_gauges_ MZ_GUARDED_BY(publish_mu_);
 
   // The background evaluation.
-  std::mutex loop_mu_;
+  Mutex loop_mu_;
   std::condition_variable loop_cv_;
-  bool stopping_ = false;
-  std::thread loop_;
+  bool stopping_ MZ_GUARDED_BY(loop_mu_) = false;
+  std::thread loop_;  // Start() and Stop() come from one thread, which owns it
 };
 
 }  // namespace mizarmp::addons

@@ -109,40 +109,41 @@ std::string TcpWithoutClientAuthMessage(std::string_view endpoint) {
 class CallCounter {
  public:
   void Enter(bool watch) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++in_flight_;
     if (watch) ++watches_;
   }
   void Leave(bool watch) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --in_flight_;
     if (watch) --watches_;
     if (in_flight_ == 0 || (watch && watches_ == 0)) cv_.notify_all();
   }
   // Wakes WaitIdle() for good (the server stopped by itself).
   void Stop() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopped_ = true;
     cv_.notify_all();
   }
   // True once no call is in flight; false at `deadline` or after Stop().
   bool WaitIdle(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, deadline, [this] { return in_flight_ == 0 || stopped_; });
+    MutexLock lock(mu_);
+    lock.WaitUntil(cv_, deadline,
+                   [this]() MZ_REQUIRES(mu_) { return in_flight_ == 0 || stopped_; });
     return in_flight_ == 0 && !stopped_;
   }
   // True once no Watch call is in flight; false at `deadline`.
   bool WaitNoWatch(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_until(lock, deadline, [this] { return watches_ == 0; });
+    MutexLock lock(mu_);
+    return lock.WaitUntil(cv_, deadline, [this]() MZ_REQUIRES(mu_) { return watches_ == 0; });
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  int in_flight_ = 0;
-  int watches_ = 0;
-  bool stopped_ = false;
+  int in_flight_ MZ_GUARDED_BY(mu_) = 0;
+  int watches_ MZ_GUARDED_BY(mu_) = 0;
+  bool stopped_ MZ_GUARDED_BY(mu_) = false;
 };
 
 namespace {
@@ -292,7 +293,7 @@ Server::Server(ServerOptions options)
 Server::~Server() { Shutdown(options_.shutdown_grace); }
 
 void Server::Register(AddonsService& service) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   assert(!started_ && "Server::Register after Start");
   services_.push_back(&service);
   for (HealthService* health : Healths()) health->AddServiceName(service.health_name());
@@ -300,7 +301,7 @@ void Server::Register(AddonsService& service) {
 }
 
 void Server::Attach(AddonsComponent& component) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   assert(!started_ && "Server::Attach after Start");
   AttachLocked(component);
 }
@@ -311,7 +312,7 @@ void Server::AttachLocked(AddonsComponent& component) {
 }
 
 Status Server::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (started_) return FailedPreconditionError("server already started");
   MZ_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(options_.endpoint));
   MZ_RETURN_IF_ERROR(Bind(ep));
@@ -323,7 +324,7 @@ Status Server::Start() {
   }
   started_ = true;
   {
-    std::lock_guard<std::mutex> serving_lock(serving_mu_);
+    MutexLock serving_lock(serving_mu_);
     serving_reported_ = true;
     for (HealthService* health : Healths()) health->SetServingStatus(serving_);
   }
@@ -419,19 +420,19 @@ Status Server::StartSideListeners() {
 }
 
 std::string Server::address() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return address_;
 }
 
 bool Server::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return started_ && !shut_down_;
 }
 
 void Server::SetServing(bool serving) {
   // Not under mu_: Shutdown() holds it while it stops the components, one of which may be
   // calling this. After Shutdown() the health services ignore it (HealthService::Shutdown()).
-  std::lock_guard<std::mutex> lock(serving_mu_);
+  MutexLock lock(serving_mu_);
   serving_ = serving;
   if (!serving_reported_) return;
   for (HealthService* health : Healths()) health->SetServingStatus(serving);
@@ -443,7 +444,7 @@ void Server::RemoveOwnSocket() {
 }
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!started_ || shut_down_) return;
   shut_down_ = true;
   MZ_LOG(kInfo) << "shutting down: draining in-flight calls for up to " << grace.count() << " ms";

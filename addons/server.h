@@ -20,13 +20,13 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "addons/metrics.h"
 #include "addons/service.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/unix_socket.h"
 
@@ -136,37 +136,40 @@ class Server {
 
  private:
   // Builds and starts the grpc::Server on `endpoint`; records the address and the socket.
-  Status Bind(const Endpoint& endpoint);
+  Status Bind(const Endpoint& endpoint) MZ_REQUIRES(mu_);
   // The metrics HTTP listener and the probes' health listener, when configured.
-  Status StartSideListeners();
+  Status StartSideListeners() MZ_REQUIRES(mu_);
   // The health services whose statuses move together: the main one and the probes' one.
   std::vector<HealthService*> Healths() const;
   // The drain Shutdown() describes, up to removing the socket.
-  void Drain(std::chrono::milliseconds grace);
-  void RemoveOwnSocket();
-  void AttachLocked(AddonsComponent& component);
+  void Drain(std::chrono::milliseconds grace) MZ_REQUIRES(mu_);
+  void RemoveOwnSocket() MZ_REQUIRES(mu_);
+  void AttachLocked(AddonsComponent& component) MZ_REQUIRES(mu_);
 
   ServerOptions options_;
-  std::vector<AddonsService*> services_;
-  std::vector<AddonsComponent*> components_;  // the services too, in registration order
+  std::vector<AddonsService*> services_ MZ_GUARDED_BY(mu_);
+  // The services too, in registration order.
+  std::vector<AddonsComponent*> components_ MZ_GUARDED_BY(mu_);
   // Declared before server_: the grpc::Server refers to it until it is destroyed.
   std::unique_ptr<HealthService> health_;
   std::unique_ptr<HealthService> probe_health_;  // with health_address only
   std::shared_ptr<CallCounter> calls_;           // shared with the interceptor factory gRPC owns
   Metrics metrics_;                              // the interceptors record into it
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<grpc::Server> probe_server_;
+  std::unique_ptr<grpc::Server> server_ MZ_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::Server> probe_server_ MZ_GUARDED_BY(mu_);
+  // The bound ports: written by Start() (under mu_), read without it once Start() returned.
   int probe_port_ = 0;
-  // SetServing()'s state, apart from mu_ (see SetServing()).
-  std::mutex serving_mu_;
-  bool serving_ = true;            // what "" and the services report once started
-  bool serving_reported_ = false;  // Start() has put serving_ on the health services
-  mutable std::mutex mu_;
-  bool started_ = false;
-  bool shut_down_ = false;
-  std::string address_;
   int bound_port_ = 0;
-  BoundSocketFile socket_file_;  // unix only
+  // SetServing()'s state, apart from mu_ (see SetServing()); Start() takes it inside mu_.
+  Mutex serving_mu_ MZ_ACQUIRED_AFTER(mu_);
+  bool serving_ MZ_GUARDED_BY(serving_mu_) = true;  // what "" and the services report once started
+  // Start() has put serving_ on the health services.
+  bool serving_reported_ MZ_GUARDED_BY(serving_mu_) = false;
+  mutable Mutex mu_;
+  bool started_ MZ_GUARDED_BY(mu_) = false;
+  bool shut_down_ MZ_GUARDED_BY(mu_) = false;
+  std::string address_ MZ_GUARDED_BY(mu_);
+  BoundSocketFile socket_file_ MZ_GUARDED_BY(mu_);  // unix only
 };
 
 }  // namespace mizarmp::addons

@@ -10,18 +10,19 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace mizarmp::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kWarn)};
 std::atomic<int> g_fd{STDERR_FILENO};
-std::mutex g_tag_mu;
-std::string g_tag;
-std::mutex g_file_mu;  // g_path and reopening
-std::string g_path;    // empty: stderr
-int g_lock_fd = -1;    // "<g_path>.lock" once a capped line opened it; under g_file_mu
+Mutex g_tag_mu;
+std::string g_tag MZ_GUARDED_BY(g_tag_mu);
+Mutex g_file_mu;                              // g_path and reopening
+std::string g_path MZ_GUARDED_BY(g_file_mu);  // empty: stderr
+int g_lock_fd MZ_GUARDED_BY(g_file_mu) = -1;  // "<g_path>.lock" once a capped line opened it
 std::atomic<uint64_t> g_max_bytes{0};
 thread_local std::string t_context;
 
@@ -65,7 +66,7 @@ Status SetFile(const std::string& path) {
     fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return ErrnoError("open log file " + path, errno);
   }
-  std::lock_guard<std::mutex> lock(g_file_mu);
+  MutexLock lock(g_file_mu);
   if (g_lock_fd >= 0 && path != g_path) {
     ::close(g_lock_fd);
     g_lock_fd = -1;
@@ -79,8 +80,8 @@ Status SetFile(const std::string& path) {
 namespace {
 
 // Opens g_path again onto the descriptor in use (dup2 swaps the file behind the number at
-// once). Call with g_file_mu held.
-Status ReopenLocked() {
+// once).
+Status ReopenLocked() MZ_REQUIRES(g_file_mu) {
   if (g_path.empty()) return Status::Ok();
   const int fd = ::open(g_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoError("reopen log file " + g_path, errno);
@@ -91,9 +92,8 @@ Status ReopenLocked() {
   return rc < 0 ? ErrnoError("reopen log file " + g_path, err) : Status::Ok();
 }
 
-// The descriptor of "<g_path>.lock", opened once per path; -1 when it cannot be. Call with
-// g_file_mu held.
-int LockFdLocked() {
+// The descriptor of "<g_path>.lock", opened once per path; -1 when it cannot be.
+int LockFdLocked() MZ_REQUIRES(g_file_mu) {
   if (g_lock_fd < 0) {
     g_lock_fd = ::open((g_path + ".lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   }
@@ -102,10 +102,10 @@ int LockFdLocked() {
 
 // Follows the path to a new file when another process moved the one written, then moves a file
 // the next `incoming` bytes would take past `cap` to "<path>.1" and starts a new one. Call with
-// g_file_mu held and the flock taken: the check and the write after it are then one step for
-// every process sharing the file, so none pushes it past the cap and it is moved once. Best
-// effort: on a failure the line goes to the file as it is.
-void RotateIfFullLocked(uint64_t cap, size_t incoming) {
+// the flock taken too: the check and the write after it are then one step for every process
+// sharing the file, so none pushes it past the cap and it is moved once. Best effort: on a
+// failure the line goes to the file as it is.
+void RotateIfFullLocked(uint64_t cap, size_t incoming) MZ_REQUIRES(g_file_mu) {
   struct stat at_path {};
   struct stat written {};
   if (::stat(g_path.c_str(), &at_path) != 0 || ::fstat(g_fd.load(), &written) != 0 ||
@@ -131,7 +131,7 @@ void WriteAll(int fd, const std::string& text) {
 void WriteLine(const std::string& line) {
   const uint64_t cap = g_max_bytes.load();
   if (cap == 0) return WriteAll(g_fd.load(), line);
-  std::lock_guard<std::mutex> lock(g_file_mu);  // flock does not order this process's threads
+  MutexLock lock(g_file_mu);  // flock does not order this process's threads
   const int lock_fd = g_path.empty() ? -1 : LockFdLocked();
   if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) return WriteAll(g_fd.load(), line);
   RotateIfFullLocked(cap, line.size());
@@ -142,7 +142,7 @@ void WriteLine(const std::string& line) {
 }  // namespace
 
 Status Reopen() {
-  std::lock_guard<std::mutex> lock(g_file_mu);
+  MutexLock lock(g_file_mu);
   return ReopenLocked();
 }
 
@@ -153,7 +153,7 @@ void SetThreadContext(std::string context) { t_context = std::move(context); }
 std::string ThreadContext() { return t_context; }
 
 void SetTag(std::string tag) {
-  std::lock_guard<std::mutex> lock(g_tag_mu);
+  MutexLock lock(g_tag_mu);
   g_tag = std::move(tag);
 }
 
@@ -170,7 +170,7 @@ Line::~Line() {
   line += ' ';
   line += LevelName(level_);
   {
-    std::lock_guard<std::mutex> lock(g_tag_mu);
+    MutexLock lock(g_tag_mu);
     if (!g_tag.empty()) {
       line += ' ';
       line += g_tag;

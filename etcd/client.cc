@@ -111,7 +111,7 @@ Status Client::OpenChannels(const Options& options) {
 }
 
 std::string Client::Token() const {
-  std::lock_guard<std::mutex> lock(token_mu_);
+  MutexLock lock(token_mu_);
   return token_;
 }
 
@@ -129,7 +129,7 @@ Status Client::Authenticate() {
     context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
     const grpc::Status s = m.auth->Authenticate(&context, request, &response);
     if (s.ok()) {
-      std::lock_guard<std::mutex> lock(token_mu_);
+      MutexLock lock(token_mu_);
       token_ = response.token();
       return Status::Ok();
     }

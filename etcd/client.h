@@ -17,11 +17,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "etcd/options.h"
 #include "etcd/rpc.grpc.pb.h"
@@ -71,8 +71,8 @@ class Client {
   const std::string name_;
   std::string username_;
   std::string password_;  // never logged
-  mutable std::mutex token_mu_;
-  std::string token_;  // never logged
+  mutable Mutex token_mu_;
+  std::string token_ MZ_GUARDED_BY(token_mu_);  // never logged
 };
 
 }  // namespace mizarmp::etcd

@@ -17,7 +17,7 @@ Election::Election(Client& client, Options options)
 Election::~Election() { Stop(); }
 
 void Election::Start() {
-  std::lock_guard<std::mutex> lock(run_mu_);
+  MutexLock lock(run_mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
@@ -25,7 +25,7 @@ void Election::Start() {
 
 void Election::Stop() {
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(run_mu_);
     stopping_ = true;
   }
   run_cv_.notify_all();
@@ -35,7 +35,7 @@ void Election::Stop() {
 }
 
 Election::Clock::time_point Election::LeadingUntil() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return leading_until_;
 }
 
@@ -44,7 +44,7 @@ bool Election::LeadsFor(Clock::duration needed) const {
 }
 
 std::string Election::leader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return leader_;
 }
 
@@ -68,28 +68,30 @@ void Election::Run() {
       MZ_LOG(kInfo) << "leader election (" << options_.key << "): etcd answers again";
     }
     failing = !s.ok();
-    std::unique_lock<std::mutex> lock(run_mu_);
-    if (run_cv_.wait_for(lock, interval, [this] { return stopping_; })) return;
+    MutexLock lock(run_mu_);
+    if (lock.WaitFor(run_cv_, interval, [this]() MZ_REQUIRES(run_mu_) { return stopping_; })) {
+      return;
+    }
   }
 }
 
 Status Election::RenewLease(Clock::time_point sent) {
   int64_t lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     lease = lease_;
   }
   if (lease != 0) {
     MZ_ASSIGN_OR_RETURN(const int64_t left, client_.LeaseKeepAlive(lease));
     if (left > 0) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       lease_valid_until_ = sent + Usable(std::chrono::seconds(left));
       return Status::Ok();
     }
     StepDown("its lease expired before it was renewed");
   }
   MZ_ASSIGN_OR_RETURN(const auto granted, client_.LeaseGrant(options_.lease_ttl));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   lease_ = granted.id();
   lease_valid_until_ = sent + Usable(std::chrono::seconds(granted.ttl()));
   return Status::Ok();
@@ -98,7 +100,7 @@ Status Election::RenewLease(Clock::time_point sent) {
 Status Election::Campaign() {
   int64_t lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     lease = lease_;
   }
   etcdserverpb::TxnRequest txn;
@@ -128,7 +130,7 @@ Status Election::Campaign() {
 }
 
 void Election::Lead(const std::string& leader, bool leading) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const bool was_leading = leading_until_ != Clock::time_point();
   if (leading) {
     leading_until_ = lease_valid_until_;
@@ -149,7 +151,7 @@ void Election::Lead(const std::string& leader, bool leading) {
 }
 
 void Election::StepDown(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (leading_until_ != Clock::time_point()) {
     MZ_LOG(kWarn) << "leader election (" << options_.key << "): " << options_.candidate
                   << " steps down: " << why;
@@ -161,7 +163,7 @@ void Election::StepDown(const std::string& why) {
 void Election::Resign() {
   int64_t lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     lease = lease_;
     lease_ = 0;
   }

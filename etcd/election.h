@@ -19,10 +19,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "etcd/client.h"
 
 namespace mizarmp::etcd {
@@ -69,17 +69,18 @@ class Election {
   Client& client_;
   const Options options_;
 
-  mutable std::mutex mu_;
-  int64_t lease_ = 0;                    // 0: none
-  Clock::time_point lease_valid_until_;  // our conservative view of the lease's end
-  Clock::time_point leading_until_;      // epoch: not leading
-  std::string leader_;
+  mutable Mutex mu_;
+  int64_t lease_ MZ_GUARDED_BY(mu_) = 0;  // 0: none
+  // Our conservative view of the lease's end.
+  Clock::time_point lease_valid_until_ MZ_GUARDED_BY(mu_);
+  Clock::time_point leading_until_ MZ_GUARDED_BY(mu_);  // epoch: not leading
+  std::string leader_ MZ_GUARDED_BY(mu_);
   std::atomic<uint64_t> terms_{0};
 
-  std::mutex run_mu_;
+  Mutex run_mu_;
   std::condition_variable run_cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
+  std::thread thread_;  // Start() and Stop() come from one thread, which owns it
 };
 
 }  // namespace mizarmp::etcd

@@ -379,7 +379,7 @@ Result<bool> EtcdFenceStore::Unchanged(const State& state) const {
 Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Current() const {
   StatePtr last;
   {
-    std::lock_guard<std::mutex> lock(last_mu_);
+    MutexLock lock(last_mu_);
     last = last_;
   }
   if (last != nullptr) {
@@ -390,12 +390,12 @@ Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Current() const {
 }
 
 void EtcdFenceStore::Remember(StatePtr state) const {
-  std::lock_guard<std::mutex> lock(last_mu_);
+  MutexLock lock(last_mu_);
   last_ = std::move(state);
 }
 
 EtcdFenceStore::StatePtr EtcdFenceStore::TakeLast() const {
-  std::lock_guard<std::mutex> lock(last_mu_);
+  MutexLock lock(last_mu_);
   return std::move(last_);
 }
 
@@ -594,13 +594,13 @@ Result<int64_t> EtcdFenceStore::Revision() const {
 }
 
 void EtcdFenceStore::NoteOwnCommit(int64_t from, int64_t to) {
-  std::lock_guard<std::mutex> lock(last_mu_);
+  MutexLock lock(last_mu_);
   own_commits_[from] = to;
   while (own_commits_.size() > kOwnCommitsKept) own_commits_.erase(own_commits_.begin());
 }
 
 int64_t EtcdFenceStore::RevisionAfterOwnChanges(int64_t from) const {
-  std::lock_guard<std::mutex> lock(last_mu_);
+  MutexLock lock(last_mu_);
   for (auto it = own_commits_.find(from); it != own_commits_.end(); it = own_commits_.find(from)) {
     from = it->second;
   }

@@ -50,10 +50,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "etcd/client.h"
 #include "fence/options.h"
 #include "fence/store.h"
@@ -118,9 +118,10 @@ class EtcdFenceStore final : public FenceStore {
   const std::string location_;
   const EtcdStoreOptions options_;
   std::unique_ptr<etcd::Client> client_;
-  mutable std::mutex last_mu_;
-  mutable StatePtr last_;                   // guarded by last_mu_
-  std::map<int64_t, int64_t> own_commits_;  // guarded by last_mu_: guard revision from -> to
+  mutable Mutex last_mu_;
+  mutable StatePtr last_ MZ_GUARDED_BY(last_mu_);
+  // Guard revision from -> to.
+  std::map<int64_t, int64_t> own_commits_ MZ_GUARDED_BY(last_mu_);
 };
 
 }  // namespace mizarmp::fence

@@ -117,7 +117,7 @@ Status FenceService::OpenStore() {
   if (!index.ok()) opened = index.status();
   std::unique_ptr<Leadership> leadership;
   if (opened.ok()) leadership = (*opened)->JoinElection(options_.replica_id);
-  std::lock_guard<std::mutex> lock(store_mu_);
+  MutexLock lock(store_mu_);
   store_opening_ = false;
   if (!opened.ok()) {
     store_error_ = opened.status();
@@ -140,7 +140,7 @@ Status FenceService::StartAndWait() {
     MZ_LOG(kWarn) << "fence reconcile: " << first.status().message();
   }
   {
-    std::lock_guard<std::mutex> lock(store_mu_);
+    MutexLock lock(store_mu_);
     seen_terms_ = leadership_->terms();
   }
   next_reconcile_ = Clock::now() + options_.reconcile_interval;
@@ -149,7 +149,7 @@ Status FenceService::StartAndWait() {
 }
 
 void FenceService::StartLoop(bool initial_pass) {
-  std::lock_guard<std::mutex> lock(run_mu_);
+  MutexLock lock(run_mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this, initial_pass] { Run(initial_pass); });
@@ -157,7 +157,7 @@ void FenceService::StartLoop(bool initial_pass) {
 
 void FenceService::Stop() {
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(run_mu_);
     stopping_ = true;
   }
   run_cv_.notify_all();
@@ -166,15 +166,15 @@ void FenceService::Stop() {
 
 void FenceService::Run(bool initial_pass) {
   auto stopped_within = [this](Clock::duration d) {
-    std::unique_lock<std::mutex> lock(run_mu_);
-    return run_cv_.wait_for(lock, d, [this] { return stopping_; });
+    MutexLock lock(run_mu_);
+    return lock.WaitFor(run_cv_, d, [this]() MZ_REQUIRES(run_mu_) { return stopping_; });
   };
   // Without the initial pass, StartAndWait() already opened the store and made the first pass.
   if (initial_pass) next_reconcile_ = Clock::now();
   do {
     bool open;
     {
-      std::lock_guard<std::mutex> lock(store_mu_);
+      MutexLock lock(store_mu_);
       open = store_ != nullptr;
     }
     // A store that could not be opened is retried every interval (a full disk, a permission
@@ -227,7 +227,7 @@ void FenceService::ReconcileAndLog(std::optional<int64_t> changed_at) {
 }
 
 addons::Readiness FenceService::StoreReadiness() const {
-  std::lock_guard<std::mutex> lock(store_mu_);
+  MutexLock lock(store_mu_);
   if (store_ == nullptr) {
     if (store_opening_) return addons::Readiness::Initializing();
     return addons::Readiness::Failed(store_error_);
@@ -237,12 +237,12 @@ addons::Readiness FenceService::StoreReadiness() const {
 }
 
 void FenceService::NoteStoreError(const Status& s) {
-  std::lock_guard<std::mutex> lock(store_mu_);
+  MutexLock lock(store_mu_);
   store_error_ = s;
 }
 
 Result<FenceService::Opened> FenceService::Store() const {
-  std::lock_guard<std::mutex> lock(store_mu_);
+  MutexLock lock(store_mu_);
   if (store_ != nullptr) return Opened{store_.get(), leadership_.get(), port_index_.get()};
   if (store_opening_) {
     return UnavailableError("fence store \"" + options_.fence_store +
@@ -260,7 +260,7 @@ Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
         "mizarmp-addons/" + std::string(Version()) + " (" + options_.replica_id + ")";
   }
   {
-    std::lock_guard<std::mutex> lock(store_mu_);
+    MutexLock lock(store_mu_);
     if (leadership_ != nullptr && !leadership_->sole()) config.max_attempts = 1;
   }
   auto c = client::Client::Create(config);
@@ -279,12 +279,12 @@ std::string FenceService::MizarMpName() const {
 // ------------------------------------------------------------------------- enforcement passes
 
 Result<EnforceReport> FenceService::Reconcile() {
-  std::lock_guard<std::mutex> lock(enforce_mu_);
+  MutexLock lock(enforce_mu_);
   return EnforceLocked();
 }
 
 Result<EnforceReport> FenceService::ReconcileChange(int64_t changed_at) {
-  std::lock_guard<std::mutex> lock(enforce_mu_);
+  MutexLock lock(enforce_mu_);
   // The change may be this replica's own, or an RPC's pass may have run while the loop waited
   // for the lock: a pass whose snapshot or own writes reached that revision accounted for it.
   if (changed_at <= passed_revision_) return EnforceReport{};
@@ -512,12 +512,8 @@ Result<FenceService::Admitted> FenceService::Admit(
   return out;
 }
 
-Result<EnforceReport> FenceService::Enforce(const Admitted& call, bool fence,
-                                            const grpc::ServerContext& context,
-                                            std::unique_lock<std::mutex>& enforce_lock,
-                                            PendingListing listing) {
-  if (call.leadership->LeadsFor(UpdateBudget())) return EnforceLocked(std::move(listing));
-  enforce_lock.unlock();  // the wait must not hold up this replica's other RPCs
+Result<EnforceReport> FenceService::FollowLeader(const Admitted& call, bool fence,
+                                                 const grpc::ServerContext& context) {
   // A leader lost just now is replaced within 4/3 of the lease and makes its pass; twice the
   // lease and 10 s leave room for a slow pass on a loaded machine.
   Clock::time_point deadline = Clock::now() + 2 * options_.etcd.lease_ttl + kFollowerSlack;
@@ -563,7 +559,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
   const CidrSet& cidrs = call->cidrs;
   FenceStore* store = call->store;
 
-  std::unique_lock<std::mutex> lock(enforce_mu_);
+  MutexLock lock(enforce_mu_);
   if (Status s = CheckStoreLimit(*store, cidrs); !s.ok()) {
     MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
     return ToGrpcStatus(s);
@@ -577,7 +573,13 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
   }
   const std::string names = Join(cidrs.Strings());
   MZ_LOG(kInfo) << "fence stored: " << names;
-  auto report = Enforce(*call, /*fence=*/true, *context, lock, std::move(listing));
+  Result<EnforceReport> report = EnforceReport{};
+  if (call->leadership->LeadsFor(UpdateBudget())) {
+    report = EnforceLocked(std::move(listing));
+  } else {
+    lock.Unlock();  // the wait must not hold up this replica's other RPCs
+    report = FollowLeader(*call, /*fence=*/true, *context);
+  }
   if (!report.ok()) {
     MZ_LOG(kWarn) << "fence of " << names << " not yet enforced: " << report.status().message();
     return ToGrpcStatus(report.status().WithContext("fence of " + names + " is stored"));
@@ -594,7 +596,7 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   const CidrSet& cidrs = call->cidrs;
   FenceStore* store = call->store;
 
-  std::unique_lock<std::mutex> lock(enforce_mu_);
+  MutexLock lock(enforce_mu_);
   PendingListing listing = StartListing(*call);
   auto removed = store->RemoveFences(cidrs.cidrs());
   if (!removed.ok()) {
@@ -606,7 +608,13 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   MZ_LOG(kInfo) << "unfence of " << names << ": lifted "
                 << (removed->empty() ? std::string("nothing (not fenced)")
                                      : Join(CidrTexts(*removed)));
-  auto report = Enforce(*call, /*fence=*/false, *context, lock, std::move(listing));
+  Result<EnforceReport> report = EnforceReport{};
+  if (call->leadership->LeadsFor(UpdateBudget())) {
+    report = EnforceLocked(std::move(listing));
+  } else {
+    lock.Unlock();  // the wait must not hold up this replica's other RPCs
+    report = FollowLeader(*call, /*fence=*/false, *context);
+  }
   if (!report.ok()) {
     MZ_LOG(kWarn) << "unfence of " << names << " not yet complete: " << report.status().message();
     return ToGrpcStatus(report.status().WithContext("unfence of " + names + " is stored"));

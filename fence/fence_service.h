@@ -77,13 +77,13 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "addons/service.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "fence/cidrset.h"
 #include "fence/clients.h"
@@ -124,24 +124,24 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // One check, "fence store": StoreReadiness().
   std::vector<addons::ReadinessCheck> readiness_checks() override;
   // Opens the store on a background thread, then runs the reconcile loop there. Returns at once.
-  void Start() override;
+  void Start() override MZ_EXCLUDES(run_mu_);
   // Ends the reconcile loop and waits for it.
-  void Stop() override;
+  void Stop() override MZ_EXCLUDES(run_mu_);
 
   // For tests: opens the store and reconciles once, synchronously, then starts the loop;
   // returns the open error. Start() does the same on the loop's thread, and a test that drives
   // Reconcile() itself needs the first pass over before its own, which only the service's
   // private opening and term bookkeeping can give.
-  Status StartAndWait();
+  Status StartAndWait() MZ_EXCLUDES(store_mu_, enforce_mu_, run_mu_);
 
   // The fence families (fence/metrics.h) on the server's registry.
   void RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) override;
 
   // ready=false while the store is opening; an error naming the store when it is unusable.
-  addons::Readiness StoreReadiness() const;
+  addons::Readiness StoreReadiness() const MZ_EXCLUDES(store_mu_);
 
   // One enforcement pass over the whole store (the reconcile). Errors name what is left.
-  Result<EnforceReport> Reconcile();
+  Result<EnforceReport> Reconcile() MZ_EXCLUDES(enforce_mu_);
   // For tests: how many enforcement passes ran (reconciles, fences and unfences); the count
   // is what shows that the periodic reconcile runs at all.
   uint64_t reconcile_passes() const { return passes_.load(); }
@@ -165,23 +165,23 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   using Clock = std::chrono::steady_clock;
 
   // The store's life: opening, the loop, the store as the RPCs and passes get it.
-  Status OpenStore();
-  void StartLoop(bool initial_pass);
-  void Run(bool initial_pass);
+  Status OpenStore() MZ_EXCLUDES(store_mu_);
+  void StartLoop(bool initial_pass) MZ_EXCLUDES(run_mu_);
+  void Run(bool initial_pass) MZ_EXCLUDES(store_mu_, enforce_mu_, run_mu_);
   // One turn of the loop once the store is open: polls a shared store's revision, and makes a
   // pass when this replica leads and a new term began, the store changed or the interval passed.
-  void Tick();
+  void Tick() MZ_EXCLUDES(store_mu_, enforce_mu_);
   // A pass (Reconcile), or with `changed_at` one for the store's change at that revision, logged.
   void ReconcileAndLog(std::optional<int64_t> changed_at);
   // A pass unless one already accounted for the change at revision `changed_at`.
-  Result<EnforceReport> ReconcileChange(int64_t changed_at);
+  Result<EnforceReport> ReconcileChange(int64_t changed_at) MZ_EXCLUDES(enforce_mu_);
   struct Opened {
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
     PortIndex* port_index = nullptr;  // none: passes list every port
   };
-  Result<Opened> Store() const;
-  void NoteStoreError(const Status& s);
+  Result<Opened> Store() const MZ_EXCLUDES(store_mu_);
+  void NoteStoreError(const Status& s) MZ_EXCLUDES(store_mu_);
 
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
   // `cidrs` is given), the store.
@@ -209,13 +209,13 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // the list is as current as one read after the commit. The store's commit (a quorum's fsync on
   // etcd) is then off the RPC's time. Invalid when this replica does not lead, or no thread is
   // left (the pass then lists the ports itself).
-  PendingListing StartListing(const Admitted& call) const;
-  // After a change was stored: this replica's own pass (planning on `listing` when it is valid)
-  // when it leads, otherwise the wait for the leader's (AwaitLeader). Call with enforce_mu_ held;
-  // it is released for the wait.
-  Result<EnforceReport> Enforce(const Admitted& call, bool fence,
-                                const grpc::ServerContext& context,
-                                std::unique_lock<std::mutex>& enforce_lock, PendingListing listing);
+  PendingListing StartListing(const Admitted& call) const MZ_REQUIRES(enforce_mu_);
+  // After a change was stored, the fence and unfence RPCs make this replica's own pass
+  // (EnforceLocked, planning on the listing) when it leads; otherwise they release enforce_mu_,
+  // so the wait does not hold up this replica's other RPCs, and wait for the leader's pass here
+  // (AwaitLeader), until twice the lease and kFollowerSlack or the caller's deadline.
+  Result<EnforceReport> FollowLeader(const Admitted& call, bool fence,
+                                     const grpc::ServerContext& context) MZ_EXCLUDES(enforce_mu_);
   // Waits until the leader enforced `cidrs` (fence) or completed their unfence.
   Status AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline);
   // How long one port update may take (what a leader's lease must still cover to start it).
@@ -225,10 +225,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // The secrets check; logs a refusal under `rpc`'s name.
   Status Authenticate(const char* rpc, const Secrets& secrets) const;
 
-  // One enforcement pass, counted in the metrics with the store it leaves; call with enforce_mu_
-  // held. It plans on `listing` when that is valid, else lists the ports itself.
-  Result<EnforceReport> EnforceLocked(PendingListing listing = {});
-  Result<EnforceReport> EnforcePass(PendingListing listing);
+  // One enforcement pass, counted in the metrics with the store it leaves. It plans on `listing`
+  // when that is valid, else lists the ports itself.
+  Result<EnforceReport> EnforceLocked(PendingListing listing = {}) MZ_REQUIRES(enforce_mu_);
+  Result<EnforceReport> EnforcePass(PendingListing listing) MZ_REQUIRES(enforce_mu_);
   Result<StoreSnapshot> ReadStore(FenceStore& store);
   // Sets the store's gauges as a pass left it: from its report when it succeeded, else read.
   void ObserveStoreAfter(const Result<EnforceReport>& report, const FenceStore& store);
@@ -245,7 +245,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
 
   // A Mizar-MP client; for a replica that shares its store, updates are tried once (a failed
   // one is the next pass's), so UpdateBudget() bounds each.
-  Result<std::unique_ptr<client::Client>> NewClient() const;
+  Result<std::unique_ptr<client::Client>> NewClient() const MZ_EXCLUDES(store_mu_);
   // "Mizar-MP at <url without credentials>", how errors name Mizar-MP.
   std::string MizarMpName() const;
 
@@ -256,22 +256,26 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   FenceMetrics metrics_;
   FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
 
-  mutable std::mutex store_mu_;
-  std::unique_ptr<FenceStore> store_;
-  std::unique_ptr<Leadership> leadership_;  // after store_, so it ends first
-  std::unique_ptr<PortIndex> port_index_;   // with options_.port_index
-  Status store_error_;                      // open failure, or the last failed store operation
-  bool store_opening_ = true;
+  // Taken inside enforce_mu_ (a pass reads the store), never around it.
+  mutable Mutex store_mu_;
+  std::unique_ptr<FenceStore> store_ MZ_GUARDED_BY(store_mu_);
+  // After store_, so it ends first.
+  std::unique_ptr<Leadership> leadership_ MZ_GUARDED_BY(store_mu_);
+  std::unique_ptr<PortIndex> port_index_ MZ_GUARDED_BY(store_mu_);  // with options_.port_index
+  // Open failure, or the last failed store operation.
+  Status store_error_ MZ_GUARDED_BY(store_mu_);
+  bool store_opening_ MZ_GUARDED_BY(store_mu_) = true;
 
-  std::mutex enforce_mu_;  // serialises fence, unfence and reconcile passes
-  // Guarded by enforce_mu_: the store's revision after the last pass that succeeded and its own
-  // writes. Up to it, the store holds nothing a pass has not accounted for.
-  int64_t passed_revision_ = -1;
+  // Serialises fence, unfence and reconcile passes.
+  Mutex enforce_mu_ MZ_ACQUIRED_BEFORE(store_mu_);
+  // The store's revision after the last pass that succeeded and its own writes. Up to it, the
+  // store holds nothing a pass has not accounted for.
+  int64_t passed_revision_ MZ_GUARDED_BY(enforce_mu_) = -1;
 
-  std::mutex run_mu_;
+  Mutex run_mu_;
   std::condition_variable run_cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
+  std::thread thread_;  // Start() and Stop() come from one thread, which owns it
   std::atomic<uint64_t> passes_{0};
   // The loop's view (its thread only): the term and store revision of its last pass, and when
   // the interval's next pass is due.

@@ -59,6 +59,8 @@ Result<std::unique_ptr<SqliteFenceStore>> SqliteFenceStore::Open(const std::stri
   MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "fence store"));
   MZ_RETURN_IF_ERROR(CreatePrivateFile(path, dir, "fence store"));
   std::unique_ptr<SqliteFenceStore> store(new SqliteFenceStore(path));
+  // Nobody else has the store yet; its mutex is held so the steps run as every later use does.
+  MutexLock lock(store->mu_);
   MZ_RETURN_IF_ERROR(store->Connect());
   // The first statements fail early on a file that is not a database (or a corrupt one).
   MZ_RETURN_IF_ERROR(store->ApplyPragmas());
@@ -123,7 +125,7 @@ Status SqliteFenceStore::MigrateSchema() {
     MZ_LOG(kInfo) << "fence store " << path_ << ": migrating schema version " << version << " to "
                   << kSchemaVersion << " (fences stored so far have no record of their ports)";
   }
-  return InWriteTransaction([this, version]() -> Status {
+  return InWriteTransaction([this, version]() MZ_REQUIRES(mu_) -> Status {
     if (version < 1) MZ_RETURN_IF_ERROR(Exec(kSchemaV1));
     return Exec(kMigrateToV2);
   });
@@ -164,8 +166,8 @@ Status SqliteFenceStore::InWriteTransaction(const std::function<Status()>& body)
 }
 
 Status SqliteFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return InWriteTransaction([&]() -> Status {
+  MutexLock lock(mu_);
+  return InWriteTransaction([&]() MZ_REQUIRES(mu_) -> Status {
     const std::string now = records::NowRfc3339();
     Stmt upsert;
     Stmt drop_unfence;
@@ -189,7 +191,7 @@ Status SqliteFenceStore::AddFences(const std::vector<Cidr>& cidrs) {
   });
 }
 
-// The stored fences that exactly match one of `cidrs` (canonical), as stored. Call with mu_ held.
+// The stored fences that exactly match one of `cidrs` (canonical), as stored.
 Result<std::vector<Cidr>> SqliteFenceStore::StoredAmong(const std::vector<Cidr>& cidrs) const {
   const CidrSet wanted(cidrs);
   std::vector<Cidr> found;
@@ -210,9 +212,9 @@ Result<std::vector<Cidr>> SqliteFenceStore::StoredAmong(const std::vector<Cidr>&
 }
 
 Result<std::vector<Cidr>> SqliteFenceStore::RemoveFences(const std::vector<Cidr>& cidrs) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Cidr> removed;
-  Status s = InWriteTransaction([&]() -> Status {
+  Status s = InWriteTransaction([&]() MZ_REQUIRES(mu_) -> Status {
     MZ_ASSIGN_OR_RETURN(removed, StoredAmong(cidrs));
     const std::string now = records::NowRfc3339();
     Stmt del;
@@ -240,8 +242,8 @@ Result<std::vector<Cidr>> SqliteFenceStore::RemoveFences(const std::vector<Cidr>
 
 Status SqliteFenceStore::RecordCompleted(const Completed& done) {
   if (done.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(mu_);
-  return InWriteTransaction([&]() -> Status {
+  MutexLock lock(mu_);
+  return InWriteTransaction([&]() MZ_REQUIRES(mu_) -> Status {
     const std::string now = records::NowRfc3339();
     Stmt enforced;
     Stmt release;
@@ -277,8 +279,8 @@ Status SqliteFenceStore::RecordCompleted(const Completed& done) {
 
 Status SqliteFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {
   if (holds.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(mu_);
-  return InWriteTransaction([&]() -> Status {
+  MutexLock lock(mu_);
+  return InWriteTransaction([&]() MZ_REQUIRES(mu_) -> Status {
     Stmt add;
     if (!add.Prepare(db_,
                      "INSERT OR IGNORE INTO held_ports(cidr, port_id) SELECT ?1, ?2 "
@@ -297,7 +299,7 @@ Status SqliteFenceStore::RecordHeldPorts(const std::vector<PortHold>& holds) {
 
 Result<int64_t> SqliteFenceStore::DataVersion() const {
   if (data_version_ == nullptr) {
-    // Prepared on first use, under mu_; kept until the store closes.
+    // Prepared on first use; kept until the store closes.
     if (sqlite3_prepare_v2(db_, "PRAGMA data_version", -1, &data_version_, nullptr) != SQLITE_OK) {
       return SqlError("reading the data version");
     }
@@ -310,7 +312,7 @@ Result<int64_t> SqliteFenceStore::DataVersion() const {
 }
 
 Result<StoreSnapshot> SqliteFenceStore::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   MZ_ASSIGN_OR_RETURN(const int64_t version, DataVersion());
   if (cached_ && version == cached_version_) return *cached_;
   MZ_ASSIGN_OR_RETURN(StoreSnapshot snap, ReadSnapshot());
@@ -406,7 +408,7 @@ Result<std::vector<FenceEntry>> SqliteFenceStore::ListFences() const {
 }
 
 Result<int64_t> SqliteFenceStore::Revision() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   MZ_ASSIGN_OR_RETURN(const int64_t others, DataVersion());
   // data_version moves with other connections' commits only; this connection's are counted.
   return (others << 32) + static_cast<int64_t>(commits_ & 0xffffffff);

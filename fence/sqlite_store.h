@@ -27,10 +27,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "fence/store.h"
 
 struct sqlite3;
@@ -62,45 +62,47 @@ class SqliteFenceStore final : public FenceStore {
  private:
   explicit SqliteFenceStore(std::string path) : path_(std::move(path)) {}
 
-  // The steps of Open(), in order.
-  Status Connect();
-  Status ApplyPragmas();
-  Status CheckIntegrity();
-  Status MigrateSchema();
+  // The steps of Open(), in order. Everything below that uses the connection runs under mu_.
+  Status Connect() MZ_REQUIRES(mu_);
+  Status ApplyPragmas() MZ_REQUIRES(mu_);
+  Status CheckIntegrity() MZ_REQUIRES(mu_);
+  Status MigrateSchema() MZ_REQUIRES(mu_);
 
-  Status Exec(const char* sql) const;
-  Status Begin() const;
-  Status Commit() const;
-  void Rollback() const;
+  Status Exec(const char* sql) const MZ_REQUIRES(mu_);
+  Status Begin() const MZ_REQUIRES(mu_);
+  Status Commit() const MZ_REQUIRES(mu_);
+  void Rollback() const MZ_REQUIRES(mu_);
   // Runs `body` in a write transaction: committed when it succeeds, rolled back otherwise.
-  Status InWriteTransaction(const std::function<Status()>& body);
-  Status SqlError(const std::string& what) const;
-  Result<int64_t> DataVersion() const;
-  Result<StoreSnapshot> ReadSnapshot() const;
+  Status InWriteTransaction(const std::function<Status()>& body) MZ_REQUIRES(mu_);
+  Status SqlError(const std::string& what) const MZ_REQUIRES(mu_);
+  Result<int64_t> DataVersion() const MZ_REQUIRES(mu_);
+  Result<StoreSnapshot> ReadSnapshot() const MZ_REQUIRES(mu_);
   // Canonical CIDR -> its record (sorted port ids).
   using HeldPorts = std::map<std::string, std::vector<std::string>>;
-  Status ReadHeldPorts(HeldPorts& held) const;
+  Status ReadHeldPorts(HeldPorts& held) const MZ_REQUIRES(mu_);
   // Runs `row` on every row `sql` selects; `what` names the read in an error.
   Status ForEachRow(const char* sql, const std::string& what,
-                    const std::function<void(sqlite3_stmt*)>& row) const;
+                    const std::function<void(sqlite3_stmt*)>& row) const MZ_REQUIRES(mu_);
   // The same for rows whose first column is a stored CIDR: one that does not parse is logged
   // and skipped, the others reach `row` parsed and as stored.
   Status ForEachCidrRow(
       const char* sql, const std::string& what,
-      const std::function<void(const Cidr&, const std::string&, sqlite3_stmt*)>& row) const;
+      const std::function<void(const Cidr&, const std::string&, sqlite3_stmt*)>& row) const
+      MZ_REQUIRES(mu_);
   static std::vector<std::string> RecordOf(const HeldPorts& held, const std::string& text);
-  Status ReadFences(const HeldPorts& held, StoreSnapshot& snap) const;
-  Status ReadUnfences(const HeldPorts& held, StoreSnapshot& snap) const;
-  Result<std::vector<Cidr>> StoredAmong(const std::vector<Cidr>& cidrs) const;
+  Status ReadFences(const HeldPorts& held, StoreSnapshot& snap) const MZ_REQUIRES(mu_);
+  Status ReadUnfences(const HeldPorts& held, StoreSnapshot& snap) const MZ_REQUIRES(mu_);
+  Result<std::vector<Cidr>> StoredAmong(const std::vector<Cidr>& cidrs) const MZ_REQUIRES(mu_);
 
   const std::string path_;
-  sqlite3* db_ = nullptr;
-  mutable std::mutex mu_;
-  mutable sqlite3_stmt* data_version_ = nullptr;  // PRAGMA data_version, prepared once
+  mutable Mutex mu_;
+  sqlite3* db_ MZ_GUARDED_BY(mu_) = nullptr;
+  // PRAGMA data_version, prepared once.
+  mutable sqlite3_stmt* data_version_ MZ_GUARDED_BY(mu_) = nullptr;
   // The last snapshot read and the data_version it was read at; Begin() (every write) drops it.
-  mutable std::shared_ptr<const StoreSnapshot> cached_;
-  mutable int64_t cached_version_ = -1;
-  uint64_t commits_ = 0;  // this connection's commits, for Revision()
+  mutable std::shared_ptr<const StoreSnapshot> cached_ MZ_GUARDED_BY(mu_);
+  mutable int64_t cached_version_ MZ_GUARDED_BY(mu_) = -1;
+  uint64_t commits_ MZ_GUARDED_BY(mu_) = 0;  // this connection's commits, for Revision()
 };
 
 }  // namespace mizarmp::fence

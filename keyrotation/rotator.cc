@@ -36,12 +36,12 @@ Rotator::Rotator(KeyStore& store, RotatorOptions options)
     : store_(store), options_(std::move(options)) {}
 
 Rotator::Guard::~Guard() {
-  std::lock_guard<std::mutex> lock(r_->mu_);
+  MutexLock lock(r_->mu_);
   r_->in_flight_.erase(id_);
 }
 
 Result<std::unique_ptr<Rotator::Guard>> Rotator::Acquire(const std::string& volume_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!in_flight_.insert(volume_id).second) {
     return AbortedError("a key rotation for " + Volume(volume_id) + " is already in progress");
   }

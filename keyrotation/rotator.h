@@ -33,12 +33,12 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
@@ -99,7 +99,7 @@ class Rotator {
     Rotator* r_;
     std::string id_;
   };
-  Result<std::unique_ptr<Guard>> Acquire(const std::string& volume_id);
+  Result<std::unique_ptr<Guard>> Acquire(const std::string& volume_id) MZ_EXCLUDES(mu_);
 
   // Before the sequence, in Rotate()'s order:
   // the volume's record; nullopt when it has none.
@@ -145,8 +145,8 @@ class Rotator {
 
   KeyStore& store_;
   RotatorOptions options_;
-  std::mutex mu_;
-  std::set<std::string> in_flight_;
+  Mutex mu_;
+  std::set<std::string> in_flight_ MZ_GUARDED_BY(mu_);  // the volumes a Guard holds
 };
 
 }  // namespace mizarmp::keyrotation

@@ -3,8 +3,7 @@
 // nlohmann's SAX parser would. A body simdjson refuses goes to nlohmann's parser, which decides.
 #include <simdjson.h>
 
-#include <mutex>
-
+#include "common/mutex.h"
 #include "mizarmp-client/port_list_reader.h"
 
 namespace mizarmp::client {
@@ -68,8 +67,8 @@ void Walk(element value, PortListReader& reader) {
 constexpr size_t kKeptParserBytes = size_t{4} << 20;  // a field-selected list of ~20,000 ports
 
 struct KeptParser {
-  std::mutex mu;
-  simdjson::dom::parser parser;
+  Mutex mu;
+  simdjson::dom::parser parser MZ_GUARDED_BY(mu);
 };
 
 KeptParser& Kept() {
@@ -97,7 +96,7 @@ std::optional<PortListDocument> ParsePortList(std::string_view body) {
     return Read(own, body);
   }
   KeptParser& kept = Kept();
-  std::lock_guard<std::mutex> lock(kept.mu);
+  MutexLock lock(kept.mu);
   return Read(kept.parser, body);
 }
 

@@ -83,17 +83,17 @@ Result<Faults> FaultsFromJson(const json& j) {
 }
 
 void FaultInjector::Set(const Faults& faults) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   faults_ = faults;
 }
 
 Faults FaultInjector::Get() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return faults_;
 }
 
 FaultInjector::ConnectionFault FaultInjector::OnRequest() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (faults_.close_connections > 0) {
     --faults_.close_connections;
     return {.drop = true};
@@ -102,7 +102,7 @@ FaultInjector::ConnectionFault FaultInjector::OnRequest() {
 }
 
 bool FaultInjector::Take(int Faults::*counter) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   int& left = faults_.*counter;
   if (left <= 0) return false;
   --left;

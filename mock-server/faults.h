@@ -2,9 +2,9 @@
 // POST /mock/faults and the counters that requests consume.
 #pragma once
 
-#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "mock-server/mock.h"
 
@@ -38,8 +38,8 @@ class FaultInjector {
   bool Take(int Faults::*counter);
 
  private:
-  mutable std::mutex mu_;
-  Faults faults_;
+  mutable Mutex mu_;
+  Faults faults_ MZ_GUARDED_BY(mu_);
 };
 
 }  // namespace mizarmp::mock

@@ -5,7 +5,7 @@
 namespace mizarmp::mock {
 
 void UpdateJournal::Record(PortUpdate update) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   update.seq = next_seq_++;
   entries_.push_back(std::move(update));
   if (entries_.size() > capacity_) entries_.pop_front();
@@ -13,7 +13,7 @@ void UpdateJournal::Record(PortUpdate update) {
 
 nlohmann::json UpdateJournal::ToJson() const {
   nlohmann::json updates = nlohmann::json::array();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (const PortUpdate& u : entries_) {
     nlohmann::json entry = {
         {"seq", u.seq}, {"port", u.port}, {"user_agent", u.user_agent}, {"status", u.status}};
@@ -24,7 +24,7 @@ nlohmann::json UpdateJournal::ToJson() const {
 }
 
 void UpdateJournal::Clear() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   entries_.clear();
   next_seq_ = 1;
 }

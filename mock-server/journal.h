@@ -7,10 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "common/mutex.h"
 
 namespace mizarmp::mock {
 
@@ -37,9 +38,9 @@ class UpdateJournal {
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::deque<PortUpdate> entries_;
-  uint64_t next_seq_ = 1;
+  mutable Mutex mu_;
+  std::deque<PortUpdate> entries_ MZ_GUARDED_BY(mu_);
+  uint64_t next_seq_ MZ_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace mizarmp::mock

@@ -36,6 +36,8 @@ Result<std::unique_ptr<Model>> Model::Create(const Options& o) {
         "(--agent-ovsdb)");
   }
   std::unique_ptr<Model> m(new Model(o));
+  // Nobody else has the model yet; mu_ is held so the pools are set up as every later use does.
+  MutexLock lk(m->mu_);
   MZ_RETURN_IF_ERROR(m->SetUpSubnets());
   m->networks_ = Networks{.project_id = o.project_id,
                           .vpc_id = o.vpc_id,
@@ -115,7 +117,7 @@ Status Model::Start() {
   }
   if (ovs_) MZ_RETURN_IF_ERROR(ovs_->Start());
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     started_ = true;
     stopping_ = false;
   }
@@ -125,7 +127,7 @@ Status Model::Start() {
 
 void Model::Stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (!started_ || stopping_) return;
     stopping_ = true;
   }
@@ -137,7 +139,7 @@ void Model::Stop() {
   DrainUnplugs();
   std::vector<std::string> hosts;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (auto& [id, r] : ports_) {
       if (r.plugged) hosts.push_back(r.host_name);
       r.plugged = false;
@@ -154,7 +156,7 @@ void Model::Stop() {
 // --- requests ---------------------------------------------------------------------------------
 
 Result<std::vector<json>> Model::CreatePorts(const json& items, bool bulk, const Faults& faults) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   // Every port is built before any is added: a refused item drops the batch, and with it every
   // lease taken so far. Declared after the lock, so the leases go back while mu_ is held.
   std::vector<PortRecord> made;
@@ -208,7 +210,7 @@ Result<std::vector<client::FixedIp>> Model::TakeAddresses(
   std::vector<client::FixedIp> fixed;
   bool want4 = true;
   bool want6 = pool6_.has_value();
-  auto pool = [this](bool six) -> AddressPool& { return six ? *pool6_ : pool4_; };
+  auto pool = [this](bool six) MZ_REQUIRES(mu_) -> AddressPool& { return six ? *pool6_ : pool4_; };
   auto subnet = [this](bool six) { return six ? options_.subnet6_id : options_.subnet_id; };
   auto take = [&](bool six, const IpAddress& ip) {
     fixed.push_back({subnet(six), ip.ToString()});
@@ -260,7 +262,7 @@ Result<std::vector<client::FixedIp>> Model::TakeAddresses(
 
 Result<PortText> Model::GetPort(const std::string& id) {
   Activate(id);
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = ports_.find(id);
   if (it == ports_.end()) return NotFoundError("port " + id + " not found");
   PortRecord& r = it->second;
@@ -272,14 +274,14 @@ std::vector<PortText> Model::ListPorts(const std::multimap<std::string, std::str
                                        const std::vector<std::string>& fields) {
   std::vector<std::string> due;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     const auto now = Clock::now();
     for (const auto& [id, r] : ports_) {
       if (Due(r, now)) due.push_back(id);
     }
   }
   for (const auto& id : due) Activate(id);
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   std::vector<const PortRecord*> in_creation_order;
   in_creation_order.reserve(ports_.size());
   for (const auto& [id, r] : ports_) in_creation_order.push_back(&r);
@@ -298,7 +300,7 @@ Result<PortText> Model::UpdatePort(const std::string& id, const json& patch) {
   bool admin_changed = false;
   PortText document;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = ports_.find(id);
     if (it == ports_.end()) return NotFoundError("port " + id + " not found");
     PortRecord& r = it->second;
@@ -318,7 +320,7 @@ Status Model::DeletePort(const std::string& id) {
   std::string host;
   uint64_t seq = 0;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = ports_.find(id);
     if (it == ports_.end()) return NotFoundError("port " + id + " not found");
     // An activating port's veth is removed by its activator, which finds the port gone.
@@ -340,7 +342,7 @@ size_t Model::DeleteAllPorts() {
   std::vector<std::string> hosts;
   size_t n = 0;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     n = ports_.size();
     for (const auto& [id, r] : ports_) {
       if (r.plugged) hosts.push_back(r.host_name);
@@ -369,7 +371,7 @@ std::vector<client::Subnet> Model::Subnets() const {
 }
 
 Model::Usage Model::usage() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   Usage u;
   u.ports = ports_.size();
   u.agent_backlog = unplugs_.size() + unplugging_;
@@ -389,7 +391,7 @@ Model::Usage Model::usage() const {
 std::vector<PortSummary> Model::Summaries() const {
   std::vector<std::pair<uint64_t, PortSummary>> rows;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (const auto& [id, r] : ports_) {
       PortSummary s;
       s.id = id;
@@ -450,7 +452,7 @@ client::Subnet Model::SubnetDocument(bool six) const {
 // --- readiness --------------------------------------------------------------------------------
 
 void Model::TimerLoop() {
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   while (!stopping_) {
     const auto now = Clock::now();
     auto next = now + std::chrono::seconds(1);
@@ -467,13 +469,13 @@ void Model::TimerLoop() {
       }
     }
     if (!due.empty() || !unplugs_.empty()) {
-      lk.unlock();
+      lk.Unlock();
       DrainUnplugs();
       for (const auto& id : due) Activate(id);
-      lk.lock();
+      lk.Lock();
       continue;
     }
-    cv_.wait_until(lk, next, [this] { return stopping_ || kicked_; });
+    lk.WaitUntil(cv_, next, [this]() MZ_REQUIRES(mu_) { return stopping_ || kicked_; });
     kicked_ = false;
   }
 }
@@ -493,7 +495,7 @@ void Model::Activate(const std::string& id) {
     // A DELETE between BeginActivation and Watch found no worker to cancel: this one is it.
     bool gone = false;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       auto it = ports_.find(id);
       gone = it == ports_.end() || it->second.seq != seq;
     }
@@ -508,7 +510,7 @@ void Model::Activate(const std::string& id) {
 // Moves a due port to failed or (without the agent) ready at once; with the agent, marks it
 // activating, reserves its host-end name and returns what to plug.
 std::optional<PlugRequest> Model::BeginActivation(const std::string& id, uint64_t* seq) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto it = ports_.find(id);
   if (it == ports_.end() || stopping_) return std::nullopt;
   PortRecord& r = it->second;
@@ -543,7 +545,7 @@ void Model::FinishActivation(const std::string& id, uint64_t seq, const PlugRequ
   bool orphan = false;
   bool admin_changed = false;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = ports_.find(id);
     orphan = it == ports_.end() || it->second.seq != seq;
     if (orphan) {
@@ -572,7 +574,7 @@ void Model::FinishActivation(const std::string& id, uint64_t seq, const PlugRequ
 void Model::FinishOvsActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
                                 const Result<int>& vlan) {
   if (vlan.ok()) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = ports_.find(id);
     if (it != ports_.end() && it->second.seq == seq) it->second.vlan = *vlan;
   }
@@ -582,11 +584,11 @@ void Model::FinishOvsActivation(const std::string& id, uint64_t seq, const PlugR
 }
 
 Status Model::SyncAdmin(const std::string& id) {
-  std::lock_guard<std::mutex> serial(admin_mu_);
+  MutexLock serial(admin_mu_);
   std::string host;
   bool up = true;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = ports_.find(id);
     if (it == ports_.end() || !it->second.plugged) return Status::Ok();
     host = it->second.host_name;
@@ -601,24 +603,24 @@ Status Model::SyncAdmin(const std::string& id) {
 
 void Model::UnplugDeleted(const std::string& host_name, const std::string& context) {
   if (!options_.agent_unplugs_later) return Unplug(host_name, context);
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   unplugs_.push_back(host_name);
   WakeTimer();
 }
 
 void Model::DrainUnplugs() {
-  std::lock_guard<std::mutex> serial(drain_mu_);
+  MutexLock serial(drain_mu_);
   for (;;) {
     std::string host;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(mu_);
       if (unplugs_.empty()) return;
       host = std::move(unplugs_.front());
       unplugs_.pop_front();
       ++unplugging_;
     }
     Unplug(host, "deleted port's " + host + ": ");
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     --unplugging_;
   }
 }
@@ -630,7 +632,7 @@ void Model::Unplug(const std::string& host_name, const std::string& context) {
   if (!st.ok()) {
     MZ_LOG(kWarn) << context << st.ToString();
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   host_names_.erase(host_name);
 }
 

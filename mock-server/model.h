@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "common/ipaddr.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "mizarmp-client/types.h"
 #include "mock-server/agent.h"
@@ -93,37 +93,39 @@ class Model {
  private:
   explicit Model(const Options& options);
   // Parses the options' IPv4 (and IPv6) subnet into the CIDRs, gateways and pools below.
-  Status SetUpSubnets();
+  Status SetUpSubnets() MZ_REQUIRES(mu_);
+  // Of the subnet's settings, fixed once Create() returns.
+  client::Subnet SubnetDocument(bool six) const;
 
   // --- under mu_ ---
   Result<PortRecord> BuildPort(const nlohmann::json& item, const std::string& where,
-                               const std::set<std::string>& batch_ids);
+                               const std::set<std::string>& batch_ids) MZ_REQUIRES(mu_);
   Result<std::vector<client::FixedIp>> TakeAddresses(const std::vector<client::FixedIp>& requested,
-                                                     const std::string& where, Lease& lease);
-  void SetPhase(PortRecord& r, Phase phase) const;
-  bool Due(const PortRecord& r, std::chrono::steady_clock::time_point now) const;
-  std::string ReserveHostName(const std::string& port_id);
-  void WakeTimer();
-  client::Subnet SubnetDocument(bool six) const;
+                                                     const std::string& where, Lease& lease)
+      MZ_REQUIRES(mu_);
+  void SetPhase(PortRecord& r, Phase phase) const MZ_REQUIRES(mu_);
+  bool Due(const PortRecord& r, std::chrono::steady_clock::time_point now) const MZ_REQUIRES(mu_);
+  std::string ReserveHostName(const std::string& port_id) MZ_REQUIRES(mu_);
+  void WakeTimer() MZ_REQUIRES(mu_);
 
-  // --- readiness ---
-  void TimerLoop();
-  void Activate(const std::string& id);
-  std::optional<PlugRequest> BeginActivation(const std::string& id, uint64_t* seq);
+  // --- readiness: each takes mu_ itself, for as little as it can ---
+  void TimerLoop() MZ_EXCLUDES(mu_);
+  void Activate(const std::string& id) MZ_EXCLUDES(mu_);
+  std::optional<PlugRequest> BeginActivation(const std::string& id, uint64_t* seq) MZ_EXCLUDES(mu_);
   void FinishActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
-                        const Status& plugged);
+                        const Status& plugged) MZ_EXCLUDES(mu_);
   // The OVS agent's worker's answer for the port: its VLAN (recorded) and then the same
   // FinishActivation as a plugged veth.
   void FinishOvsActivation(const std::string& id, uint64_t seq, const PlugRequest& request,
-                           const Result<int>& vlan);
-  Status SyncAdmin(const std::string& id);
+                           const Result<int>& vlan) MZ_EXCLUDES(mu_);
+  Status SyncAdmin(const std::string& id) MZ_EXCLUDES(mu_, admin_mu_);
   // Removes a host end (logging a failure, prefixed by `context`) and frees its name.
-  void Unplug(const std::string& host_name, const std::string& context);
+  void Unplug(const std::string& host_name, const std::string& context) MZ_EXCLUDES(mu_);
   // A deleted port's host end: removed now, or queued for the timer thread when the agent
   // unplugs later.
-  void UnplugDeleted(const std::string& host_name, const std::string& context);
+  void UnplugDeleted(const std::string& host_name, const std::string& context) MZ_EXCLUDES(mu_);
   // Removes every queued host end, in the order they were queued.
-  void DrainUnplugs();
+  void DrainUnplugs() MZ_EXCLUDES(mu_, drain_mu_);
 
   const Options options_;
   Cidr cidr4_;
@@ -137,23 +139,26 @@ class Model {
 
   // Everything below is guarded by mu_. The pools come before the ports: a port's lease gives
   // its addresses back to them when the port goes.
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;  // wakes the timer
-  bool started_ = false;
-  bool stopping_ = false;
-  bool kicked_ = false;
-  AddressPool pool4_;
-  std::optional<AddressPool> pool6_;
-  MacPool macs_{0};
-  std::set<std::string> host_names_;  // reserved host-end names
-  std::map<std::string, PortRecord> ports_;
-  uint64_t next_seq_ = 1;
-  std::deque<std::string> unplugs_;  // host ends of deleted ports, oldest first
-  size_t unplugging_ = 0;            // taken off unplugs_ and being removed
+  bool started_ MZ_GUARDED_BY(mu_) = false;
+  bool stopping_ MZ_GUARDED_BY(mu_) = false;
+  bool kicked_ MZ_GUARDED_BY(mu_) = false;
+  AddressPool pool4_ MZ_GUARDED_BY(mu_);
+  std::optional<AddressPool> pool6_ MZ_GUARDED_BY(mu_);
+  MacPool macs_ MZ_GUARDED_BY(mu_){0};
+  std::set<std::string> host_names_ MZ_GUARDED_BY(mu_);  // reserved host-end names
+  std::map<std::string, PortRecord> ports_ MZ_GUARDED_BY(mu_);
+  uint64_t next_seq_ MZ_GUARDED_BY(mu_) = 1;
+  // Host ends of deleted ports, oldest first.
+  std::deque<std::string> unplugs_ MZ_GUARDED_BY(mu_);
+  size_t unplugging_ MZ_GUARDED_BY(mu_) = 0;  // taken off unplugs_ and being removed
 
-  std::mutex drain_mu_;  // one drainer at a time, so removals keep their order
+  // One drainer at a time, so removals keep their order; taken before mu_.
+  Mutex drain_mu_ MZ_ACQUIRED_BEFORE(mu_);
 
-  std::mutex admin_mu_;  // serialises applying admin_state_up to links
+  // Serialises applying admin_state_up to links; taken before mu_.
+  Mutex admin_mu_ MZ_ACQUIRED_BEFORE(mu_);
 };
 
 }  // namespace mizarmp::mock

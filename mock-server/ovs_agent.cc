@@ -15,7 +15,7 @@ constexpr std::chrono::milliseconds kConnectTimeout{5000};
 }  // namespace
 
 Result<int> VlanAllocator::For(const std::string& vpc_id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (auto it = vlans_.find(vpc_id); it != vlans_.end()) return it->second;
   // aca_set_port_vlan_workitem refuses 0 and 4095 and up.
   if (next_ > 4094) {
@@ -60,14 +60,14 @@ Status OvsAgent::Start() {
   MZ_LOG(kInfo) << "agent: OVS bridge " << bridge_ << " at " << socket_ << " (" << ports->size()
                 << " ports), admin state "
                 << (enforce_admin_state_ ? "enforced (beyond the real agent)" : "recorded only");
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   stopping_ = false;
   return Status::Ok();
 }
 
 void OvsAgent::Stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   CancelAll();
@@ -76,7 +76,7 @@ void OvsAgent::Stop() {
 void OvsAgent::Watch(uint64_t key, const std::string& port_id, const std::string& vpc_id,
                      Done done) {
   Reap();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (stopping_ || workers_.count(key) != 0) return;
   auto worker = std::make_unique<Worker>();
   Worker* w = worker.get();
@@ -88,7 +88,7 @@ void OvsAgent::Watch(uint64_t key, const std::string& port_id, const std::string
 void OvsAgent::Cancel(uint64_t key) {
   std::unique_ptr<Worker> worker;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = workers_.find(key);
     if (it == workers_.end()) return;
     worker = std::move(it->second);
@@ -103,14 +103,14 @@ void OvsAgent::Cancel(uint64_t key) {
 void OvsAgent::CancelAll() {
   std::vector<uint64_t> keys;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (const auto& [key, w] : workers_) keys.push_back(key);
   }
   for (uint64_t key : keys) Cancel(key);
 }
 
 size_t OvsAgent::waiting() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   size_t n = 0;
   for (const auto& [key, w] : workers_) n += w->finished ? 0 : 1;
   return n;
@@ -119,7 +119,7 @@ size_t OvsAgent::waiting() const {
 void OvsAgent::Reap() {
   std::vector<std::unique_ptr<Worker>> done;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (it->second->finished) {
         done.push_back(std::move(it->second));
@@ -136,11 +136,11 @@ void OvsAgent::Run(Worker* w, std::string port_id, std::string vpc_id, Done done
   const std::string name = PortName(port_id);
   const std::string what = "agent: port " + port_id + " (OVS port " + name + ")";
   auto cancelled = [&] {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     return w->cancelled;
   };
   auto finish = [&] {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     w->connection = nullptr;
     w->finished = true;
   };
@@ -150,7 +150,7 @@ void OvsAgent::Run(Worker* w, std::string port_id, std::string vpc_id, Done done
     return finish();
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     if (w->cancelled) {
       w->finished = true;
       return;

@@ -22,11 +22,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "netns/netns.h"
 #include "ovsdb/ovsdb.h"
@@ -40,9 +40,9 @@ class VlanAllocator {
   Result<int> For(const std::string& vpc_id);
 
  private:
-  std::mutex mu_;
-  std::map<std::string, int> vlans_;
-  int next_ = 1;  // aca_vlan_manager.h: current_available_vlan_id(1)
+  Mutex mu_;
+  std::map<std::string, int> vlans_ MZ_GUARDED_BY(mu_);
+  int next_ MZ_GUARDED_BY(mu_) = 1;  // aca_vlan_manager.h: current_available_vlan_id(1)
 };
 
 class OvsAgent {
@@ -74,8 +74,8 @@ class OvsAgent {
   void Watch(uint64_t key, const std::string& port_id, const std::string& vpc_id, Done done);
   // Stops the wait under `key` (its port was deleted) and joins its worker: nothing is tagged
   // afterwards. Unknown keys are ignored.
-  void Cancel(uint64_t key);
-  void CancelAll();
+  void Cancel(uint64_t key) MZ_EXCLUDES(mu_);
+  void CancelAll() MZ_EXCLUDES(mu_);
   size_t waiting() const;  // workers not finished yet
 
   // admin_state_up of a ready port: with enforce_admin_state the port's device is set
@@ -84,17 +84,19 @@ class OvsAgent {
   Status SetAdmin(const std::string& port_name, bool up);
 
  private:
+  // Its flags are under the agent's mu_ (a Worker has no lock of its own).
   struct Worker {
     std::thread thread;
-    bool cancelled = false;                   // under mu_
-    bool finished = false;                    // under mu_
-    ovsdb::Connection* connection = nullptr;  // under mu_, while the worker uses it
+    bool cancelled MZ_GUARDED_BY(&OvsAgent::mu_) = false;
+    bool finished MZ_GUARDED_BY(&OvsAgent::mu_) = false;
+    // While the worker uses it.
+    ovsdb::Connection* connection MZ_GUARDED_BY(&OvsAgent::mu_) = nullptr;
   };
 
   OvsAgent() = default;
-  void Run(Worker* worker, std::string port_id, std::string vpc_id, Done done);
+  void Run(Worker* worker, std::string port_id, std::string vpc_id, Done done) MZ_EXCLUDES(mu_);
   // Joins the workers that finished by themselves (under no lock).
-  void Reap();
+  void Reap() MZ_EXCLUDES(mu_);
 
   std::string socket_;
   std::string bridge_;
@@ -103,9 +105,9 @@ class OvsAgent {
   bool enforce_admin_state_ = false;
   VlanAllocator vlans_;
 
-  mutable std::mutex mu_;
-  bool stopping_ = false;
-  std::map<uint64_t, std::unique_ptr<Worker>> workers_;
+  mutable Mutex mu_;
+  bool stopping_ MZ_GUARDED_BY(mu_) = false;
+  std::map<uint64_t, std::unique_ptr<Worker>> workers_ MZ_GUARDED_BY(mu_);
 };
 
 }  // namespace mizarmp::mock

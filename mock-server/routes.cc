@@ -233,7 +233,7 @@ Reply Routes::Strict(const StrictReply& reply) const {
 
 void Routes::Stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -310,8 +310,8 @@ bool Routes::Authorized(const httplib::Request& req) const {
 
 // Sleeps `ms` unless the routes stop meanwhile.
 void Routes::Sleep(int ms) {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait_for(lk, std::chrono::milliseconds(ms), [this] { return stopping_; });
+  MutexLock lk(mu_);
+  lk.WaitFor(cv_, std::chrono::milliseconds(ms), [this]() MZ_REQUIRES(mu_) { return stopping_; });
 }
 
 // --- REST handlers ----------------------------------------------------------------------------

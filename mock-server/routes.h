@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "mock-server/faults.h"
 #include "mock-server/journal.h"
@@ -97,9 +97,9 @@ class Routes {
   UpdateJournal journal_;
   StrictController strict_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;  // wakes sleeping requests on Stop()
-  bool stopping_ = false;
+  bool stopping_ MZ_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace mizarmp::mock

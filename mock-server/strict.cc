@@ -264,7 +264,7 @@ StrictReply StrictController::CreateAlcor(const std::string& project, const json
   if (!port.contains("port_security_enabled")) port["port_security_enabled"] = true;
   if (IsNull(port, "binding:vif_type")) port["binding:vif_type"] = "ovs";
   port.erase("status");
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (documents_.count(id) != 0) Forget(id, /*leak=*/true);
   auto made = Allocate(port, faults);
   if (!made.ok()) return SpringError(500, made.status().message(), path);
@@ -296,7 +296,7 @@ StrictReply StrictController::CreateV01(const std::string& project, const json& 
   if (port["project_id"].is_null()) port["project_id"] = project;
   if (port["description"].is_null()) port["description"] = "";
   const std::string id = port["id"].get<std::string>();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   if (documents_.count(id) != 0) Forget(id, /*leak=*/false);
   auto made = Allocate(port, faults);
   if (!made.ok()) return SpringError(500, made.status().message(), path);
@@ -348,7 +348,7 @@ StrictReply StrictController::Get(const std::string& id,
                                   const std::string& path) {
   json document;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto it = documents_.find(id);
     if (it == documents_.end()) {
       if (alcor()) return SpringError(404, "Port not found", path);
@@ -383,7 +383,7 @@ StrictReply StrictController::List(const std::multimap<std::string, std::string>
   }
   std::vector<std::pair<std::string, json>> rows;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     for (const std::string& id : order_) {
       const json& document = documents_.at(id);
       bool match = true;
@@ -421,7 +421,7 @@ StrictReply StrictController::ListOfSubnet(const std::string& project, const std
            });
   };
   json out = json::object();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   for (const std::string& id : order_) {
     const json& document = documents_.at(id);
     if (same(document["project_id"], project) && same(document["network_id"], subnet)) {
@@ -446,7 +446,7 @@ StrictReply StrictController::UpdateV01(const std::string& project, const std::s
                                         const json& body, const std::string& path) {
   auto it = body.find("port");
   if (StrictReply refused = V01Preconditions(body, path); refused.status != 0) return refused;
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto stored = documents_.find(id);
   if (stored == documents_.end()) {
     return SpringError(500, "java.lang.Exception: Port not found", path);
@@ -474,7 +474,7 @@ StrictReply StrictController::UpdateAlcor(const std::string& id, const json& bod
   json merged;
   bool admin_changed = false;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(mu_);
     auto stored = documents_.find(id);
     if (stored == documents_.end()) return SpringError(404, "Port not found", path);
     json patch = *it;
@@ -498,7 +498,7 @@ StrictReply StrictController::UpdateAlcor(const std::string& id, const json& bod
 // 200 without a body, 404 "Port not found".
 StrictReply StrictController::Delete(const std::string& project, const std::string& id,
                                      const std::string& path) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   auto stored = documents_.find(id);
   if (stored == documents_.end()) {
     if (alcor()) return SpringError(404, "Port not found", path);
@@ -526,12 +526,12 @@ StrictReply StrictController::GetSubnet(const std::string& id) const {
 }
 
 size_t StrictController::leaked_addresses() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   return leaked_;
 }
 
 void StrictController::Clear() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(mu_);
   documents_.clear();
   order_.clear();
   leaked_ = 0;

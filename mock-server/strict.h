@@ -15,11 +15,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "mock-server/mock.h"
 #include "mock-server/model.h"
 
@@ -75,16 +75,16 @@ class StrictController {
   // them against the model's one subnet.
   Result<nlohmann::json> Allocate(const nlohmann::json& port, const Faults& faults);
   // Drops the port from the model (its veth, and its addresses unless `leak`) and the store.
-  void Forget(const std::string& id, bool leak);
+  void Forget(const std::string& id, bool leak) MZ_REQUIRES(mu_);
   // The stored document with what only the model knows (Alcor's status) filled in.
   nlohmann::json Current(const std::string& id, nlohmann::json document);
 
   const Options options_;
   Model& model_;
-  mutable std::mutex mu_;
-  std::map<std::string, nlohmann::json> documents_;  // by port id
-  std::vector<std::string> order_;                   // port ids in creation order
-  size_t leaked_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, nlohmann::json> documents_ MZ_GUARDED_BY(mu_);  // by port id
+  std::vector<std::string> order_ MZ_GUARDED_BY(mu_);  // port ids in creation order
+  size_t leaked_ MZ_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mizarmp::mock

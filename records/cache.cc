@@ -24,7 +24,7 @@ Result<std::vector<RecordCache::Records>> RecordCache::Snapshot() {
   std::vector<Records> out;
   const std::string& root = store_.state_dir();
   MZ_ASSIGN_OR_RETURN(std::vector<std::string> names, store_.ListNetworks());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, Entry> next;
   const int64_t settled_before = RealtimeNowNs() - std::chrono::nanoseconds(kSettle).count();
   for (const std::string& name : names) {
@@ -54,7 +54,7 @@ Result<std::vector<RecordCache::Records>> RecordCache::Snapshot() {
 }
 
 uint64_t RecordCache::directory_reads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reads_;
 }
 

@@ -17,10 +17,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "records/records.h"
 
@@ -50,9 +50,10 @@ class RecordCache {
   };
 
   RecordStore store_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> cache_;  // network name -> its directory as last read
-  uint64_t reads_ = 0;
+  mutable Mutex mu_;
+  // Network name -> its directory as last read.
+  std::map<std::string, Entry> cache_ MZ_GUARDED_BY(mu_);
+  uint64_t reads_ MZ_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mizarmp::records

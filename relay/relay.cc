@@ -22,7 +22,6 @@
 #include <cstring>
 #include <limits>
 #include <list>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -32,6 +31,7 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/strings.h"
 #include "common/unix_socket.h"
 
@@ -288,7 +288,7 @@ struct Relay::Impl {
   struct Connection {
     UniqueFd fd;
     std::thread thread;
-    bool done = false;  // the thread has finished (guarded by mu)
+    bool done MZ_GUARDED_BY(&Impl::mu) = false;  // the thread has finished
   };
 
   Impl(RelayOptions o, client::Endpoint ep) : options(std::move(o)), endpoint(std::move(ep)) {
@@ -301,21 +301,24 @@ struct Relay::Impl {
 
   UniqueFd listener;
   UniqueFd wake_read, wake_write;  // a byte written by Stop() ends the accept loop's poll
-  mutable std::mutex socket_mu;
-  BoundSocketFile socket_file;  // so Stop() removes the one bound only, and Check() sees it go
+  mutable Mutex socket_mu;
+  // So Stop() removes the one bound only, and Check() sees it go.
+  BoundSocketFile socket_file MZ_GUARDED_BY(socket_mu);
   std::thread acceptor;
 
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable changed;  // a connection ended, or stopping
-  bool stopping = false;
-  int active = 0;
-  std::list<Connection> connections;
+  bool stopping MZ_GUARDED_BY(mu) = false;
+  int active MZ_GUARDED_BY(mu) = 0;
+  std::list<Connection> connections MZ_GUARDED_BY(mu);
 
-  std::mutex pool_mu;
-  std::vector<std::unique_ptr<client::Transport>> idle;  // kept-alive upstream connections
+  Mutex pool_mu;
+  // Kept-alive upstream connections.
+  std::vector<std::unique_ptr<client::Transport>> idle MZ_GUARDED_BY(pool_mu);
 
-  std::mutex stop_mu;
-  bool stopped = false;
+  // Held through the whole of Stop(), which takes the others inside it.
+  Mutex stop_mu MZ_ACQUIRED_BEFORE(mu, pool_mu, socket_mu);
+  bool stopped MZ_GUARDED_BY(stop_mu) = false;
 
   std::atomic<uint64_t> relayed{0};
   std::atomic<uint64_t> refused{0};
@@ -337,8 +340,8 @@ struct Relay::Impl {
               const std::string& reason);
   // Counts one request's outcome and tells the observer.
   void Observe(RelayOutcome outcome, std::chrono::nanoseconds upstream_time);
-  void Stop();
-  void RemoveOwnSocket();
+  void Stop() MZ_EXCLUDES(stop_mu);
+  void RemoveOwnSocket() MZ_EXCLUDES(socket_mu);
 };
 
 Status Relay::Impl::Listen() {
@@ -365,7 +368,10 @@ Status Relay::Impl::Listen() {
     ::unlink(path.c_str());
     return bound.status();
   }
-  socket_file = std::move(*bound);
+  {
+    MutexLock lock(socket_mu);  // nobody else has the relay yet
+    socket_file = std::move(*bound);
+  }
   int pipe_fds[2];
   if (::listen(fd.get(), SOMAXCONN) != 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     Status s = ErrnoError("listen on \"" + path + "\"", errno);
@@ -384,8 +390,9 @@ void Relay::Impl::AcceptLoop() {
   for (;;) {
     ReapFinished();
     {
-      std::unique_lock<std::mutex> lock(mu);
-      changed.wait(lock, [&] { return stopping || active < options.max_connections; });
+      MutexLock lock(mu);
+      lock.Wait(changed,
+                [&]() MZ_REQUIRES(mu) { return stopping || active < options.max_connections; });
       if (stopping) return;
     }
     if (!WaitForClient()) return;
@@ -403,7 +410,7 @@ void Relay::Impl::AcceptLoop() {
     const timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (stopping) return;
     Connection& connection = connections.emplace_back();
     connection.fd = std::move(fd);
@@ -427,7 +434,7 @@ bool Relay::Impl::WaitForClient() {
 void Relay::Impl::ReapFinished() {
   std::list<Connection> finished;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     for (auto it = connections.begin(); it != connections.end();) {
       auto next = std::next(it);
       if (it->done) finished.splice(finished.end(), connections, it);
@@ -464,7 +471,7 @@ void Relay::Impl::Serve(Connection& connection) {
   // The client sees the end now; the descriptor itself is closed when the thread is joined
   // (until then Stop() may still shut it down).
   ::shutdown(connection.fd.get(), SHUT_RDWR);
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   connection.done = true;
   --active;
   changed.notify_all();
@@ -518,7 +525,7 @@ std::optional<client::TransportFailure> Relay::Impl::Forward(const Request& req,
                                                              client::HttpReply* reply) {
   std::unique_ptr<client::Transport> transport;
   {
-    std::lock_guard<std::mutex> lock(pool_mu);
+    MutexLock lock(pool_mu);
     if (!idle.empty()) {
       transport = std::move(idle.back());
       idle.pop_back();
@@ -532,7 +539,7 @@ std::optional<client::TransportFailure> Relay::Impl::Forward(const Request& req,
   const client::HttpRequest forwarded = Forwarded(req);
   auto failure = transport->Send(forwarded, options.upstream.request_timeout, reply);
   if (!failure) {
-    std::lock_guard<std::mutex> lock(pool_mu);
+    MutexLock lock(pool_mu);
     idle.push_back(std::move(transport));
   }
   return failure;
@@ -581,11 +588,11 @@ bool Relay::Impl::Refuse(ClientStream& stream, unsigned version, bool keep_alive
 }
 
 void Relay::Impl::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu);
+  MutexLock stop_lock(stop_mu);
   if (stopped) return;
   stopped = true;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     stopping = true;
     changed.notify_all();
   }
@@ -600,18 +607,18 @@ void Relay::Impl::Stop() {
   // finishes first, within request_timeout); the sockets close when the threads are joined.
   std::list<Connection> all;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     all.splice(all.end(), connections);
     for (Connection& c : all) ::shutdown(c.fd.get(), SHUT_RDWR);
   }
   for (Connection& c : all) c.thread.join();
   all.clear();
-  std::lock_guard<std::mutex> lock(pool_mu);
+  MutexLock lock(pool_mu);
   idle.clear();
 }
 
 void Relay::Impl::RemoveOwnSocket() {
-  std::lock_guard<std::mutex> lock(socket_mu);
+  MutexLock lock(socket_mu);
   socket_file.RemoveIfStillThere();
 }
 
@@ -679,7 +686,7 @@ Result<std::unique_ptr<Relay>> Relay::Start(RelayOptions options) {
 void Relay::Stop() { impl_->Stop(); }
 
 Status Relay::Check() const {
-  std::lock_guard<std::mutex> lock(impl_->socket_mu);
+  MutexLock lock(impl_->socket_mu);
   if (impl_->socket_file.StillThere()) return Status::Ok();
   return FailedPreconditionError("the relay socket " + Quoted(impl_->options.socket_path) +
                                  " is gone or another server's (plugins go to the controller "
