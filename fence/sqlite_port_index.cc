@@ -7,10 +7,10 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "fence/port_index.h"
 #include "fence/sqlite_util.h"
 
@@ -56,7 +56,8 @@ class SqlitePortIndex final : public PortIndex {
   SqlitePortIndex(const SqlitePortIndex&) = delete;
   SqlitePortIndex& operator=(const SqlitePortIndex&) = delete;
 
-  Status Open() {
+  Status Open() MZ_EXCLUDES(mu_) {
+    MutexLock lock(mu_);  // nobody else has the index yet: the connection's rule holds from here
     const std::string dir = DirName(path_);
     MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "port index"));
     MZ_RETURN_IF_ERROR(CreatePrivateFile(path_, dir, "port index"));
@@ -90,7 +91,7 @@ class SqlitePortIndex final : public PortIndex {
                                     p.ip.ToString() + ") without a port id");
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = ReplaceNode(node, ports);
     if (s.ok()) s = Exec("COMMIT");
@@ -99,7 +100,7 @@ class SqlitePortIndex final : public PortIndex {
   }
 
   Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Stmt range;
     if (!range.Prepare(db_,
                        "SELECT ip, port_id, node FROM attachments WHERE ip BETWEEN ?1 AND ?2")) {
@@ -125,7 +126,8 @@ class SqlitePortIndex final : public PortIndex {
 
  private:
   // The publication's writes, inside Publish's transaction.
-  Status ReplaceNode(const std::string& node, const std::vector<AddressedPort>& ports) {
+  Status ReplaceNode(const std::string& node, const std::vector<AddressedPort>& ports)
+      MZ_REQUIRES(mu_) {
     Stmt forget;
     Stmt insert;
     if (!forget.Prepare(db_, "DELETE FROM attachments WHERE node = ?1") ||
@@ -145,7 +147,8 @@ class SqlitePortIndex final : public PortIndex {
   }
 
   // Appends the rows `range` selects; a row whose key does not decode is logged and skipped.
-  Status ReadRows(Stmt& range, const Cidr& cidr, std::vector<IndexedPort>& found) const {
+  Status ReadRows(Stmt& range, const Cidr& cidr, std::vector<IndexedPort>& found) const
+      MZ_REQUIRES(mu_) {
     int rc;
     while ((rc = range.Step()) == SQLITE_ROW) {
       auto ip = AddressFromKey(BlobColumn(range.get(), 0));
@@ -159,16 +162,16 @@ class SqlitePortIndex final : public PortIndex {
     return Status::Ok();
   }
 
-  Status Exec(const char* sql) const {
+  Status Exec(const char* sql) const MZ_REQUIRES(mu_) {
     return SqliteExec(db_, sql, "port index \"" + path_ + "\"");
   }
-  Status Error(const std::string& what) const {
+  Status Error(const std::string& what) const MZ_REQUIRES(mu_) {
     return SqliteError(db_, "port index \"" + path_ + "\": " + what);
   }
 
   const std::string path_;
-  sqlite3* db_ = nullptr;
-  mutable std::mutex mu_;  // one statement or transaction at a time on db_
+  mutable Mutex mu_;  // one statement or transaction at a time on db_
+  sqlite3* db_ MZ_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace
