@@ -9,6 +9,7 @@
 // change. Implementations are thread-safe.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,12 +34,28 @@ struct IndexedPort {
   friend bool operator==(const IndexedPort&, const IndexedPort&) = default;
 };
 
+// When a node last published, and how many entries it has: the node's lease is live while `at`
+// is recent (the controller's publication lease, fence/publication_service.h).
+struct Publication {
+  std::string node;
+  std::chrono::system_clock::time_point at;
+  size_t entries = 0;
+  friend bool operator==(const Publication&, const Publication&) = default;
+};
+
 class PortIndex {
  public:
   virtual ~PortIndex() = default;
-  // Replaces whatever `node` published before with `ports` (all or nothing). An empty list
-  // forgets the node. INVALID_ARGUMENT for an empty node name or port id.
-  virtual Status Publish(const std::string& node, const std::vector<AddressedPort>& ports) = 0;
+  // Replaces whatever `node` published before with `ports` (all or nothing) and records `at` as
+  // its publication time. An empty list is a live node without ports: it stays in
+  // Publications(). INVALID_ARGUMENT for an empty node name or port id.
+  virtual Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
+                         std::chrono::system_clock::time_point at) = 0;
+  // Every node that ever published (until Forget), sorted by node name.
+  virtual Result<std::vector<Publication>> Publications() const = 0;
+  // Drops `node`'s entries and its publication (a node the controller no longer knows). A node
+  // that never published is no error.
+  virtual Status Forget(const std::string& node) = 0;
   // The entries whose address is inside one of `cidrs`, each (address, port) once, sorted by
   // address, then port id.
   virtual Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const = 0;

@@ -1,9 +1,11 @@
 // The port index in SQLite (fence/port_index.h).
 //
 // attachments(ip BLOB, port_id TEXT, node TEXT; PRIMARY KEY (ip, port_id)) WITHOUT ROWID, and an
-// index by node for Publish's replace. An address is stored as one byte of family (4 or 6) and
-// its bytes in network order, so that within a family byte order is address order and a CIDR is
-// the range [network, last]. SQLite's page cache bounds the memory, whatever the row count.
+// index by node for Publish's replace; publications(node TEXT PRIMARY KEY, at_ms INTEGER) holds
+// each node's last publication time (unix milliseconds). An address is stored as one byte of family
+// (4 or 6) and its bytes in network order, so that within a family byte order is address order and
+// a CIDR is the range [network, last]. SQLite's page cache bounds the memory, whatever the row
+// count.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -17,7 +19,7 @@
 namespace mizarmp::fence {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS attachments ("
     " ip BLOB NOT NULL,"
@@ -25,7 +27,14 @@ constexpr const char* kSchema =
     " node TEXT NOT NULL,"
     " PRIMARY KEY (ip, port_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS attachments_by_node ON attachments(node);"
-    "PRAGMA user_version = 1;";
+    "CREATE TABLE IF NOT EXISTS publications ("
+    " node TEXT PRIMARY KEY,"
+    " at_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    "PRAGMA user_version = 2;";
+
+int64_t UnixMillis(std::chrono::system_clock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+}
 
 std::string AddressKey(const IpAddress& ip) {
   std::string key(1, ip.is_v4() ? '\x04' : '\x06');
@@ -83,7 +92,8 @@ class SqlitePortIndex final : public PortIndex {
     return Exec(kSchema);
   }
 
-  Status Publish(const std::string& node, const std::vector<AddressedPort>& ports) override {
+  Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
+                 std::chrono::system_clock::time_point at) override {
     if (node.empty()) return InvalidArgumentError("port index: a publication names no node");
     for (const AddressedPort& p : ports) {
       if (p.port_id.empty()) {
@@ -94,9 +104,40 @@ class SqlitePortIndex final : public PortIndex {
     MutexLock lock(mu_);
     MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = ReplaceNode(node, ports);
-    if (s.ok()) s = Exec("COMMIT");
-    if (!s.ok()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return s;
+    if (s.ok()) s = RecordPublication(node, at);
+    return Finish(std::move(s));
+  }
+
+  Status Forget(const std::string& node) override {
+    MutexLock lock(mu_);
+    MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status s = ReplaceNode(node, {});
+    Stmt drop;
+    if (s.ok() &&
+        (!drop.Prepare(db_, "DELETE FROM publications WHERE node = ?1") || !drop.Run({node}))) {
+      s = Error("forgetting node " + node);
+    }
+    return Finish(std::move(s));
+  }
+
+  Result<std::vector<Publication>> Publications() const override {
+    MutexLock lock(mu_);
+    Stmt query;
+    if (!query.Prepare(db_,
+                       "SELECT p.node, p.at_ms, (SELECT count(*) FROM attachments a"
+                       " WHERE a.node = p.node) FROM publications p ORDER BY p.node")) {
+      return Error("preparing the read of publications");
+    }
+    std::vector<Publication> found;
+    int rc;
+    while ((rc = query.Step()) == SQLITE_ROW) {
+      const auto at = std::chrono::system_clock::time_point(
+          std::chrono::milliseconds(sqlite3_column_int64(query.get(), 1)));
+      found.push_back(
+          {Column(query.get(), 0), at, static_cast<size_t>(sqlite3_column_int64(query.get(), 2))});
+    }
+    if (rc != SQLITE_DONE) return Error("reading the publications");
+    return found;
   }
 
   Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const override {
@@ -131,8 +172,8 @@ class SqlitePortIndex final : public PortIndex {
     Stmt forget;
     Stmt insert;
     if (!forget.Prepare(db_, "DELETE FROM attachments WHERE node = ?1") ||
-        !insert.Prepare(db_,
-                        "INSERT OR REPLACE INTO attachments(ip, port_id, node) VALUES (?1, ?2, ?3)")) {
+        !insert.Prepare(
+            db_, "INSERT OR REPLACE INTO attachments(ip, port_id, node) VALUES (?1, ?2, ?3)")) {
       return Error("preparing the publication of node " + node);
     }
     if (!forget.Run({node})) return Error("forgetting what node " + node + " published");
@@ -144,6 +185,25 @@ class SqlitePortIndex final : public PortIndex {
       if (insert.Step() != SQLITE_DONE) return Error("indexing port " + p.port_id);
     }
     return Status::Ok();
+  }
+
+  Status RecordPublication(const std::string& node, std::chrono::system_clock::time_point at)
+      MZ_REQUIRES(mu_) {
+    Stmt record;
+    if (!record.Prepare(db_, "INSERT OR REPLACE INTO publications(node, at_ms) VALUES (?1, ?2)")) {
+      return Error("preparing the publication time of node " + node);
+    }
+    record.BindText(1, node);
+    record.BindInt64(2, UnixMillis(at));
+    if (record.Step() != SQLITE_DONE) return Error("recording the publication of node " + node);
+    return Status::Ok();
+  }
+
+  // Commits the transaction `s` completed, or rolls it back.
+  Status Finish(Status s) MZ_REQUIRES(mu_) {
+    if (s.ok()) s = Exec("COMMIT");
+    if (!s.ok()) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return s;
   }
 
   // Appends the rows `range` selects; a row whose key does not decode is logged and skipped.

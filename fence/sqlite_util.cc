@@ -40,6 +40,8 @@ void Stmt::BindBlob(int index, std::string_view bytes) {
   sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
 }
 
+void Stmt::BindInt64(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+
 int Stmt::Step() { return sqlite3_step(stmt_); }
 
 std::string Column(sqlite3_stmt* s, int i) {

@@ -3,6 +3,7 @@
 // it, so SQLite never creates it with the umask's mode.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -31,6 +32,7 @@ class Stmt {
   void Reset();
   void BindText(int index, std::string_view text);
   void BindBlob(int index, std::string_view bytes);
+  void BindInt64(int index, int64_t value);
   // The next row of a query: SQLITE_ROW, SQLITE_DONE or an error code.
   int Step();
   sqlite3_stmt* get() const { return stmt_; }

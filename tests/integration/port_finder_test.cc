@@ -15,8 +15,8 @@
 #include <tuple>
 #include <vector>
 
-#include "fence/fence_service.h"
 #include "fence/enforcer.h"
+#include "fence/fence_service.h"
 #include "fence/plan.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"
@@ -39,6 +39,11 @@ std::unique_ptr<PortIndex> OpenIndex(const TempDir& dir) {
   return index.ok() ? std::move(*index) : nullptr;
 }
 
+Status PublishNow(PortIndex& index, const std::string& node,
+                  const std::vector<AddressedPort>& ports) {
+  return index.Publish(node, ports, std::chrono::system_clock::now());
+}
+
 std::vector<std::string> Ids(const std::vector<IndexedPort>& found) {
   std::vector<std::string> ids;
   for (const IndexedPort& p : found) ids.push_back(p.port_id);
@@ -49,13 +54,14 @@ TEST(PortIndex, FindsTheAddressesInsideEachCidrOnceInAddressOrder) {
   TempDir dir;
   auto index = OpenIndex(dir);
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index
-                  ->Publish("node-a", {{Ip("10.0.1.5"), "a1"},
-                                       {Ip("10.0.0.9"), "a2"},
-                                       {Ip("10.0.2.1"), "a3"},
-                                       {Ip("fd00::5"), "a6"}})
+  ASSERT_TRUE(PublishNow(*index, "node-a",
+                         {{Ip("10.0.1.5"), "a1"},
+                          {Ip("10.0.0.9"), "a2"},
+                          {Ip("10.0.2.1"), "a3"},
+                          {Ip("fd00::5"), "a6"}})
                   .ok());
-  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.1.200"), "b1"}, {Ip("11.0.0.1"), "b2"}}).ok());
+  ASSERT_TRUE(
+      PublishNow(*index, "node-b", {{Ip("10.0.1.200"), "b1"}, {Ip("11.0.0.1"), "b2"}}).ok());
 
   auto found = index->Inside({Net("10.0.1.0/24"), Net("10.0.0.0/23"), Net("fd00::/120")});
   ASSERT_TRUE(found.ok()) << found.status().ToString();
@@ -78,13 +84,13 @@ TEST(PortIndex, APublicationReplacesWhatItsNodePublishedBefore) {
   TempDir dir;
   auto index = OpenIndex(dir);
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}).ok());
-  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b1"}}).ok());
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.4"), "a3"}}).ok());
+  ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}).ok());
+  ASSERT_TRUE(PublishNow(*index, "node-b", {{Ip("10.0.0.3"), "b1"}}).ok());
+  ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.4"), "a3"}}).ok());
   auto found = index->Inside({Net("10.0.0.0/24")});
   ASSERT_TRUE(found.ok());
   EXPECT_EQ(Ids(*found), (std::vector<std::string>{"b1", "a3"}));
-  ASSERT_TRUE(index->Publish("node-b", {}).ok());
+  ASSERT_TRUE(PublishNow(*index, "node-b", {}).ok());
   found = index->Inside({Net("10.0.0.0/24")});
   ASSERT_TRUE(found.ok());
   EXPECT_EQ(Ids(*found), std::vector<std::string>{"a3"});
@@ -94,10 +100,10 @@ TEST(PortIndex, RefusesAPublicationWithoutANodeOrAPortIdAndKeepsTheOldOne) {
   TempDir dir;
   auto index = OpenIndex(dir);
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
-  Status s = index->Publish("", {{Ip("10.0.0.2"), "x"}});
+  ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
+  Status s = PublishNow(*index, "", {{Ip("10.0.0.2"), "x"}});
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  s = index->Publish("node-a", {{Ip("10.0.0.2"), "a2"}, {Ip("10.0.0.3"), ""}});
+  s = PublishNow(*index, "node-a", {{Ip("10.0.0.2"), "a2"}, {Ip("10.0.0.3"), ""}});
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("10.0.0.3"), std::string::npos) << s.message();
   auto found = index->Inside({Net("10.0.0.0/24")});
@@ -110,7 +116,7 @@ TEST(PortIndex, IsAPrivateFileThatKeepsItsEntriesAcrossAReopen) {
   {
     auto index = OpenIndex(dir);
     ASSERT_NE(index, nullptr);
-    ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
+    ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
   }
   struct stat st {};
   ASSERT_EQ(::stat((dir.path() + "/index/ports.db").c_str(), &st), 0);
@@ -161,13 +167,14 @@ class RandomCluster {
   RandomCluster(unsigned seed, client::Client& mp, PortIndex& index)
       : rng_(seed), mp_(mp), index_(index) {}
 
-  // `n` ports on `nodes` nodes, a tenth of them down already, at addresses (past the gateway) drawn from
-  // 10.240.0.0/18 (so that fences of every size hold some, and none holds all).
+  // `n` ports on `nodes` nodes, a tenth of them down already, at addresses (past the gateway) drawn
+  // from 10.240.0.0/18 (so that fences of every size hold some, and none holds all).
   void CreatePorts(int n, int nodes) {
     std::vector<client::PortSpec> specs;
     for (int i = 0; i < n; ++i) {
       uint32_t host;
-      do host = 2 + static_cast<uint32_t>(Draw(16000)); while (!taken_.insert(host).second);
+      do host = 2 + static_cast<uint32_t>(Draw(16000));
+      while (!taken_.insert(host).second);
       const IpAddress ip = IpAddress::V4((10u << 24) | (240u << 16) | host);
       const std::string id = "p" + std::to_string(next_id_++);
       const std::string node = "node-" + std::to_string(Draw(nodes));
@@ -194,7 +201,7 @@ class RandomCluster {
       by_node[p.node].push_back({IpAddress::V4((10u << 24) | (240u << 16) | host), p.port_id});
     }
     for (const auto& [node, published] : by_node) {
-      ASSERT_TRUE(index_.Publish(node, published).ok());
+      ASSERT_TRUE(PublishNow(index_, node, published).ok());
     }
   }
 
@@ -228,8 +235,8 @@ class RandomCluster {
     for (int i = 0; i < unfences; ++i) {
       const Cidr c = around();
       if (!used.insert(c).second) continue;
-      snap.unfences.push_back(UnfenceEntry{.cidr = c, .tracked = Draw(4) != 0,
-                                           .held_ports = SomeIds(4)});
+      snap.unfences.push_back(
+          UnfenceEntry{.cidr = c, .tracked = Draw(4) != 0, .held_ports = SomeIds(4)});
     }
     std::sort(snap.fences.begin(), snap.fences.end(),
               [](const FenceEntry& a, const FenceEntry& b) { return a.cidr < b.cidr; });
