@@ -58,7 +58,8 @@ Status CheckTcpClientsAuthenticated(const ServerOptions& options) {
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& options,
                                                                  const Endpoint& ep) {
   if (ep.kind == Endpoint::Kind::kUnix) {
-    if (!options.tls_cert_file.empty()) {
+    // The TLS files are for the additional endpoint when there is one.
+    if (!options.tls_cert_file.empty() && options.additional_endpoint.empty()) {
       return InvalidArgumentError("TLS is only supported on tcp:// endpoints");
     }
     MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
@@ -350,6 +351,17 @@ Status Server::Bind(const Endpoint& ep) {
   int selected_port = 0;
   const std::string grpc_address = ep.GrpcAddress();
   builder.AddListeningPort(grpc_address, creds, &selected_port);
+  int additional_port = -1;  // none asked for
+  if (!options_.additional_endpoint.empty()) {
+    MZ_ASSIGN_OR_RETURN(const Endpoint more, ParseEndpoint(options_.additional_endpoint));
+    if (more.kind != Endpoint::Kind::kTcp) {
+      return InvalidArgumentError("additional endpoint \"" + options_.additional_endpoint +
+                                  "\": must be tcp://HOST:PORT");
+    }
+    MZ_ASSIGN_OR_RETURN(auto more_creds, MakeCredentials(options_, more));
+    additional_port = 0;
+    builder.AddListeningPort(more.GrpcAddress(), more_creds, &additional_port);
+  }
   for (AddonsService* service : services_) builder.RegisterService(service->grpc_service());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> observing;
   observing.push_back(std::make_unique<CallInterceptorFactory>(calls_, &metrics_));
@@ -361,12 +373,16 @@ Status Server::Bind(const Endpoint& ep) {
   const mode_t old_umask = ::umask(077);
   server_ = builder.BuildAndStart();
   ::umask(old_umask);
-  if (!server_ || selected_port == 0) {
+  if (!server_ || selected_port == 0 || additional_port == 0) {
     if (server_) server_->Shutdown();
     server_.reset();
-    return UnavailableError("gRPC could not listen on \"" + options_.endpoint +
-                            "\" (address in use or not bindable)");
+    if (ep.kind == Endpoint::Kind::kUnix && selected_port != 0) ::unlink(ep.path.c_str());
+    return UnavailableError(
+        "gRPC could not listen on \"" +
+        (selected_port == 0 ? options_.endpoint : options_.additional_endpoint) +
+        "\" (address in use or not bindable)");
   }
+  additional_port_ = std::max(additional_port, 0);
 
   if (ep.kind == Endpoint::Kind::kUnix) {
     if (::chmod(ep.path.c_str(), 0600) != 0) {

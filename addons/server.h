@@ -64,6 +64,10 @@ std::string TcpWithoutClientAuthMessage(std::string_view endpoint);
 
 struct ServerOptions {
   std::string endpoint = kDefaultEndpoint;
+  // A second tcp:// endpoint serving the same services with the same TLS and client
+  // authentication, for clients on other machines while `endpoint` is a sidecar's unix socket
+  // (the controller's node agents: publicationEndpoint). Empty: none.
+  std::string additional_endpoint;
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
@@ -110,7 +114,8 @@ class Server {
   // The address clients dial in gRPC notation ("unix:/run/x.sock", "127.0.0.1:40123"); for a
   // tcp:// endpoint with port 0 this carries the port picked. Valid after Start().
   std::string address() const;
-  int port() const { return bound_port_; }              // tcp: the bound port; unix: 0
+  int port() const { return bound_port_; }                  // tcp: the bound port; unix: 0
+  int additional_port() const { return additional_port_; }  // additional_endpoint's bound port
   // For tests: with metrics_address on port 0 the port is picked at bind time and only the
   // server knows it; a test that scrapes the metrics in-process asks for it here.
   int metrics_port() const { return metrics_.port(); }
@@ -160,6 +165,7 @@ class Server {
   // The bound ports: written by Start() (under mu_), read without it once Start() returned.
   int probe_port_ = 0;
   int bound_port_ = 0;
+  int additional_port_ = 0;
   // SetServing()'s state, apart from mu_ (see SetServing()); Start() takes it inside mu_.
   Mutex serving_mu_ MZ_ACQUIRED_AFTER(mu_);
   bool serving_ MZ_GUARDED_BY(serving_mu_) = true;  // what "" and the services report once started

@@ -113,7 +113,8 @@ std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
 Status FenceService::OpenStore() {
   auto opened = OpenFenceStore(options_.fence_store, options_.etcd);
   Result<std::unique_ptr<PortIndex>> index = std::unique_ptr<PortIndex>();
-  if (opened.ok() && !options_.port_index.empty()) index = OpenSqlitePortIndex(options_.port_index);
+  if (opened.ok() && options_.port_index)
+    index = OpenPortIndex(options_.fence_store, options_.etcd);
   if (!index.ok()) opened = index.status();
   std::unique_ptr<Leadership> leadership;
   if (opened.ok()) leadership = (*opened)->JoinElection(options_.replica_id);
@@ -204,7 +205,9 @@ void FenceService::Tick() {
   if (!leads) return;
   const uint64_t terms = opened->leadership->terms();
   const bool new_term = terms != seen_terms_;
-  const bool due = new_term || Clock::now() >= next_reconcile_;
+  // A publication with an address inside a fence (Publish) asks for a pass at once.
+  const bool due =
+      new_term || Clock::now() >= next_reconcile_ || published_inside_fence_.exchange(false);
   if (!due && revision == seen_revision_) return;
   if (new_term && shared) {
     MZ_LOG(kInfo) << "fence: " << options_.replica_id << " leads; first pass of its term";
@@ -224,6 +227,42 @@ void FenceService::ReconcileAndLog(std::optional<int64_t> changed_at) {
     MZ_LOG(kInfo) << "fence reconcile: disabled " << report->disabled << " port(s), re-enabled "
                   << report->enabled;
   }
+}
+
+// ------------------------------------------------------------------------------ publications
+
+namespace {
+
+// Whether an address of `ports` is inside a fence of `snap`.
+bool AnyInsideFence(const StoreSnapshot& snap, const std::vector<AddressedPort>& ports) {
+  if (snap.fences.empty()) return false;
+  std::vector<Cidr> fenced;
+  fenced.reserve(snap.fences.size());
+  for (const FenceEntry& f : snap.fences) fenced.push_back(f.cidr);
+  const CidrSet set(std::move(fenced));
+  return std::any_of(ports.begin(), ports.end(),
+                     [&](const AddressedPort& p) { return !set.Covering(p.ip).empty(); });
+}
+
+}  // namespace
+
+Result<std::chrono::seconds> FenceService::Publish(const std::string& node,
+                                                   const std::vector<AddressedPort>& ports) {
+  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
+  if (opened.port_index == nullptr) {
+    return FailedPreconditionError(
+        "this controller keeps no port index (portIndex is off): nothing to publish to");
+  }
+  const Status published =
+      opened.port_index->Publish(node, ports, std::chrono::system_clock::now());
+  metrics_.ObservePublication(published.ok());
+  MZ_RETURN_IF_ERROR(published);
+  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
+  if (AnyInsideFence(snap, ports)) {
+    published_inside_fence_ = true;
+    run_cv_.notify_all();
+  }
+  return options_.publication_lease;
 }
 
 addons::Readiness FenceService::StoreReadiness() const {
@@ -343,8 +382,8 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
   }
   // Mizar-MP has no bulk update: the updates go out over several connections at once.
   const PassConnections connections{.first = listed.client.get(),
-                                      .more = [this] { return NewClient(); },
-                                      .count = options_.update_connections};
+                                    .more = [this] { return NewClient(); },
+                                    .count = options_.update_connections};
   AppliedPlan applied =
       ApplyPlan(connections, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
   // What an update found out (a pass through the index lists nothing): later clients ask no more.
@@ -371,20 +410,24 @@ Result<FenceService::PortListing> FenceService::ListPorts() const {
 }
 
 Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& snap,
-                                                         PortIndex* index,
-                                                         PendingListing listing) const {
+                                                          PortIndex* index,
+                                                          PendingListing listing) const {
   if (index == nullptr) return listing.valid() ? listing.get() : ListPorts();
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
   const PassConnections connections{.first = mp.get(),
                                     .more = [this] { return NewClient(); },
                                     .count = options_.update_connections};
-  auto ports = FindFencedPorts(snap, *index, connections);
+  MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications, index->Publications());
+  const std::vector<std::string> lapsed =
+      LapsedNodes(publications, options_.publication_lease, std::chrono::system_clock::now());
+  metrics_.ObserveLapsedNodes(lapsed.size());
+  auto ports = FindFencedPorts(snap, *index, lapsed, connections);
   return PortListing{std::move(mp), std::move(ports)};
 }
 
 FenceService::PendingListing FenceService::StartListing(const Admitted& call) const {
   // Through the index, the ports depend on the change being stored: nothing to start early.
-  if (!options_.port_index.empty() || !call.leadership->LeadsFor(UpdateBudget())) return {};
+  if (options_.port_index || !call.leadership->LeadsFor(UpdateBudget())) return {};
   try {
     return std::async(std::launch::async, [this, context = log::ThreadContext()] {
       log::SetThreadContext(context);

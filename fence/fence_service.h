@@ -137,6 +137,14 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // The fence families (fence/metrics.h) on the server's registry.
   void RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) override;
 
+  // A node agent's publication of its node's attachments (fence/publication_service.h) into the
+  // port index; answers the lease the node holds from now. A publication with an address inside
+  // a fence makes the leading replica pass at once, so a new port there is cut off without
+  // waiting for the reconcile interval. FAILED_PRECONDITION when the index is off.
+  Result<std::chrono::seconds> Publish(const std::string& node,
+                                       const std::vector<AddressedPort>& ports)
+      MZ_EXCLUDES(store_mu_);
+
   // ready=false while the store is opening; an error naming the store when it is unusable.
   addons::Readiness StoreReadiness() const MZ_EXCLUDES(store_mu_);
 
@@ -277,6 +285,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
   std::thread thread_;  // Start() and Stop() come from one thread, which owns it
   std::atomic<uint64_t> passes_{0};
+  // Set by Publish, taken by the loop's next turn.
+  std::atomic<bool> published_inside_fence_{false};
   // The loop's view (its thread only): the term and store revision of its last pass, and when
   // the interval's next pass is due.
   uint64_t seen_terms_ = 0;

@@ -38,6 +38,19 @@ void FenceMetrics::Register(std::shared_ptr<prometheus::Registry> registry) {
                  .Help("1 while this replica leads (changes ports at Mizar-MP), else 0")
                  .Register(*registry_)
                  .Add({});
+  lapsed_nodes_ = &prometheus::BuildGauge()
+                       .Name("mizarmp_addons_lapsed_nodes")
+                       .Help(
+                           "Nodes whose publication lease had lapsed at the last pass through "
+                           "the port index: the controller lists their ports itself")
+                       .Register(*registry_)
+                       .Add({});
+  auto& publications = prometheus::BuildCounter()
+                           .Name("mizarmp_addons_publications_total")
+                           .Help("Node agents' publications into the port index by result")
+                           .Register(*registry_);
+  publications_ok_ = &publications.Add({{"result", "ok"}});
+  publications_failed_ = &publications.Add({{"result", "failed"}});
   mizarmp_requests_ = &prometheus::BuildCounter()
                            .Name("mizarmp_addons_mizarmp_requests_total")
                            .Help("Mizar-MP REST calls (after retries) by call and outcome")
@@ -62,6 +75,15 @@ void FenceMetrics::ObservePass(bool ok) {
 
 void FenceMetrics::ObserveLeader(bool leads) {
   if (registered()) leader_->Set(leads ? 1 : 0);
+}
+
+void FenceMetrics::ObserveLapsedNodes(size_t count) const {
+  if (registered()) lapsed_nodes_->Set(static_cast<double>(count));
+}
+
+void FenceMetrics::ObservePublication(bool ok) {
+  if (!registered()) return;
+  (ok ? publications_ok_ : publications_failed_)->Increment();
 }
 
 std::function<void(const client::CallObservation&)> FenceMetrics::MizarMpObserver() const {

@@ -1,10 +1,11 @@
 // The FenceController's metrics (on the server's registry, addons/metrics.h): the fences stored
 // by state and the pending unfences (as of the end of the last pass), enforcement passes by
-// result, whether this replica leads, and its Mizar-MP requests by call and outcome with their
-// latency. Before Register() every method does nothing, so a FenceService without a server
-// (tests) records nothing.
+// result, whether this replica leads, the port index's publications and lapsed nodes, and its
+// Mizar-MP requests by call and outcome with their latency. Before Register() every method does
+// nothing, so a FenceService without a server (tests) records nothing.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 
@@ -32,6 +33,8 @@ class FenceMetrics {
   void ObserveStore(const StoreCounts& counts);
   void ObservePass(bool ok);
   void ObserveLeader(bool leads);
+  void ObserveLapsedNodes(size_t count) const;
+  void ObservePublication(bool ok);
   // The Mizar-MP client's observer (ClientConfig::observer); empty before Register().
   std::function<void(const client::CallObservation&)> MizarMpObserver() const;
 
@@ -43,6 +46,9 @@ class FenceMetrics {
   prometheus::Gauge* leader_ = nullptr;
   prometheus::Counter* passes_ok_ = nullptr;
   prometheus::Counter* passes_failed_ = nullptr;
+  prometheus::Gauge* lapsed_nodes_ = nullptr;
+  prometheus::Counter* publications_ok_ = nullptr;
+  prometheus::Counter* publications_failed_ = nullptr;
   prometheus::Family<prometheus::Counter>* mizarmp_requests_ = nullptr;
   prometheus::Family<prometheus::Histogram>* mizarmp_seconds_ = nullptr;
 };

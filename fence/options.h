@@ -17,6 +17,7 @@ inline constexpr const char* kDefaultStateDir = "/var/lib/cni/mizarmp";
 inline constexpr const char* kDefaultFenceStore = "/var/lib/mizarmp/fence.db";
 inline constexpr int kDefaultUpdateConnections = 8;
 inline constexpr int kMaxUpdateConnections = 64;
+inline constexpr std::chrono::seconds kDefaultPublicationLease{30};
 
 // An etcd fence store (fenceStore "etcd://host:port,..."): how to reach the cluster (endpoints
 // come from the location), where the state lives in it, and the leader's lease.
@@ -40,9 +41,27 @@ struct FenceOptions {
   // Kept-alive Mizar-MP connections a pass's port updates go out over in parallel (Mizar-MP has
   // no bulk update); 1: one after another.
   int update_connections = kDefaultUpdateConnections;
-  // The port index's SQLite file (fence/port_index.h): a pass then reads back the indexed ports
-  // inside its CIDRs instead of listing every port. Empty: every pass lists every port.
-  std::string port_index;
+  // The port index (fence/port_index.h): node agents publish their attachments into it and a
+  // pass reads back the indexed ports inside its CIDRs instead of listing every port. Kept
+  // beside the fence store (PortIndexPath). Off: every pass lists every port.
+  bool port_index = false;
+  // How long a node's publication counts: a node that did not publish again within it is
+  // covered by the controller with a list of the node's ports (binding:host_id).
+  std::chrono::seconds publication_lease{kDefaultPublicationLease};
+};
+
+// A node agent's publication of its node's attachments to the controller (fence/publisher.h).
+struct PublisherOptions {
+  std::string target;     // the controller's publication endpoint, tcp://HOST:PORT; empty: none
+  std::string ca_file;    // the CA the controller's certificate is checked against
+  std::string cert_file;  // this node's client certificate, and its key
+  std::string key_file;
+  bool insecure = false;                     // plaintext (tests only)
+  std::string node;                          // the node's name at Mizar-MP (binding:host_id)
+  std::string state_dir = kDefaultStateDir;  // the plugin's attachment records
+  // How often the records are looked at (a stat per network when nothing changed); a change is
+  // published at the next look, and the whole set again before a third of the lease is left.
+  std::chrono::milliseconds interval{1000};
 };
 
 }  // namespace mizarmp::fence

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "fence/plan.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -33,19 +36,13 @@ std::vector<std::string> CandidateIds(const StoreSnapshot& snapshot,
   return ids;
 }
 
-}  // namespace
-
-Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const PortIndex& index,
-                                         const PassConnections& connections) {
-  MZ_ASSIGN_OR_RETURN(const std::vector<IndexedPort> inside,
-                      index.Inside(PlannedCidrs(snapshot)));
-  const std::vector<std::string> ids = CandidateIds(snapshot, inside);
+// Reads each of `ids` back by key into `found`; a port gone is left out, a failed read is an
+// unreadable entry.
+void ReadBack(const std::vector<std::string>& ids, const PassConnections& connections,
+              client::PortList& found) {
   std::vector<std::optional<Result<client::Port>>> read(ids.size());
-  const Status none =
-      ForEachOverConnections(connections, ids.size(), [&](client::Client& mp, size_t i) {
-        read[i] = mp.GetPort(ids[i]);
-      });
-  client::PortList found;
+  const Status none = ForEachOverConnections(
+      connections, ids.size(), [&](client::Client& mp, size_t i) { read[i] = mp.GetPort(ids[i]); });
   for (size_t i = 0; i < ids.size(); ++i) {
     const Status& error = !read[i] ? none : read[i]->status();
     if (read[i] && read[i]->ok()) {
@@ -54,7 +51,53 @@ Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const Po
       found.unreadable.push_back("port " + ids[i] + ": " + error.ToString());
     }
   }
+}
+
+// Adds the ports of each lapsed node, listed by `binding:host_id`, that `found` lacks.
+void ListLapsed(const std::vector<std::string>& lapsed, const PassConnections& connections,
+                client::PortList& found) {
+  std::vector<std::optional<Result<client::PortList>>> listed(lapsed.size());
+  const Status none =
+      ForEachOverConnections(connections, lapsed.size(), [&](client::Client& mp, size_t i) {
+        listed[i] = mp.ListPorts({{"binding:host_id", lapsed[i]}}, kFencePortFields);
+      });
+  std::set<std::string> have;
+  for (const client::Port& p : found.ports) have.insert(p.id);
+  for (size_t i = 0; i < lapsed.size(); ++i) {
+    if (!listed[i] || !listed[i]->ok()) {
+      const Status& error = !listed[i] ? none : listed[i]->status();
+      found.unreadable.push_back("the ports of node " + lapsed[i] + ": " + error.ToString());
+      continue;
+    }
+    for (client::Port& p : (*listed[i])->ports) {
+      if (have.insert(p.id).second) found.ports.push_back(std::move(p));
+    }
+    for (std::string& hole : (*listed[i])->unreadable) found.unreadable.push_back(std::move(hole));
+  }
+}
+
+}  // namespace
+
+Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const PortIndex& index,
+                                         const std::vector<std::string>& lapsed,
+                                         const PassConnections& connections) {
+  MZ_ASSIGN_OR_RETURN(const std::vector<IndexedPort> inside, index.Inside(PlannedCidrs(snapshot)));
+  client::PortList found;
+  ReadBack(CandidateIds(snapshot, inside), connections, found);
+  ListLapsed(lapsed, connections, found);
+  std::sort(found.ports.begin(), found.ports.end(),
+            [](const client::Port& a, const client::Port& b) { return a.id < b.id; });
   return found;
+}
+
+std::vector<std::string> LapsedNodes(const std::vector<Publication>& publications,
+                                     std::chrono::seconds lease,
+                                     std::chrono::system_clock::time_point now) {
+  std::vector<std::string> lapsed;
+  for (const Publication& p : publications) {
+    if (p.at + lease < now) lapsed.push_back(p.node);
+  }
+  return lapsed;
 }
 
 }  // namespace mizarmp::fence

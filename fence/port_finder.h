@@ -17,10 +17,19 @@ namespace mizarmp::fence {
 // left out (nothing to change). A read that failed is an unreadable entry naming the port, so
 // the plan completes nothing (fence/plan.h), as for a list with holes. An error only when the
 // index cannot be read.
+// Nodes in `lapsed` (whose agents stopped publishing: PortIndex::Publications older than the
+// lease) are covered by one list of each node's ports (`binding:host_id`, below the row limit
+// however many ports the cluster has); a failed list is an unreadable entry naming the node.
 // The plan over these ports equals the plan over the whole list whenever the index holds every
-// port inside the CIDRs: every other port is inside no fence and named by no record, so the
-// plan leaves it alone.
+// port inside the CIDRs of the nodes not in `lapsed`: every other port is inside no fence and
+// named by no record, so the plan leaves it alone.
 Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const PortIndex& index,
+                                         const std::vector<std::string>& lapsed,
                                          const PassConnections& connections);
+
+// The nodes whose last publication is older than `lease` at `now`.
+std::vector<std::string> LapsedNodes(const std::vector<Publication>& publications,
+                                     std::chrono::seconds lease,
+                                     std::chrono::system_clock::time_point now);
 
 }  // namespace mizarmp::fence

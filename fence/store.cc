@@ -1,5 +1,6 @@
 #include "fence/store.h"
 
+#include "common/fileutil.h"
 #include "fence/etcd_store.h"
 #include "fence/sqlite_store.h"
 
@@ -27,6 +28,17 @@ Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
   }
   MZ_ASSIGN_OR_RETURN(std::unique_ptr<SqliteFenceStore> sqlite, SqliteFenceStore::Open(location));
   return std::unique_ptr<FenceStore>(std::move(sqlite));
+}
+
+Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
+                                                 const EtcdStoreOptions& etcd) {
+  if (etcd::IsEtcdLocation(location)) {
+    (void)etcd;
+    return FailedPreconditionError(
+        "portIndex: the port index is kept in a SQLite fence store only for now; fenceStore \"" +
+        location + "\" is etcd");
+  }
+  return OpenSqlitePortIndex(DirName(location) + "/" + kPortIndexFile);
 }
 
 }  // namespace mizarmp::fence

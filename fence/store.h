@@ -30,6 +30,7 @@
 #include "common/status.h"
 #include "fence/leadership.h"
 #include "fence/options.h"
+#include "fence/port_index.h"
 
 namespace mizarmp::fence {
 
@@ -136,5 +137,11 @@ class FenceStore {
 // backend's (see fence/sqlite_store.h, fence/etcd_store.h).
 Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
                                                    const EtcdStoreOptions& etcd = {});
+
+// The port index kept beside the store at `location` (fence/port_index.h): for a SQLite store,
+// the file kPortIndexFile in the store's directory.
+inline constexpr const char* kPortIndexFile = "ports.db";
+Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
+                                                 const EtcdStoreOptions& etcd);
 
 }  // namespace mizarmp::fence

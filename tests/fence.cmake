@@ -44,3 +44,9 @@ add_dependencies(fence_ha_test mizarmp-addons)
 # random clusters at the in-process strict Alcor mock (loopback HTTP, no root).
 mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
                  LIBS mizarmp_fence mizarmp_mock LABELS integration TIMEOUT 120)
+
+# The port index fed by node agents end to end in one process: the controller's publication
+# endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.
+# A new port inside a fence and a dead node's port are cut off; bad publications are refused.
+mizarmp_add_test(NAME publication_test SOURCES integration/publication_test.cc
+                 LIBS mizarmp_fence mizarmp_mock LABELS integration TIMEOUT 120)

@@ -73,8 +73,7 @@ JsonField KeyValue(const json& value, const std::string& where) {
 
 // A key whose value is a string, in the file and on the command line alike.
 Key TextKey(std::string json_key, std::string value_name, std::string help, TextSetter set) {
-  JsonApply from_json = [set](const json& v, const std::string& where,
-                              ServerConfig& c) -> Status {
+  JsonApply from_json = [set](const json& v, const std::string& where, ServerConfig& c) -> Status {
     MZ_ASSIGN_OR_RETURN(const std::string text, KeyValue(v, where).String());
     return set(text, where, c);
   };
@@ -426,6 +425,36 @@ const std::vector<Key>& Keys() {
                 [](ServerConfig& c) -> std::string& { return c.log_file; }),
       SwitchKey("usePortList", "also gather fence clients from the Mizar-MP port list",
                 [](ServerConfig& c) -> bool& { return c.fence.use_port_list; }),
+      SwitchKey("portIndex",
+                "controller mode: find a fence's ports through the index node agents publish "
+                "(beside the fence store) instead of listing every port at Mizar-MP",
+                [](ServerConfig& c) -> bool& { return c.fence.port_index; }),
+      StringKey("publicationEndpoint", "tcp://HOST:PORT",
+                "controller mode, with portIndex: a second listener, for the node agents' "
+                "publications (same TLS; needs tlsClientCaFile)",
+                [](ServerConfig& c) -> std::string& { return c.server.additional_endpoint; }),
+      DurationKey(
+          "publicationLeaseSeconds",
+          "controller mode: a node that did not publish again within this is covered by a list "
+          "of its ports",
+          3600,
+          +[](ServerConfig& c) -> std::chrono::seconds& { return c.fence.publication_lease; }),
+      StringKey("publishTo", "tcp://HOST:PORT",
+                "node mode: publish this node's attachments to the controller's "
+                "publicationEndpoint (default: do not publish)",
+                [](ServerConfig& c) -> std::string& { return c.publisher.target; }),
+      StringKey("publishCaFile", "FILE", "node mode: CA of the controller's certificate",
+                [](ServerConfig& c) -> std::string& { return c.publisher.ca_file; }),
+      StringKey("publishCertFile", "FILE", "node mode: this node's client certificate",
+                [](ServerConfig& c) -> std::string& { return c.publisher.cert_file; }),
+      StringKey("publishKeyFile", "FILE", "node mode: its private key",
+                [](ServerConfig& c) -> std::string& { return c.publisher.key_file; }),
+      SwitchKey("publishInsecure", "node mode: publish in plaintext (tests only)",
+                [](ServerConfig& c) -> bool& { return c.publisher.insecure; }),
+      MillisKey("publishIntervalMs",
+                "node mode: how often the attachment records are looked at for a publication",
+                60000,
+                [](ServerConfig& c) -> std::chrono::milliseconds& { return c.publisher.interval; }),
       StringKey("keyStoreDir", "DIR", "node mode: the key store of the LUKS volumes' passphrases",
                 [](ServerConfig& c) -> std::string& { return c.keyrotation.key_store_dir; }),
       StringKey("mountTable", "FILE",
@@ -524,7 +553,8 @@ Status ValidateServer(const addons::ServerOptions& s) {
       !s.requests_need_secrets) {
     return InvalidArgumentError(addons::TcpWithoutClientAuthMessage(s.endpoint));
   }
-  if (ep.kind == addons::Endpoint::Kind::kUnix && !s.tls_cert_file.empty()) {
+  if (ep.kind == addons::Endpoint::Kind::kUnix && !s.tls_cert_file.empty() &&
+      s.additional_endpoint.empty()) {
     return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
   }
   MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", s.tls_cert_file));
@@ -665,6 +695,8 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   }
   c.fence.expected_secrets = secrets;
   c.keyrotation.expected_secrets = secrets;
+  c.publisher.node = c.fence.host_id;
+  c.publisher.state_dir = c.fence.state_dir;
   // kubelet stages a volume under its CSI driver's name: the one the sidecar's requests are for.
   c.keyrotation.driver_name = c.identity.drivername;
 }
@@ -683,6 +715,48 @@ Status ValidateRelay(const ServerConfig& c) {
     return InvalidArgumentError("relaySocket: needs mpurl, the controller it relays to");
   }
   return Status::Ok();
+}
+
+// The port index's publication: served by the controller, made by node agents. A publication
+// carries no secrets, so a tcp:// listener serving it must check client certificates.
+Status ValidatePublication(const ServerConfig& c) {
+  const bool controller = c.identity.mode == addons::Mode::kController;
+  if (!c.server.additional_endpoint.empty()) {
+    if (!controller || !c.fence.port_index) {
+      return InvalidArgumentError("publicationEndpoint: only in controller mode with portIndex");
+    }
+    auto ep = addons::ParseEndpoint(c.server.additional_endpoint);
+    if (!ep.ok() || ep->kind != addons::Endpoint::Kind::kTcp) {
+      return InvalidArgumentError("publicationEndpoint " + Quoted(c.server.additional_endpoint) +
+                                  ": want tcp://HOST:PORT");
+    }
+    if (c.server.tls_cert_file.empty() && !c.server.insecure_tcp) {
+      return InvalidArgumentError(
+          "publicationEndpoint: needs tlsCertFile and tlsKeyFile (or insecureTcp, for tests "
+          "only)");
+    }
+  }
+  const bool tcp = c.server.endpoint.starts_with("tcp://") || !c.server.additional_endpoint.empty();
+  if (controller && c.fence.port_index && tcp && c.server.tls_client_ca_file.empty() &&
+      !c.server.insecure_tcp) {
+    return InvalidArgumentError(
+        "portIndex: publications carry no secrets, so a tcp:// endpoint serving them needs "
+        "tlsClientCaFile (node agents authenticate by client certificate)");
+  }
+  if (controller && c.fence.port_index && etcd::IsEtcdLocation(c.fence.fence_store)) {
+    return InvalidArgumentError("portIndex: only with a SQLite fenceStore for now");
+  }
+  if (c.fence.publication_lease.count() < 3) {
+    return InvalidArgumentError("publicationLeaseSeconds: must be at least 3");
+  }
+  if (c.publisher.target.empty()) return Status::Ok();
+  if (controller) return InvalidArgumentError("publishTo: only in node mode");
+  if (c.publisher.interval.count() <= 0) {
+    return InvalidArgumentError("publishIntervalMs: must be > 0");
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("publishCaFile", c.publisher.ca_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("publishCertFile", c.publisher.cert_file));
+  return CheckReadableFile("publishKeyFile", c.publisher.key_file);
 }
 
 }  // namespace
@@ -720,6 +794,7 @@ Status ValidateConfig(const ServerConfig& c) {
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
   MZ_RETURN_IF_ERROR(ValidateRelay(c));
   MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
+  MZ_RETURN_IF_ERROR(ValidatePublication(c));
   MZ_RETURN_IF_ERROR(ValidateKeyRotation(c.keyrotation));
   if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
   return Status::Ok();

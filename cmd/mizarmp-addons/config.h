@@ -29,6 +29,7 @@ struct ServerConfig {
   addons::IdentityOptions identity;             // mode, drivername, Probe's timeout
   fence::FenceOptions fence;                    // controller mode
   keyrotation::KeyRotationOptions keyrotation;  // node mode
+  fence::PublisherOptions publisher;            // node mode: publication to the port index
 
   // Settings several components share; ParseCommandLine copies them into identity and fence
   // (Mizar-MP, subnet) and into fence and keyrotation (the secrets).

@@ -20,6 +20,8 @@
 #include "common/version.h"
 #include "fence/fence_service.h"
 #include "fence/node_clients.h"
+#include "fence/publication_service.h"
+#include "fence/publisher.h"
 #include "keyrotation/hooks.h"
 #include "keyrotation/service.h"
 #include "relay/relay_component.h"
@@ -33,11 +35,19 @@ std::string VersionLine() {
   return "mizarmp-addons " + std::string(mz::Version()) + " (" + std::string(mz::GitCommit()) + ")";
 }
 
-// Controller mode: the FenceController. Its store opens in the background once the server
-// runs (Probe says ready=false meanwhile).
+// Controller mode: the FenceController, and with portIndex the node agents' publication into
+// it. Its store opens in the background once the server runs (Probe says ready=false
+// meanwhile).
 Services ControllerServices(const mz::cmd::ServerConfig& config) {
   Services services;
-  services.push_back(std::make_unique<mz::fence::FenceService>(config.fence));
+  auto fences = std::make_unique<mz::fence::FenceService>(config.fence);
+  std::unique_ptr<mz::fence::PublicationService> publication;
+  if (config.fence.port_index) {
+    publication = std::make_unique<mz::fence::PublicationService>(*fences);
+  }
+  services.push_back(std::move(fences));
+  // After the FenceService, so the server stops it first (Stop runs in reverse order).
+  if (publication != nullptr) services.push_back(std::move(publication));
   return services;
 }
 
@@ -111,6 +121,7 @@ int main(int argc, char** argv) {
 
   Services services;
   std::unique_ptr<mz::relay::RelayComponent> relay;
+  std::unique_ptr<mz::fence::Publisher> publisher;
   if (config.identity.mode == mz::addons::Mode::kController) {
     services = ControllerServices(config);
   } else {
@@ -123,9 +134,17 @@ int main(int argc, char** argv) {
       if (!started.ok()) return CannotStart("cannot start the relay", started.status());
       relay = std::move(*started);
     }
+    if (!config.publisher.target.empty()) {
+      auto made_publisher = mz::fence::Publisher::Create(config.publisher);
+      if (!made_publisher.ok()) {
+        return CannotStart("cannot publish to the port index", made_publisher.status());
+      }
+      publisher = std::move(*made_publisher);
+    }
   }
   std::vector<mz::addons::AddonsComponent*> components;
   if (relay != nullptr) components.push_back(relay.get());
+  if (publisher != nullptr) components.push_back(publisher.get());
   mz::addons::IdentityService identity(config.identity, Pointers(services), components);
 
   mz::addons::Server server(config.server);

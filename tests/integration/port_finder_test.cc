@@ -341,7 +341,7 @@ TEST(PortFinder, PlansWhatTheWholeListPlansOnRandomClusters) {
 
     auto listed = controller.mp->ListPorts({}, kFencePortFields);
     ASSERT_TRUE(listed.ok()) << listed.status().ToString();
-    auto found = FindFencedPorts(snap, **index, controller.Connections(4));
+    auto found = FindFencedPorts(snap, **index, /*lapsed=*/{}, controller.Connections(4));
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     EXPECT_TRUE(found->unreadable.empty()) << found->unreadable[0];
     EXPECT_LT(found->ports.size(), listed->ports.size());
@@ -369,7 +369,7 @@ TEST(PortFinder, TheServiceFencesThroughTheIndexWithoutListingPorts) {
   o.mizarmp.project_id = client::kDefaultProjectId;
   o.state_dir = dir.path() + "/cni";
   o.fence_store = dir.path() + "/lib/fence.db";
-  o.port_index = dir.path() + "/lib/ports.db";
+  o.port_index = true;  // lib/ports.db, beside the store
   o.reconcile_interval = std::chrono::hours(1);
   FenceService service(o);
   ASSERT_TRUE(service.StartAndWait().ok());
@@ -427,7 +427,7 @@ TEST(PortFinder, WorksAtTwiceTheControllersRowLimit) {
   ASSERT_FALSE(listed.ok());
   EXPECT_EQ(listed.status().code(), Code::kFailedPrecondition) << listed.status().ToString();
 
-  auto found = FindFencedPorts(snap, **index, controller.Connections(4));
+  auto found = FindFencedPorts(snap, **index, /*lapsed=*/{}, controller.Connections(4));
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   EXPECT_EQ(found->ports.size(), 300u);
   EXPECT_TRUE(found->unreadable.empty());

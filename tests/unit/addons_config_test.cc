@@ -329,6 +329,49 @@ TEST(AddonsConfig, TcpWithoutClientAuthenticationRefused) {
   EXPECT_FALSE(unix_ep->config.server.requests_need_secrets);
 }
 
+TEST(AddonsConfig, ThePortIndexsPublicationIsAuthenticatedByClientCertificate) {
+  TempDir dir;
+  const std::string pem = dir.path() + "/x.pem";
+  ASSERT_TRUE(WriteFileAtomic(pem, "-----BEGIN CERTIFICATE-----\n").ok());
+  const std::vector<std::string> tls = {"--tls-cert-file", pem, "--tls-key-file", pem};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = tls;
+    args.insert(args.end(), more.begin(), more.end());
+    return Valid(args);
+  };
+  // The sidecar's unix socket and a TLS listener for the node agents, with client certificates.
+  auto ok = Parse(with({"--port-index", "--publication-endpoint", "tcp://0.0.0.0:9811",
+                        "--tls-client-ca-file", pem, "--publication-lease-seconds", "60"}));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok->config.fence.port_index);
+  EXPECT_EQ(ok->config.server.additional_endpoint, "tcp://0.0.0.0:9811");
+  EXPECT_EQ(ok->config.fence.publication_lease, std::chrono::seconds(60));
+  // Publications carry no secrets: a secrets file does not authenticate them.
+  ExpectInvalid(with({"--port-index", "--publication-endpoint", "tcp://0.0.0.0:9811",
+                      "--secrets-file", WriteSecrets(dir, R"({"k":"v"})")}),
+                "tlsClientCaFile");
+  ExpectInvalid(Valid({"--publication-endpoint", "tcp://0.0.0.0:9811"}),
+                "only in controller mode "
+                "with portIndex");
+  ExpectInvalid(with({"--port-index", "--publication-endpoint", "unix:///run/x.sock",
+                      "--tls-client-ca-file", pem}),
+                "want tcp://HOST:PORT");
+  ExpectInvalid(Valid({"--port-index", "--publication-lease-seconds", "1"}),
+                "publicationLeaseSeconds");
+
+  // Node agents publish with a certificate of their own, in node mode only.
+  auto node =
+      Parse({"--mode", "node", "--host-id", "node-7", "--publish-to", "tcp://controller:9811",
+             "--publish-ca-file", pem, "--publish-cert-file", pem, "--publish-key-file", pem});
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(node->config.publisher.node, "node-7");
+  EXPECT_EQ(node->config.publisher.state_dir, node->config.fence.state_dir);
+  ExpectInvalid(Valid({"--publish-to", "tcp://controller:9811"}), "publishTo: only in node mode");
+  ExpectInvalid({"--mode", "node", "--publish-to", "tcp://c:1", "--publish-ca-file",
+                 dir.path() + "/absent.pem"},
+                "publishCaFile");
+}
+
 TEST(AddonsConfig, Endpoints) {
   auto unix_ep = ParseEndpoint("unix:///run/mizarmp/csi-addons.sock");
   ASSERT_TRUE(unix_ep.ok());
@@ -523,6 +566,15 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
                                               "logLevel",
                                               "logFile",
                                               "usePortList",
+                                              "portIndex",
+                                              "publicationEndpoint",
+                                              "publicationLeaseSeconds",
+                                              "publishTo",
+                                              "publishCaFile",
+                                              "publishCertFile",
+                                              "publishKeyFile",
+                                              "publishInsecure",
+                                              "publishIntervalMs",
                                               "keyStoreDir",
                                               "mountTable",
                                               "kubeletDir"}));

@@ -1,0 +1,74 @@
+#include "fence/publication_service.h"
+
+#include "addons/grpc_status.h"
+#include "common/log.h"
+#include "common/strings.h"
+
+namespace mizarmp::fence {
+namespace {
+
+// A node name or port id: present, bounded, UTF-8 (it reaches logs and Mizar-MP's filters).
+Status CheckName(const std::string& value, const std::string& field) {
+  if (value.empty()) return InvalidArgumentError(field + " is empty");
+  if (value.size() > kMaxPublishedNameBytes) {
+    return InvalidArgumentError(field + " is longer than " +
+                                std::to_string(kMaxPublishedNameBytes) + " bytes");
+  }
+  if (!IsValidUtf8(value)) return InvalidArgumentError(field + " is not UTF-8");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<AddressedPort>> PublishedPorts(const ::mizarmp::v1::PublishRequest& request) {
+  MZ_RETURN_IF_ERROR(CheckName(request.node(), "node"));
+  if (request.attachments_size() > kMaxPublishedAttachments) {
+    return InvalidArgumentError("attachments: " + std::to_string(request.attachments_size()) +
+                                " is more than the " + std::to_string(kMaxPublishedAttachments) +
+                                " one node may publish");
+  }
+  std::vector<AddressedPort> ports;
+  ports.reserve(static_cast<size_t>(request.attachments_size()));
+  for (int i = 0; i < request.attachments_size(); ++i) {
+    const auto& attachment = request.attachments(i);
+    const std::string field = "attachments[" + std::to_string(i) + "]";
+    MZ_RETURN_IF_ERROR(CheckName(attachment.port_id(), field + ".port_id"));
+    if (attachment.ips_size() > kMaxAddressesPerAttachment) {
+      return InvalidArgumentError(field + ".ips: more than " +
+                                  std::to_string(kMaxAddressesPerAttachment) + " addresses");
+    }
+    for (int j = 0; j < attachment.ips_size(); ++j) {
+      auto ip = IpAddress::Parse(attachment.ips(j));
+      if (!ip.ok()) {
+        return InvalidArgumentError(field + ".ips[" + std::to_string(j) + "] (\"" +
+                                    LogEscaped(attachment.ips(j)) + "\") is not an IP address");
+      }
+      ports.push_back({*ip, attachment.port_id()});
+    }
+  }
+  return ports;
+}
+
+std::string PublicationService::health_name() const {
+  return ::mizarmp::v1::PortIndex::service_full_name();
+}
+
+grpc::Status PublicationService::Publish(grpc::ServerContext* /*context*/,
+                                         const ::mizarmp::v1::PublishRequest* request,
+                                         ::mizarmp::v1::PublishResponse* response) {
+  auto ports = PublishedPorts(*request);
+  if (!ports.ok()) {
+    MZ_LOG(kWarn) << "Publish refused: " << ports.status().message();
+    return addons::ToGrpcStatus(ports.status());
+  }
+  auto lease = fences_.Publish(request->node(), *ports);
+  if (!lease.ok()) {
+    MZ_LOG(kWarn) << "Publish of node " << LogEscaped(request->node())
+                  << " failed: " << lease.status().message();
+    return addons::ToGrpcStatus(lease.status());
+  }
+  response->set_lease_seconds(static_cast<uint32_t>(lease->count()));
+  return grpc::Status::OK;
+}
+
+}  // namespace mizarmp::fence

@@ -1,0 +1,48 @@
+// The controller's side of the port index's publication: the gRPC service mizarmp.v1.PortIndex
+// (proto/mizarmp/port_index.proto) that node agents (fence/publisher.h) call with their node's
+// attachments. It checks every field of a request, which comes from the network, and hands the
+// publication to FenceService::Publish, which owns the index.
+//
+// It is served on every endpoint of the controller's server; node agents reach it on the
+// publication endpoint (a tcp:// listener that authenticates them by client certificate).
+#pragma once
+
+#include <string>
+
+#include "addons/service.h"
+#include "fence/fence_service.h"
+#include "mizarmp/port_index.grpc.pb.h"
+
+namespace mizarmp::fence {
+
+// Bounds of one publication: a node carries at most this many attachments, each with at most
+// kMaxAddressesPerAttachment addresses (a pod has one per family), and names of at most
+// kMaxPublishedNameBytes bytes (a Kubernetes node name is at most 253).
+inline constexpr int kMaxPublishedAttachments = 100000;
+inline constexpr int kMaxAddressesPerAttachment = 16;
+inline constexpr size_t kMaxPublishedNameBytes = 253;
+
+// The request as the index takes it: every address of every attachment, or INVALID_ARGUMENT
+// naming the field (`attachments[3].ips[1]`) and what is wrong with it.
+Result<std::vector<AddressedPort>> PublishedPorts(const ::mizarmp::v1::PublishRequest& request);
+
+class PublicationService final : public ::mizarmp::v1::PortIndex::Service,
+                                 public addons::AddonsService {
+ public:
+  // `fences` owns the index; it must outlive this service.
+  explicit PublicationService(FenceService& fences) : fences_(fences) {}
+
+  grpc::Service* grpc_service() override { return this; }
+  // "mizarmp.v1.PortIndex".
+  std::string health_name() const override;
+  // None: this is mizarmp's own API, not a CSI-Addons capability.
+  std::vector<identity::Capability> capabilities() const override { return {}; }
+
+  grpc::Status Publish(grpc::ServerContext* context, const ::mizarmp::v1::PublishRequest* request,
+                       ::mizarmp::v1::PublishResponse* response) override;
+
+ private:
+  FenceService& fences_;
+};
+
+}  // namespace mizarmp::fence

@@ -1,0 +1,163 @@
+#include "fence/publisher.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+
+#include "addons/server.h"
+#include "common/fileutil.h"
+#include "common/log.h"
+#include "mizarmp/port_index.grpc.pb.h"
+
+namespace mizarmp::fence {
+namespace {
+
+// How long one Publish call may take: well inside the shortest lease a controller grants.
+constexpr std::chrono::seconds kPublishDeadline{10};
+
+Result<std::string> ReadPem(const char* option, const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return InvalidArgumentError(std::string(option) + " \"" + path +
+                                "\": " + text.status().message());
+  }
+  return std::move(*text);
+}
+
+// TLS towards the controller: its CA, and this node's certificate, which the publication
+// endpoint requires (it authenticates node agents by client certificate).
+Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const PublisherOptions& o) {
+  if (o.insecure) return grpc::InsecureChannelCredentials();
+  if (o.ca_file.empty() || o.cert_file.empty() || o.key_file.empty()) {
+    return InvalidArgumentError(
+        "publishCaFile, publishCertFile and publishKeyFile: all three are needed to publish to " +
+        o.target + " (the controller authenticates node agents by client certificate)");
+  }
+  grpc::SslCredentialsOptions ssl;
+  MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("publishCaFile", o.ca_file));
+  MZ_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem("publishCertFile", o.cert_file));
+  MZ_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem("publishKeyFile", o.key_file));
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
+std::vector<AddressedPort> NodeAttachments(
+    const std::vector<records::RecordCache::Records>& records, const std::string& node) {
+  std::vector<AddressedPort> ports;
+  for (const records::RecordCache::Records& network : records) {
+    for (const records::Record& r : *network) {
+      if (r.port_id.empty() || (!r.host_id.empty() && r.host_id != node)) continue;
+      for (const records::RecordIp& address : r.ips) {
+        auto cidr = Cidr::Parse(address.address, /*allow_bare=*/true);
+        if (cidr.ok()) ports.push_back({cidr->address(), r.port_id});
+      }
+    }
+  }
+  std::sort(ports.begin(), ports.end(), [](const AddressedPort& a, const AddressedPort& b) {
+    return std::tie(a.ip, a.port_id) < std::tie(b.ip, b.port_id);
+  });
+  ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+  return ports;
+}
+
+Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
+  if (options.node.empty()) {
+    return InvalidArgumentError("hostId: a node agent that publishes must know its node's name");
+  }
+  auto endpoint = addons::ParseEndpoint(options.target);
+  if (!endpoint.ok() || endpoint->kind != addons::Endpoint::Kind::kTcp) {
+    return InvalidArgumentError("publishTo \"" + options.target +
+                                "\": must be tcp://HOST:PORT (the controller's "
+                                "publicationEndpoint)");
+  }
+  MZ_ASSIGN_OR_RETURN(auto credentials, Credentials(options));
+  auto channel = grpc::CreateChannel(endpoint->GrpcAddress(), credentials);
+  return std::unique_ptr<Publisher>(new Publisher(std::move(options), std::move(channel)));
+}
+
+Publisher::Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel)
+    : options_(std::move(options)), channel_(std::move(channel)) {}
+
+Publisher::~Publisher() { Stop(); }
+
+void Publisher::Start() {
+  MutexLock lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Publisher::Stop() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t Publisher::published() const {
+  MutexLock lock(mu_);
+  return published_;
+}
+
+void Publisher::Run() {
+  auto stopped_within = [this](std::chrono::milliseconds d) {
+    MutexLock lock(mu_);
+    return lock.WaitFor(cv_, d, [this]() MZ_REQUIRES(mu_) { return stopping_; });
+  };
+  do {
+    Look();
+  } while (!stopped_within(options_.interval));
+}
+
+void Publisher::Look() {
+  auto snapshot = records_.Snapshot();
+  if (!snapshot.ok()) {
+    MZ_LOG(kWarn) << "publication: reading the records: " << snapshot.status().message();
+    return;
+  }
+  std::vector<AddressedPort> ports = NodeAttachments(*snapshot, options_.node);
+  const bool changed = !accepted_any_ || ports != accepted_;
+  if (!changed && std::chrono::steady_clock::now() < republish_at_) return;
+  if (Status s = Publish(ports); !s.ok()) {
+    MZ_LOG(kWarn) << "publication to " << options_.target << ": " << s.ToString();
+    return;
+  }
+  accepted_ = std::move(ports);
+  accepted_any_ = true;
+}
+
+Status Publisher::Publish(const std::vector<AddressedPort>& ports) {
+  ::mizarmp::v1::PublishRequest request;
+  request.set_node(options_.node);
+  ::mizarmp::v1::Attachment* current = nullptr;
+  std::vector<const AddressedPort*> by_port;
+  for (const AddressedPort& p : ports) by_port.push_back(&p);
+  std::stable_sort(by_port.begin(), by_port.end(),
+                   [](const auto* a, const auto* b) { return a->port_id < b->port_id; });
+  for (const AddressedPort* p : by_port) {
+    if (current == nullptr || current->port_id() != p->port_id) {
+      current = request.add_attachments();
+      current->set_port_id(p->port_id);
+    }
+    current->add_ips(p->ip.ToString());
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kPublishDeadline);
+  ::mizarmp::v1::PublishResponse response;
+  auto stub = ::mizarmp::v1::PortIndex::NewStub(channel_);
+  const grpc::Status s = stub->Publish(&context, request, &response);
+  if (!s.ok()) {
+    return Status(static_cast<Code>(s.error_code()), "Publish: " + s.error_message());
+  }
+  // A third of the lease: two more tries before the node lapses.
+  republish_at_ = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(std::max<uint32_t>(1, response.lease_seconds() / 3));
+  MutexLock lock(mu_);
+  ++published_;
+  return Status::Ok();
+}
+
+}  // namespace mizarmp::fence

@@ -1,0 +1,72 @@
+// The node agent's side of the port index (fence/port_index.h): mizarmp-addons in node mode
+// publishes the attachments the plugin recorded on this node to the controller
+// (mizarmp.v1.PortIndex/Publish, fence/publication_service.h), so that a fence finds this node's
+// ports inside its CIDRs without listing every port at Mizar-MP.
+//
+// Each look at the records costs a stat per network directory when nothing changed
+// (records/cache.h). A change is published at the next look; an unchanged set is published
+// again once a third of the lease the controller granted has passed, so a live node never lapses
+// for one lost call. A failed call is retried at the next look. The whole set goes in every
+// call: the controller replaces what the node published before, so nothing depends on an
+// earlier call having arrived.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "addons/service.h"
+#include "common/mutex.h"
+#include "fence/options.h"
+#include "fence/port_index.h"
+#include "records/cache.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
+namespace mizarmp::fence {
+
+// The attachments of `records` that belong to `node` (a record without a host id does), one
+// entry per address, sorted; records without a port id or an address are left out.
+std::vector<AddressedPort> NodeAttachments(
+    const std::vector<records::RecordCache::Records>& records, const std::string& node);
+
+class Publisher final : public addons::AddonsComponent {
+ public:
+  // INVALID_ARGUMENT naming the option when the target or the TLS files are unusable.
+  static Result<std::unique_ptr<Publisher>> Create(PublisherOptions options);
+  ~Publisher() override;  // Stop()
+
+  void Start() override MZ_EXCLUDES(mu_);
+  void Stop() override MZ_EXCLUDES(mu_);
+
+  // For tests: how many publications the controller accepted.
+  uint64_t published() const MZ_EXCLUDES(mu_);
+
+ private:
+  Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel);
+  void Run() MZ_EXCLUDES(mu_);
+  // One look at the records, and a publication when due.
+  void Look();
+  Status Publish(const std::vector<AddressedPort>& ports);
+
+  const PublisherOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  records::RecordCache records_{options_.state_dir};
+  // The loop's own (its thread only): what the controller last accepted, and when to publish an
+  // unchanged set again.
+  std::vector<AddressedPort> accepted_;
+  bool accepted_any_ = false;
+  std::chrono::steady_clock::time_point republish_at_;
+
+  mutable Mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ MZ_GUARDED_BY(mu_) = false;
+  uint64_t published_ MZ_GUARDED_BY(mu_) = 0;
+  std::thread thread_;  // Start() and Stop() come from one thread, which owns it
+};
+
+}  // namespace mizarmp::fence
