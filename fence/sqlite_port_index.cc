@@ -9,6 +9,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "common/fileutil.h"
 #include "common/log.h"
@@ -166,25 +168,57 @@ class SqlitePortIndex final : public PortIndex {
   }
 
  private:
-  // The publication's writes, inside Publish's transaction.
+  // The publication's writes, inside Publish's transaction: only the difference from what the
+  // node published before, so the renewal of an unchanged set (every node, every third of its
+  // lease) writes one row, not the node's every entry.
   Status ReplaceNode(const std::string& node, const std::vector<AddressedPort>& ports)
       MZ_REQUIRES(mu_) {
-    Stmt forget;
+    MZ_ASSIGN_OR_RETURN(std::set<Entry> before, EntriesOf(node));
+    std::set<Entry> after;
+    for (const AddressedPort& p : ports) after.emplace(AddressKey(p.ip), p.port_id);
+    Stmt remove;
     Stmt insert;
-    if (!forget.Prepare(db_, "DELETE FROM attachments WHERE node = ?1") ||
+    if (!remove.Prepare(db_,
+                        "DELETE FROM attachments WHERE ip = ?1 AND port_id = ?2 AND node = ?3") ||
         !insert.Prepare(
             db_, "INSERT OR REPLACE INTO attachments(ip, port_id, node) VALUES (?1, ?2, ?3)")) {
       return Error("preparing the publication of node " + node);
     }
-    if (!forget.Run({node})) return Error("forgetting what node " + node + " published");
-    for (const AddressedPort& p : ports) {
-      insert.Reset();
-      insert.BindBlob(1, AddressKey(p.ip));
-      insert.BindText(2, p.port_id);
-      insert.BindText(3, node);
-      if (insert.Step() != SQLITE_DONE) return Error("indexing port " + p.port_id);
+    for (const Entry& e : before) {
+      if (!after.contains(e) && !Write(remove, e, node)) {
+        return Error("forgetting port " + e.second + " of node " + node);
+      }
+    }
+    for (const Entry& e : after) {
+      if (!before.contains(e) && !Write(insert, e, node)) return Error("indexing port " + e.second);
     }
     return Status::Ok();
+  }
+
+  // (address key, port id) of an entry.
+  using Entry = std::pair<std::string, std::string>;
+
+  static bool Write(Stmt& statement, const Entry& e, const std::string& node) {
+    statement.Reset();
+    statement.BindBlob(1, e.first);
+    statement.BindText(2, e.second);
+    statement.BindText(3, node);
+    return statement.Step() == SQLITE_DONE;
+  }
+
+  Result<std::set<Entry>> EntriesOf(const std::string& node) const MZ_REQUIRES(mu_) {
+    Stmt query;
+    if (!query.Prepare(db_, "SELECT ip, port_id FROM attachments WHERE node = ?1")) {
+      return Error("preparing the read of node " + node);
+    }
+    query.BindText(1, node);
+    std::set<Entry> entries;
+    int rc;
+    while ((rc = query.Step()) == SQLITE_ROW) {
+      entries.emplace(BlobColumn(query.get(), 0), Column(query.get(), 1));
+    }
+    if (rc != SQLITE_DONE) return Error("reading what node " + node + " published");
+    return entries;
   }
 
   Status RecordPublication(const std::string& node, std::chrono::system_clock::time_point at)
