@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <set>
 #include <span>
 #include <system_error>
 #include <thread>
@@ -244,10 +245,22 @@ bool AnyInsideFence(const StoreSnapshot& snap, const std::vector<AddressedPort>&
                      [&](const AddressedPort& p) { return !set.Covering(p.ip).empty(); });
 }
 
+// The ids among `ports` that a fence of `snap` holds down, sorted.
+std::vector<std::string> HeldAmong(const StoreSnapshot& snap,
+                                   const std::vector<AddressedPort>& ports) {
+  std::set<std::string> held;
+  for (const FenceEntry& f : snap.fences) held.insert(f.held_ports.begin(), f.held_ports.end());
+  std::set<std::string> found;
+  for (const AddressedPort& p : ports) {
+    if (held.contains(p.port_id)) found.insert(p.port_id);
+  }
+  return {found.begin(), found.end()};
+}
+
 }  // namespace
 
-Result<std::chrono::seconds> FenceService::Publish(const std::string& node,
-                                                   const std::vector<AddressedPort>& ports) {
+Result<FenceService::PublicationAnswer> FenceService::Publish(
+    const std::string& node, const std::vector<AddressedPort>& ports) {
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   if (opened.port_index == nullptr) {
     return FailedPreconditionError(
@@ -262,7 +275,7 @@ Result<std::chrono::seconds> FenceService::Publish(const std::string& node,
     published_inside_fence_ = true;
     run_cv_.notify_all();
   }
-  return options_.publication_lease;
+  return PublicationAnswer{options_.publication_lease, HeldAmong(snap, ports)};
 }
 
 addons::Readiness FenceService::StoreReadiness() const {

@@ -140,10 +140,15 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // A node agent's publication of its node's attachments (fence/publication_service.h) into the
   // port index; answers the lease the node holds from now. A publication with an address inside
   // a fence makes the leading replica pass at once, so a new port there is cut off without
-  // waiting for the reconcile interval. FAILED_PRECONDITION when the index is off.
-  Result<std::chrono::seconds> Publish(const std::string& node,
-                                       const std::vector<AddressedPort>& ports)
-      MZ_EXCLUDES(store_mu_);
+  // waiting for the reconcile interval. The answer also names the published ports a fence holds
+  // down, for the node to cut where Mizar-MP's agent does not. FAILED_PRECONDITION when the
+  // index is off.
+  struct PublicationAnswer {
+    std::chrono::seconds lease;
+    std::vector<std::string> fenced_port_ids;  // of the published ports, those a fence holds
+  };
+  Result<PublicationAnswer> Publish(const std::string& node,
+                                    const std::vector<AddressedPort>& ports) MZ_EXCLUDES(store_mu_);
 
   // ready=false while the store is opening; an error naming the store when it is unusable.
   addons::Readiness StoreReadiness() const MZ_EXCLUDES(store_mu_);

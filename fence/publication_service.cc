@@ -61,13 +61,14 @@ grpc::Status PublicationService::Publish(grpc::ServerContext* /*context*/,
     MZ_LOG(kWarn) << "Publish refused: " << ports.status().message();
     return addons::ToGrpcStatus(ports.status());
   }
-  auto lease = fences_.Publish(request->node(), *ports);
-  if (!lease.ok()) {
+  auto answer = fences_.Publish(request->node(), *ports);
+  if (!answer.ok()) {
     MZ_LOG(kWarn) << "Publish of node " << LogEscaped(request->node())
-                  << " failed: " << lease.status().message();
-    return addons::ToGrpcStatus(lease.status());
+                  << " failed: " << answer.status().message();
+    return addons::ToGrpcStatus(answer.status());
   }
-  response->set_lease_seconds(static_cast<uint32_t>(lease->count()));
+  response->set_lease_seconds(static_cast<uint32_t>(answer->lease.count()));
+  for (const std::string& id : answer->fenced_port_ids) response->add_fenced_port_ids(id);
   return grpc::Status::OK;
 }
 

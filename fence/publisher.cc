@@ -61,6 +61,18 @@ std::vector<AddressedPort> NodeAttachments(
   return ports;
 }
 
+std::set<std::string> FencedLinks(const std::vector<records::RecordCache::Records>& records,
+                                  const std::string& node, const std::set<std::string>& fenced) {
+  std::set<std::string> links;
+  for (const records::RecordCache::Records& network : records) {
+    for (const records::Record& r : *network) {
+      const bool ours = r.host_id.empty() || r.host_id == node;
+      if (ours && !r.ovs.empty() && fenced.contains(r.port_id)) links.insert(r.ovs.port);
+    }
+  }
+  return links;
+}
+
 Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
   if (options.node.empty()) {
     return InvalidArgumentError("hostId: a node agent that publishes must know its node's name");
@@ -121,15 +133,19 @@ void Publisher::Look() {
   std::vector<AddressedPort> ports = NodeAttachments(*snapshot, options_.node);
   const bool changed = !accepted_any_ || ports != accepted_;
   if (!changed && std::chrono::steady_clock::now() < republish_at_) return;
-  if (Status s = Publish(ports); !s.ok()) {
-    MZ_LOG(kWarn) << "publication to " << options_.target << ": " << s.ToString();
+  auto fenced = Publish(ports);
+  if (!fenced.ok()) {
+    MZ_LOG(kWarn) << "publication to " << options_.target << ": " << fenced.status().ToString();
     return;
   }
   accepted_ = std::move(ports);
   accepted_any_ = true;
+  if (Status s = cutter_.Apply(FencedLinks(*snapshot, options_.node, *fenced)); !s.ok()) {
+    MZ_LOG(kWarn) << "fence: " << s.ToString();
+  }
 }
 
-Status Publisher::Publish(const std::vector<AddressedPort>& ports) {
+Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort>& ports) {
   ::mizarmp::v1::PublishRequest request;
   request.set_node(options_.node);
   ::mizarmp::v1::Attachment* current = nullptr;
@@ -155,9 +171,12 @@ Status Publisher::Publish(const std::vector<AddressedPort>& ports) {
   // A third of the lease: two more tries before the node lapses.
   republish_at_ = std::chrono::steady_clock::now() +
                   std::chrono::seconds(std::max<uint32_t>(1, response.lease_seconds() / 3));
-  MutexLock lock(mu_);
-  ++published_;
-  return Status::Ok();
+  {
+    MutexLock lock(mu_);
+    ++published_;
+  }
+  return std::set<std::string>(response.fenced_port_ids().begin(),
+                               response.fenced_port_ids().end());
 }
 
 }  // namespace mizarmp::fence

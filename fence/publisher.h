@@ -6,7 +6,9 @@
 // Each look at the records costs a stat per network directory when nothing changed
 // (records/cache.h). A change is published at the next look; an unchanged set is published
 // again once a third of the lease the controller granted has passed, so a live node never lapses
-// for one lost call. A failed call is retried at the next look. The whole set goes in every
+// for one lost call. A failed call is retried at the next look. Each answer names this node's
+// ports a fence holds down, whose plug-mode host links the publisher then holds down too
+// (fence/link_cutter.h): within a third of the lease of the fence. The whole set goes in every
 // call: the controller replaces what the node published before, so nothing depends on an
 // earlier call having arrived.
 #pragma once
@@ -14,11 +16,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "addons/service.h"
 #include "common/mutex.h"
+#include "fence/link_cutter.h"
 #include "fence/options.h"
 #include "fence/port_index.h"
 #include "records/cache.h"
@@ -51,11 +55,13 @@ class Publisher final : public addons::AddonsComponent {
   void Run() MZ_EXCLUDES(mu_);
   // One look at the records, and a publication when due.
   void Look();
-  Status Publish(const std::vector<AddressedPort>& ports);
+  // The ports of this node that a fence holds down, as the controller answered.
+  Result<std::set<std::string>> Publish(const std::vector<AddressedPort>& ports);
 
   const PublisherOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   records::RecordCache records_{options_.state_dir};
+  LinkCutter cutter_{options_.state_dir + "/.fenced-links"};
   // The loop's own (its thread only): what the controller last accepted, and when to publish an
   // unchanged set again.
   std::vector<AddressedPort> accepted_;

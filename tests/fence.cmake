@@ -47,6 +47,7 @@ mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
 
 # The port index fed by node agents end to end in one process: the controller's publication
 # endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.
-# A new port inside a fence and a dead node's port are cut off; bad publications are refused.
+# A new port inside a fence and a dead node's port are cut off, a fenced plug-mode pod's host
+# link is cut (root) and restored; bad publications are refused.
 mizarmp_add_test(NAME publication_test SOURCES integration/publication_test.cc
-                 LIBS mizarmp_fence mizarmp_mock LABELS integration TIMEOUT 120)
+                 LIBS mizarmp_fence mizarmp_mock mizarmp_netns LABELS "integration;root" TIMEOUT 120)

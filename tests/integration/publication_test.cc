@@ -6,6 +6,7 @@
 // covered by the controller once its lease lapses; publications are authenticated and checked.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "fence/publisher.h"
 #include "mizarmp/port_index.grpc.pb.h"
 #include "mock-server/mock.h"
+#include "netns/netns.h"
 #include "records/records.h"
 #include "tests/support/port_spec.h"
 #include "tests/support/records.h"
@@ -111,7 +113,7 @@ class PublicationTest : public ::testing::Test {
   // A port at Mizar-MP bound to `node` at `ip`; with `recorded`, also the plugin's record on
   // that node (what its agent publishes).
   void AddPort(const std::string& container, const std::string& node, const std::string& ip,
-               bool recorded) {
+               bool recorded, const std::string& plugged_link = "") {
     const std::string id = "port-" + container;  // testing::CompleteRecord's port id
     client::PortSpec spec = testing::PortSpecFor(id, "/var/run/netns/none", node);
     spec.network_id = client::kDefaultVpcId;
@@ -120,8 +122,9 @@ class PublicationTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     if (!recorded) return;
     const records::RecordStore store(StateDir(node));
-    const Status written =
-        store.Write(testing::CompleteRecord("mizarmp", container, node, {ip + "/16"}));
+    records::Record record = testing::CompleteRecord("mizarmp", container, node, {ip + "/16"});
+    if (!plugged_link.empty()) record.ovs = {"/run/openvswitch/db.sock", "br-int", plugged_link};
+    const Status written = store.Write(record);
     ASSERT_TRUE(written.ok()) << written.ToString();
   }
 
@@ -139,6 +142,15 @@ class PublicationTest : public ::testing::Test {
     ::fence::FenceClusterNetworkResponse response;
     grpc::ServerContext context;
     const grpc::Status s = fences_->FenceClusterNetwork(&context, &request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  void Unfence(const std::string& cidr) {
+    ::fence::UnfenceClusterNetworkRequest request;
+    request.add_cidrs()->set_cidr(cidr);
+    ::fence::UnfenceClusterNetworkResponse response;
+    grpc::ServerContext context;
+    const grpc::Status s = fences_->UnfenceClusterNetwork(&context, &request, &response);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
 
@@ -212,6 +224,65 @@ TEST_F(PublicationTest, ADeadNodesPortsAreCoveredOnceItsLeaseLapses) {
                    .count()
             << " ms after its agent stopped (lease 3 s)\n";
   EXPECT_TRUE(Up("b3"));
+}
+
+// Host links, as plug mode leaves them (the veth's host end), made for a test and removed after.
+class HostLinks {
+ public:
+  HostLinks() {
+    auto self = netns::Netns::Current();
+    if (self.ok()) nl_ = netns::Netlink::OpenIn(*self);
+  }
+  ~HostLinks() {
+    for (const std::string& l : made_) (void)nl_->DeleteLink(l);
+  }
+  // A veth pair `name`/`name`p, `name` up or down.
+  void Make(const std::string& name, bool up) {
+    ASSERT_TRUE(nl_.ok()) << nl_.status().ToString();
+    (void)nl_->DeleteLink(name);
+    ASSERT_TRUE(nl_->CreateVeth(name, name + "p", nullptr).ok());
+    made_.push_back(name);
+    ASSERT_TRUE(nl_->SetUp(name, up).ok());
+  }
+  bool Up(const std::string& name) {
+    auto link = nl_->GetLink(name);
+    EXPECT_TRUE(link.ok()) << link.status().ToString();
+    return link.ok() && link->up;
+  }
+
+ private:
+  Result<netns::Netlink> nl_ = UnavailableError("not opened");
+  std::vector<std::string> made_;
+};
+
+TEST_F(PublicationTest, APlugModePodsHostLinkIsCutWhileAFenceHoldsItsPort) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make and cut host links";
+  // Alcor's agent ignores admin_state_up=false; the node agent cuts the link it was told of.
+  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));  // republication every second
+  const std::string tag = std::to_string(::getpid() % 100000);
+  const std::string fenced = "mzcut" + tag, outside = "mzout" + tag, down = "mzdn" + tag;
+  HostLinks links;
+  ASSERT_NO_FATAL_FAILURE(links.Make(fenced, true));
+  ASSERT_NO_FATAL_FAILURE(links.Make(outside, true));
+  ASSERT_NO_FATAL_FAILURE(links.Make(down, false));  // down for another reason
+  ASSERT_NO_FATAL_FAILURE(AddPort("p1", "node-a", "10.240.0.10", true, fenced));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p2", "node-a", "10.240.1.10", true, outside));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p3", "node-a", "10.240.0.11", true, down));
+  auto agent = StartPublisher("node-a");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  EXPECT_TRUE(WaitUntil([&] { return !links.Up(fenced); })) << "the fenced pod's link stayed up";
+  EXPECT_TRUE(links.Up(outside));
+
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.240.0.0/24"));
+  EXPECT_TRUE(WaitUntil([&] { return links.Up(fenced); })) << "the link was not restored";
+  EXPECT_TRUE(Up("p1"));
+  const auto restored = agent->published();
+  EXPECT_TRUE(WaitUntil([&] { return agent->published() >= restored + 2; }));
+  EXPECT_FALSE(links.Up(down)) << "a link down for another reason was set up";
+  EXPECT_TRUE(links.Up(outside));
 }
 
 TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {

@@ -36,7 +36,7 @@ ALLOWED = {
     "mock-server": {"common", "mizarmp-client", "netns", "ovsdb"},
     "addons": {"common", "mizarmp-client", "proto"},
     "etcd": {"common", "proto"},
-    "fence": {"common", "addons", "etcd", "records", "mizarmp-client", "proto"},
+    "fence": {"common", "addons", "etcd", "records", "mizarmp-client", "netns", "proto"},
     "keyrotation": {"common", "addons", "proto"},
     "ctl": {"common", "cni", "records", "netns", "mizarmp-client", "addons", "proto"},
     "cmd/mizarmp": {"common", "cni"},
