@@ -50,4 +50,5 @@ mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
 # A new port inside a fence and a dead node's port are cut off, a fenced plug-mode pod's host
 # link is cut (root) and restored; bad publications are refused.
 mizarmp_add_test(NAME publication_test SOURCES integration/publication_test.cc
-                 LIBS mizarmp_fence mizarmp_mock mizarmp_netns LABELS "integration;root" TIMEOUT 120)
+                 LIBS mizarmp_fence mizarmp_mock mizarmp_netns LABELS "integration;root;concurrency"
+                 TIMEOUT 120)
