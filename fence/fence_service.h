@@ -290,7 +290,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
   std::thread thread_;  // Start() and Stop() come from one thread, which owns it
   std::atomic<uint64_t> passes_{0};
-  // Set by Publish, taken by the loop's next turn.
+  // Set by Publish, taken by the loop's next turn (Tick).
   std::atomic<bool> published_inside_fence_{false};
   // The loop's view (its thread only): the term and store revision of its last pass, and when
   // the interval's next pass is due.
