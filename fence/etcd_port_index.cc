@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
@@ -126,6 +127,16 @@ void SortAndKeepLatest(std::vector<std::pair<IndexedPort, int64_t>>& found) {
               found.end());
 }
 
+// Whether one of ops[from, to) puts `key`.
+bool PutsKey(const std::vector<etcdserverpb::RequestOp>& ops, size_t from, size_t to,
+             const std::string& key) {
+  return std::any_of(ops.begin() + static_cast<std::ptrdiff_t>(from),
+                     ops.begin() + static_cast<std::ptrdiff_t>(to),
+                     [&](const etcdserverpb::RequestOp& op) {
+                       return op.has_request_put() && op.request_put().key() == key;
+                     });
+}
+
 class EtcdPortIndex final : public PortIndex {
  public:
   EtcdPortIndex(std::string location, etcd::Options options, std::string prefix,
@@ -146,15 +157,28 @@ class EtcdPortIndex final : public PortIndex {
       }
       wanted.insert(EntryName(p));
     }
+    const int64_t at_ms = ToUnixMillis(at);
     const std::string record =
-        RecordText(ToUnixMillis(at), std::vector<std::string>(wanted.begin(), wanted.end()));
+        RecordText(at_ms, std::vector<std::string>(wanted.begin(), wanted.end()));
     return Rewrite(node, "publishing node " + node, [&](const NodeRecord& old) {
-      std::vector<etcdserverpb::RequestOp> ops;
-      for (const std::string& name : wanted) ops.push_back(PutOp(EntryKey(name, node), ""));
-      for (const std::string& name :
-           std::set<std::string>(old.entries.begin(), old.entries.end())) {
-        if (!wanted.contains(name)) ops.push_back(DeleteOp(EntryKey(name, node)));
+      std::set<std::string> listed(old.entries.begin(), old.entries.end());
+      std::vector<etcdserverpb::RequestOp> puts;
+      std::vector<etcdserverpb::RequestOp> deletes;
+      for (const std::string& name : wanted) puts.push_back(PutOp(EntryKey(name, node), ""));
+      for (const std::string& name : listed) {
+        if (!wanted.contains(name)) deletes.push_back(DeleteOp(EntryKey(name, node)));
       }
+      std::vector<etcdserverpb::RequestOp> ops;
+      if (puts.size() + deletes.size() + 1 > kMaxTxnOps) {
+        // Several transactions: the node key first lists every entry this publication may
+        // leave behind, so that one interrupted leaves none the next publication (or Forget)
+        // does not know to delete. Its time stays the last finished publication's.
+        listed.insert(wanted.begin(), wanted.end());
+        ops.push_back(PutOp(NodeKey(node), RecordText(old.revision != 0 ? old.at_ms : at_ms,
+                                                      {listed.begin(), listed.end()})));
+      }
+      std::move(puts.begin(), puts.end(), std::back_inserter(ops));
+      std::move(deletes.begin(), deletes.end(), std::back_inserter(ops));
       ops.push_back(PutOp(NodeKey(node), record));
       return ops;
     });
@@ -274,7 +298,8 @@ class EtcdPortIndex final : public PortIndex {
   }
 
   // Sends `ops` in order, in transactions of at most kMaxTxnOps that each compare `guard_key`'s
-  // mod_revision with `revision`; false as soon as one finds it moved.
+  // mod_revision with `revision`, or with the revision of this write's own last transaction that
+  // put it; false as soon as one finds it moved.
   Result<bool> WriteWhileUnchanged(const std::string& guard_key, int64_t revision,
                                    const std::vector<etcdserverpb::RequestOp>& ops,
                                    Clock::time_point deadline) {
@@ -293,6 +318,7 @@ class EtcdPortIndex final : public PortIndex {
       auto answer = RetryingUntil(deadline, [&] { return client_->Txn(txn); });
       if (!answer.ok()) return WriteError(answer.status(), from, ops.size());
       if (!answer->succeeded()) return false;
+      if (PutsKey(ops, from, to, guard_key)) revision = answer->header().revision();
     }
     return true;
   }

@@ -20,17 +20,19 @@
 // not make much shorter (about 4 bytes of quotes and comma per entry).
 //
 // Batches: etcd refuses a transaction of more than 128 operations (--max-txn-ops, upstream's
-// DefaultMaxTxnOps in etcd-io/etcd server/embed/config.go), so a publication of many entries is
-// several transactions: the puts of every entry first, then the deletes of the entries it no
-// longer has, the node key last. An interrupted publication thus leaves extra (stale) entries,
-// never missing ones: a stale entry costs a pass one read at Mizar-MP, a missing one would hide
-// a port from a fence. Every transaction of a publication (and of Forget) compares the node key's
-// mod_revision with the one read at its start; once another publication of the same node wrote
-// the node key, the rest is abandoned and the publication starts over from a fresh read. Of two
-// publications of one node at once (through two replicas), the one whose node key stays thus put
-// its entries after the other's last delete, unless the other died between its deletes and its
-// node key (the node's next publication puts them again). A node key over etcd's request limit
-// (--max-request-bytes, 1.5 MiB: some 25,000 entries) is RESOURCE_EXHAUSTED.
+// DefaultMaxTxnOps in etcd-io/etcd server/embed/config.go). A publication that fits is one
+// transaction. A bigger one is several, in this order: the node key listing its old and new
+// entries (its time unchanged), the puts of every entry, the deletes of the entries it no longer
+// has, the node key as published last. An interrupted publication thus leaves extra (stale)
+// entries, never missing ones, and the node key names them all, so the node's next publication
+// or Forget deletes them: a stale entry costs a pass one read at Mizar-MP, a missing one would
+// hide a port from a fence. Every transaction of a publication (and of Forget) compares the node
+// key's mod_revision with the one read at its start (or its own last write of it): once another
+// publication of the same node wrote the node key, the rest is abandoned and the publication
+// starts over from a fresh read, so of two publications of one node at once (through two
+// replicas) the one whose node key stays put its entries after the other's last delete. A node
+// key over etcd's request limit (--max-request-bytes, 1.5 MiB: some 25,000 entries) is
+// RESOURCE_EXHAUSTED.
 //
 // Reads: Inside() is one range per CIDR, Publications() one over P n/, each in pages of at most
 // kPageKeys keys (each page continuing after the last key of the one before), so memory follows
