@@ -76,10 +76,16 @@ struct NodeRecord {
   int64_t revision = 0;  // the node key's mod_revision; 0: absent
   int64_t at_ms = 0;
   std::vector<std::string> entries;
+  // Written before a publication's batches: some entries may not have been put.
+  bool partial = false;
 };
 
 std::string RecordText(int64_t at_ms, const std::vector<std::string>& entries) {
   return json{{"at_ms", at_ms}, {"entries", entries}}.dump();
+}
+
+std::string PartialRecordText(int64_t at_ms, const std::vector<std::string>& entries) {
+  return json{{"at_ms", at_ms}, {"entries", entries}, {"partial", true}}.dump();
 }
 
 // DATA_LOSS naming the field for a value that is not a node record.
@@ -89,7 +95,8 @@ Status ParseRecord(const std::string& value, NodeRecord& out) {
   if (!doc.is_object()) return DataLossError("not a JSON object");
   const JsonFields fields(doc, kRecordFields);
   MZ_ASSIGN_OR_RETURN(out.at_ms, fields.RequiredInt("at_ms", -kMaxUnixMillis, kMaxUnixMillis));
-  return fields.Strings("entries", &out.entries);
+  MZ_RETURN_IF_ERROR(fields.Strings("entries", &out.entries));
+  return fields.Bool("partial", &out.partial);
 }
 
 std::chrono::system_clock::time_point FromUnixMillis(int64_t at_ms) {
@@ -164,7 +171,11 @@ class EtcdPortIndex final : public PortIndex {
       std::set<std::string> listed(old.entries.begin(), old.entries.end());
       std::vector<etcdserverpb::RequestOp> puts;
       std::vector<etcdserverpb::RequestOp> deletes;
-      for (const std::string& name : wanted) puts.push_back(PutOp(EntryKey(name, node), ""));
+      // Only what changed: the renewal of an unchanged set (every node, every third of its
+      // lease) writes the node key alone. A partial record's entries may be missing: all are put.
+      for (const std::string& name : wanted) {
+        if (old.partial || !listed.contains(name)) puts.push_back(PutOp(EntryKey(name, node), ""));
+      }
       for (const std::string& name : listed) {
         if (!wanted.contains(name)) deletes.push_back(DeleteOp(EntryKey(name, node)));
       }
@@ -172,10 +183,11 @@ class EtcdPortIndex final : public PortIndex {
       if (puts.size() + deletes.size() + 1 > kMaxTxnOps) {
         // Several transactions: the node key first lists every entry this publication may
         // leave behind, so that one interrupted leaves none the next publication (or Forget)
-        // does not know to delete. Its time stays the last finished publication's.
+        // does not know to delete, and says that some may be missing, so the next publication
+        // puts them all. Its time stays the last finished publication's.
         listed.insert(wanted.begin(), wanted.end());
-        ops.push_back(PutOp(NodeKey(node), RecordText(old.revision != 0 ? old.at_ms : at_ms,
-                                                      {listed.begin(), listed.end()})));
+        ops.push_back(PutOp(NodeKey(node), PartialRecordText(old.revision != 0 ? old.at_ms : at_ms,
+                                                             {listed.begin(), listed.end()})));
       }
       std::move(puts.begin(), puts.end(), std::back_inserter(ops));
       std::move(deletes.begin(), deletes.end(), std::back_inserter(ops));

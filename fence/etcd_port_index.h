@@ -11,7 +11,8 @@
 //                                 <node>: the publishing node, as it is (the rest of the key).
 //   P n/<node>                    {"at_ms":<unix ms>,"entries":["<address>/<port>",...]}: the
 //                                 node's last publication time and its entries' names, so a
-//                                 republication or Forget knows what to delete without a scan.
+//                                 republication or Forget knows what to delete without a scan;
+//                                 "partial":true while a batched publication is under way.
 // Why the node is in the entry's key: two nodes may publish the same (address, port) for a while
 // (a port moving between nodes); each node's republication then deletes only its own key. The
 // answer names the node whose key was written last (the highest mod_revision), like SQLite's
@@ -19,14 +20,16 @@
 // shards are JSON too, and an entry name is hex and a port id either way, which protobuf would
 // not make much shorter (about 4 bytes of quotes and comma per entry).
 //
-// Batches: etcd refuses a transaction of more than 128 operations (--max-txn-ops, upstream's
-// DefaultMaxTxnOps in etcd-io/etcd server/embed/config.go). A publication that fits is one
-// transaction. A bigger one is several, in this order: the node key listing its old and new
-// entries (its time unchanged), the puts of every entry, the deletes of the entries it no longer
-// has, the node key as published last. An interrupted publication thus leaves extra (stale)
-// entries, never missing ones, and the node key names them all, so the node's next publication
-// or Forget deletes them: a stale entry costs a pass one read at Mizar-MP, a missing one would
-// hide a port from a fence. Every transaction of a publication (and of Forget) compares the node
+// Writes: a publication puts only the entries its node did not have and deletes only those it
+// no longer has, so the renewal of an unchanged set writes the node key alone. etcd refuses a
+// transaction of more than 128 operations (--max-txn-ops, upstream's DefaultMaxTxnOps in
+// etcd-io/etcd server/embed/config.go). A publication that fits is one transaction. A bigger one
+// is several, in this order: the node key listing its old and new entries, marked partial (its
+// time unchanged), the puts, the deletes, the node key as published last. An interrupted
+// publication thus leaves extra (stale) entries, never missing ones, and the node key names them
+// all, so the node's next publication (which puts every entry after a partial record) or Forget
+// cleans up: a stale entry costs a pass one read at Mizar-MP, a missing one would hide a port
+// from a fence. Every transaction of a publication (and of Forget) compares the node
 // key's mod_revision with the one read at its start (or its own last write of it): once another
 // publication of the same node wrote the node key, the rest is abandoned and the publication
 // starts over from a fresh read, so of two publications of one node at once (through two

@@ -311,6 +311,17 @@ class EtcdPortIndex : public ::testing::Test {
     auto done = client->Txn(txn);
     ASSERT_TRUE(done.ok()) << done.status().ToString();
   }
+  // The store's revision: it moves once per transaction that wrote.
+  int64_t Revision() {
+    auto client = EtcdIndex::Client();
+    if (client == nullptr) return -1;
+    etcdserverpb::RangeRequest range;
+    range.set_key(EtcdIndex::Prefix(dir_.path()));
+    range.set_count_only(true);
+    auto answer = client->Range(range);
+    EXPECT_TRUE(answer.ok()) << answer.status().ToString();
+    return answer.ok() ? answer->header().revision() : -1;
+  }
   testing::TempDir dir_;
 };
 
@@ -345,6 +356,32 @@ TEST_F(EtcdPortIndex, KeysThatDoNotDecodeAreSkippedNeverACrash) {
   EXPECT_TRUE(index->Forget("node-c").ok());
   EXPECT_EQ(PublicationsOf(*index),
             (std::vector<Publication>{{"node-a", At(1000), 1}, {"node-b", At(2000), 1}}));
+}
+
+TEST_F(EtcdPortIndex, ARenewalOfAnUnchangedSetIsOneWrite) {
+  auto index = Open();
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000)).ok());
+  const int64_t before = Revision();
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000)).ok());
+  // etcd's revision counts transactions that wrote: the renewal took exactly one.
+  EXPECT_EQ(Revision(), before + 1);
+  EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(2000), 1000}}));
+  EXPECT_EQ(IdsInside(*index, {Net("10.1.0.0/16")}).size(), 1000u);
+}
+
+// What a batched publication that died after its first transaction leaves: the node key naming
+// old and new entries, marked partial, and some of the new ones never put.
+TEST_F(EtcdPortIndex, APublicationAfterAnInterruptedOnePutsWhatIsMissing) {
+  auto index = Open();
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000)).ok());
+  Put("n/node-a", R"({"at_ms":1000,"entries":["040a000001/a1","040a000002/a2","040a000003/a3"],)"
+                  R"("partial":true})");
+  Put("a/040a000003/a3/node-a", "");
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.2"), "a2"}}, At(2000)).ok());
+  EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), std::vector<std::string>{"a2"});
+  EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(2000), 1}}));
 }
 
 TEST_F(EtcdPortIndex, ReplicasSeeWhatEachOtherPublished) {
