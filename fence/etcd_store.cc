@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "etcd/election.h"
 #include "fence/cidrset.h"
+#include "fence/etcd_util.h"
 #include "records/records.h"
 
 namespace mizarmp::fence {
@@ -25,7 +26,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kShards = 64;
 constexpr int kSchema = 1;
 constexpr int kMaxRaces = 50;
-constexpr auto kRetryPause = std::chrono::milliseconds(100);
 constexpr size_t kShownMetaBytes = 200;  // of a foreign P meta, in the error refusing it
 // Own commits remembered for RevisionAfterOwnChanges(): more than a pass makes (three changes),
 // few enough to look through at every leader's tick.
@@ -55,12 +55,6 @@ int ShardIndex(std::string_view name) {
   if (tens < '0' || tens > '9' || ones < '0' || ones > '9') return -1;
   const int shard = (tens - '0') * 10 + (ones - '0');
   return shard < kShards ? shard : -1;
-}
-
-// The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
-std::string PrefixEnd(std::string prefix) {
-  prefix.back() = static_cast<char>(prefix.back() + 1);
-  return prefix;
 }
 
 }  // namespace
@@ -202,33 +196,6 @@ StoreSnapshot ToSnapshot(const State& state) {
   return snap;
 }
 
-bool Unavailable(const Status& s) { return s.code() == Code::kUnavailable; }
-
-// Whether a Txn failed with an error etcd raises before applying anything (a bad, oversized or
-// forbidden request); any other failure may have lost the answer to a committed transaction.
-bool RefusedUnapplied(const Status& s) {
-  switch (s.code()) {
-    case Code::kInvalidArgument:
-    case Code::kFailedPrecondition:
-    case Code::kResourceExhausted:
-    case Code::kPermissionDenied:
-    case Code::kUnauthenticated:
-    case Code::kOutOfRange:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// etcd's refusal of a request over --max-request-bytes ("request is too large"), or gRPC's on
-// etcd's side of one over that limit plus 512 KiB ("received message larger than max").
-bool TooLargeForEtcd(const Status& s) {
-  return (s.code() == Code::kInvalidArgument &&
-          s.message().find("request is too large") != std::string::npos) ||
-         (s.code() == Code::kResourceExhausted &&
-          s.message().find("larger than max") != std::string::npos);
-}
-
 // Leadership through an etcd::Election on the store's client.
 class EtcdLeadership final : public Leadership {
  public:
@@ -263,10 +230,7 @@ Result<std::unique_ptr<EtcdFenceStore>> EtcdFenceStore::Open(const std::string& 
         InvalidArgumentError("key prefix " + Quoted(options.prefix) + " does not end with '/'"));
   }
   EtcdStoreOptions opts = options;
-  auto endpoints = etcd::ParseEndpoints(location);
-  if (!endpoints.ok()) return named(endpoints.status());
-  opts.client.endpoints = std::move(*endpoints);
-  auto client = etcd::Client::Connect(opts.client);
+  auto client = ConnectToLocation(location, opts.client);
   if (!client.ok()) return named(client.status());
   std::unique_ptr<EtcdFenceStore> store(
       new EtcdFenceStore(location, std::move(opts), std::move(*client)));
@@ -277,22 +241,6 @@ Result<std::unique_ptr<EtcdFenceStore>> EtcdFenceStore::Open(const std::string& 
 Status EtcdFenceStore::Named(const Status& s) const {
   if (s.ok()) return s;
   return Status(s.code(), "fence store " + location_ + ": " + s.message());
-}
-
-Clock::time_point EtcdFenceStore::RetryDeadline() const {
-  // Each member may take the call timeout to fail; at least two rounds ride out an election.
-  return Clock::now() +
-         options_.client.call_timeout * std::max<size_t>(2, options_.client.endpoints.size());
-}
-
-template <typename Read>
-auto EtcdFenceStore::Retrying(Read&& read) const -> decltype(read()) {
-  const auto deadline = RetryDeadline();
-  for (;;) {
-    auto r = read();
-    if (r.ok() || !Unavailable(r.status()) || Clock::now() + kRetryPause >= deadline) return r;
-    std::this_thread::sleep_for(kRetryPause);
-  }
 }
 
 Status EtcdFenceStore::EnsureMeta() {
@@ -308,7 +256,7 @@ Status EtcdFenceStore::EnsureMeta() {
   put->set_value(meta.dump());
   txn.add_failure()->mutable_request_range()->set_key(Key("meta"));
   // Creating meta is idempotent, so a lost answer may be re-sent.
-  auto answer = Retrying([&] { return client_->Txn(txn); });
+  auto answer = RetryingUntil(RetryDeadline(options_.client), [&] { return client_->Txn(txn); });
   if (!answer.ok()) return Named(answer.status().WithContext("writing " + Key("meta")));
   if (answer->succeeded()) return Status::Ok();
   const auto& kvs = answer->responses(0).response_range().kvs();
@@ -401,10 +349,10 @@ EtcdFenceStore::StatePtr EtcdFenceStore::TakeLast() const {
 
 template <typename Change>
 Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
-  const auto deadline = RetryDeadline();
+  const auto deadline = RetryDeadline(options_.client);
   auto retry_while_unavailable = [&](const Status& s) {
-    if (!Unavailable(s) || Clock::now() + kRetryPause >= deadline) return false;
-    std::this_thread::sleep_for(kRetryPause);
+    if (!Unavailable(s) || Clock::now() + kUnavailableRetryPause >= deadline) return false;
+    std::this_thread::sleep_for(kUnavailableRetryPause);
     return true;
   };
   bool maybe_stored = false;  // a transaction of this change went out and its answer was lost
@@ -575,7 +523,7 @@ Status EtcdFenceStore::RecordCompleted(const Completed& done) {
 }
 
 Result<StoreSnapshot> EtcdFenceStore::Snapshot() const {
-  auto state = Retrying([&] { return Current(); });
+  auto state = RetryingUntil(RetryDeadline(options_.client), [&] { return Current(); });
   if (!state.ok()) return Named(state.status().WithContext("reading"));
   return ToSnapshot(**state);
 }

@@ -106,12 +106,6 @@ class EtcdFenceStore final : public FenceStore {
   // Applies `change` to a fresh read and commits it (see above); `what` names it in errors.
   template <typename Change>
   Status Mutate(const std::string& what, Change&& change);
-  // When a call that keeps failing UNAVAILABLE gives up: the call timeout once per endpoint
-  // (at least twice).
-  std::chrono::steady_clock::time_point RetryDeadline() const;
-  // Retries `read` while etcd is unavailable, until RetryDeadline().
-  template <typename Read>
-  auto Retrying(Read&& read) const -> decltype(read());
   Status Named(const Status& s) const;
   std::string Key(const std::string& name) const { return options_.prefix + name; }
 

@@ -2,10 +2,9 @@
 //
 // attachments(ip BLOB, port_id TEXT, node TEXT; PRIMARY KEY (ip, port_id)) WITHOUT ROWID, and an
 // index by node for Publish's replace; publications(node TEXT PRIMARY KEY, at_ms INTEGER) holds
-// each node's last publication time (unix milliseconds). An address is stored as one byte of family
-// (4 or 6) and its bytes in network order, so that within a family byte order is address order and
-// a CIDR is the range [network, last]. SQLite's page cache bounds the memory, whatever the row
-// count.
+// each node's last publication time (unix milliseconds). An address is stored as its address key
+// (fence/address_key.h), so a CIDR is the range [network, last]. SQLite's page cache bounds the
+// memory, whatever the row count.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "common/mutex.h"
+#include "fence/address_key.h"
 #include "fence/port_index.h"
 #include "fence/sqlite_util.h"
 
@@ -36,26 +36,6 @@ constexpr const char* kSchema =
 
 int64_t UnixMillis(std::chrono::system_clock::time_point at) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
-}
-
-std::string AddressKey(const IpAddress& ip) {
-  std::string key(1, ip.is_v4() ? '\x04' : '\x06');
-  key.append(reinterpret_cast<const char*>(ip.bytes().data()), ip.byte_length());
-  return key;
-}
-
-Result<IpAddress> AddressFromKey(const std::string& key) {
-  std::array<uint8_t, 16> bytes{};
-  if (key.size() == 5 && key[0] == '\x04') {
-    std::copy(key.begin() + 1, key.end(), bytes.begin());
-    return IpAddress::V4((uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) |
-                         (uint32_t{bytes[2]} << 8) | bytes[3]);
-  }
-  if (key.size() == 17 && key[0] == '\x06') {
-    std::copy(key.begin() + 1, key.end(), bytes.begin());
-    return IpAddress::V6(bytes);
-  }
-  return DataLossError("an address key of " + std::to_string(key.size()) + " bytes");
 }
 
 class SqlitePortIndex final : public PortIndex {

@@ -40,10 +40,15 @@ mizarmp_add_test(NAME fence_ha_test SOURCES integration/fence_ha_test.cc
                  LABELS "integration;concurrency" TIMEOUT 400)
 add_dependencies(fence_ha_test mizarmp-addons)
 
-# The port index (SQLite) and the pass's port finder, checked against the whole port list on
-# random clusters at the in-process strict Alcor mock (loopback HTTP, no root).
+# The pass's port finder over the port index, checked against the whole port list on random
+# clusters at the in-process strict Alcor mock (loopback HTTP, no root).
 mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
                  LIBS mizarmp_fence mizarmp_mock LABELS integration TIMEOUT 120)
+
+# The port index's contract on both backends (SQLite, and etcd on a real etcd member on loopback)
+# and what each promises of its own: SQLite's private file, etcd's batches and hostile keys.
+mizarmp_add_test(NAME port_index_test SOURCES integration/port_index_test.cc
+                 LIBS mizarmp_fence LABELS integration TIMEOUT 120)
 
 # The port index fed by node agents end to end in one process: the controller's publication
 # endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.

@@ -1,12 +1,11 @@
-// The port index (fence/port_index.h) and the pass that finds ports through it
-// (fence/port_finder.h): the plan over what the index finds is the plan over the whole port
-// list, on random clusters at the strict Alcor mock, stale index entries and ports that come and
-// go included.
+// The pass that finds ports through the port index (fence/port_finder.h): the plan over what the
+// index finds is the plan over the whole port list, on random clusters at the strict Alcor mock,
+// stale index entries and ports that come and go included. The index's own contract is
+// port_index_test.cc.
 #include "fence/port_finder.h"
 
 #include <grpcpp/server_context.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <map>
 #include <random>
@@ -33,105 +32,10 @@ constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
 IpAddress Ip(const std::string& text) { return *IpAddress::Parse(text); }
 Cidr Net(const std::string& text) { return *Cidr::ParseNetwork(text); }
 
-std::unique_ptr<PortIndex> OpenIndex(const TempDir& dir) {
-  auto index = OpenSqlitePortIndex(dir.path() + "/index/ports.db");
-  EXPECT_TRUE(index.ok()) << index.status().ToString();
-  return index.ok() ? std::move(*index) : nullptr;
-}
-
 Status PublishNow(PortIndex& index, const std::string& node,
                   const std::vector<AddressedPort>& ports) {
   return index.Publish(node, ports, std::chrono::system_clock::now());
 }
-
-std::vector<std::string> Ids(const std::vector<IndexedPort>& found) {
-  std::vector<std::string> ids;
-  for (const IndexedPort& p : found) ids.push_back(p.port_id);
-  return ids;
-}
-
-TEST(PortIndex, FindsTheAddressesInsideEachCidrOnceInAddressOrder) {
-  TempDir dir;
-  auto index = OpenIndex(dir);
-  ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(PublishNow(*index, "node-a",
-                         {{Ip("10.0.1.5"), "a1"},
-                          {Ip("10.0.0.9"), "a2"},
-                          {Ip("10.0.2.1"), "a3"},
-                          {Ip("fd00::5"), "a6"}})
-                  .ok());
-  ASSERT_TRUE(
-      PublishNow(*index, "node-b", {{Ip("10.0.1.200"), "b1"}, {Ip("11.0.0.1"), "b2"}}).ok());
-
-  auto found = index->Inside({Net("10.0.1.0/24"), Net("10.0.0.0/23"), Net("fd00::/120")});
-  ASSERT_TRUE(found.ok()) << found.status().ToString();
-  EXPECT_EQ(Ids(*found), (std::vector<std::string>{"a2", "a1", "b1", "a6"}));
-  EXPECT_EQ((*found)[2], (IndexedPort{Ip("10.0.1.200"), "b1", "node-b"}));
-
-  auto one = index->Inside({Net("11.0.0.1/32")});
-  ASSERT_TRUE(one.ok());
-  EXPECT_EQ(Ids(*one), std::vector<std::string>{"b2"});
-  auto none = index->Inside({Net("192.168.0.0/16"), Net("fd01::/64")});
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
-  // An IPv4 range never reaches IPv6 entries, whatever their bytes.
-  auto all_v4 = index->Inside({Net("0.0.0.0/0")});
-  ASSERT_TRUE(all_v4.ok());
-  EXPECT_EQ(all_v4->size(), 5u);
-}
-
-TEST(PortIndex, APublicationReplacesWhatItsNodePublishedBefore) {
-  TempDir dir;
-  auto index = OpenIndex(dir);
-  ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}).ok());
-  ASSERT_TRUE(PublishNow(*index, "node-b", {{Ip("10.0.0.3"), "b1"}}).ok());
-  ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.4"), "a3"}}).ok());
-  auto found = index->Inside({Net("10.0.0.0/24")});
-  ASSERT_TRUE(found.ok());
-  EXPECT_EQ(Ids(*found), (std::vector<std::string>{"b1", "a3"}));
-  ASSERT_TRUE(PublishNow(*index, "node-b", {}).ok());
-  found = index->Inside({Net("10.0.0.0/24")});
-  ASSERT_TRUE(found.ok());
-  EXPECT_EQ(Ids(*found), std::vector<std::string>{"a3"});
-}
-
-TEST(PortIndex, RefusesAPublicationWithoutANodeOrAPortIdAndKeepsTheOldOne) {
-  TempDir dir;
-  auto index = OpenIndex(dir);
-  ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
-  Status s = PublishNow(*index, "", {{Ip("10.0.0.2"), "x"}});
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  s = PublishNow(*index, "node-a", {{Ip("10.0.0.2"), "a2"}, {Ip("10.0.0.3"), ""}});
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("10.0.0.3"), std::string::npos) << s.message();
-  auto found = index->Inside({Net("10.0.0.0/24")});
-  ASSERT_TRUE(found.ok());
-  EXPECT_EQ(Ids(*found), std::vector<std::string>{"a1"});
-}
-
-TEST(PortIndex, IsAPrivateFileThatKeepsItsEntriesAcrossAReopen) {
-  TempDir dir;
-  {
-    auto index = OpenIndex(dir);
-    ASSERT_NE(index, nullptr);
-    ASSERT_TRUE(PublishNow(*index, "node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
-  }
-  struct stat st {};
-  ASSERT_EQ(::stat((dir.path() + "/index/ports.db").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_EQ(::stat((dir.path() + "/index").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  auto index = OpenIndex(dir);
-  ASSERT_NE(index, nullptr);
-  auto found = index->Inside({Net("10.0.0.1/32")});
-  ASSERT_TRUE(found.ok());
-  EXPECT_EQ(Ids(*found), std::vector<std::string>{"a1"});
-  EXPECT_EQ(OpenSqlitePortIndex("relative/ports.db").status().code(), Code::kInvalidArgument);
-}
-
-// ------------------------------------------------------------------ the finder against the list
 
 // A plan with what depends on the order of the ports taken out: each fence's and unfence's
 // changes as port ids, the changes as (port, state, fences served).

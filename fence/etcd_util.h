@@ -1,0 +1,69 @@
+// What the fence's etcd users share (the fence store, fence/etcd_store.h, and the port index,
+// fence/etcd_port_index.h): connecting to a location, prefix ranges, and which errors mean that
+// etcd could not answer or that a write was refused before it was applied.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "etcd/client.h"
+#include "etcd/options.h"
+
+namespace mizarmp::fence {
+
+// The client of the cluster that `location` ("etcd://host:port,...") names, with the TLS,
+// authentication and timeout settings of `options`, whose endpoints become the location's
+// (RetryDeadline counts them).
+Result<std::unique_ptr<etcd::Client>> ConnectToLocation(const std::string& location,
+                                                        etcd::Options& options);
+
+// The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
+std::string PrefixEnd(std::string prefix);
+
+// Whether no member could answer (no quorum, every member down): worth trying again.
+inline bool Unavailable(const Status& s) { return s.code() == Code::kUnavailable; }
+
+// Whether a Txn failed with an error etcd raises before applying anything (a bad, oversized or
+// forbidden request); any other failure may have lost the answer to a committed transaction.
+bool RefusedUnapplied(const Status& s);
+
+// etcd's refusal of a request over --max-request-bytes ("request is too large"), or gRPC's on
+// etcd's side of one over that limit plus 512 KiB ("received message larger than max").
+bool TooLargeForEtcd(const Status& s);
+
+// When a call that keeps failing UNAVAILABLE gives up: each member may take the call timeout to
+// fail, and at least two rounds ride out an election.
+inline std::chrono::steady_clock::time_point RetryDeadline(const etcd::Options& options) {
+  return std::chrono::steady_clock::now() +
+         options.call_timeout * std::max<size_t>(2, options.endpoints.size());
+}
+
+// The Status of a call's outcome, whichever of the two it returns.
+inline const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
+
+inline constexpr auto kUnavailableRetryPause = std::chrono::milliseconds(100);
+
+// Runs `call` (returning a Status or a Result) again while it fails UNAVAILABLE, until
+// `deadline`; only for calls that are safe to repeat.
+template <typename Call>
+auto RetryingUntil(std::chrono::steady_clock::time_point deadline, Call&& call)
+    -> decltype(call()) {
+  for (;;) {
+    auto r = call();
+    if (r.ok() || !Unavailable(StatusOf(r)) ||
+        std::chrono::steady_clock::now() + kUnavailableRetryPause >= deadline) {
+      return r;
+    }
+    std::this_thread::sleep_for(kUnavailableRetryPause);
+  }
+}
+
+}  // namespace mizarmp::fence
