@@ -1,7 +1,7 @@
 // The port index (fence/port_index.h) in etcd, beside an etcd fence store (fence/etcd_store.h):
 // whichever replica leads sees what every node agent published through any replica.
 //
-// Keys, under the prefix P (the fence store's prefix + "index/"):
+// Keys, under the prefix P (PortIndexPrefix of the fence store's: beside it, not under it):
 //   P a/<address>/<port>/<node>   one per published (address, port) of a node, value empty.
 //                                 <address>: the address key (fence/address_key.h) in lower-case
 //                                 hex, so key order is address order and a CIDR is ONE range

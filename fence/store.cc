@@ -1,6 +1,7 @@
 #include "fence/store.h"
 
 #include "common/fileutil.h"
+#include "fence/etcd_port_index.h"
 #include "fence/etcd_store.h"
 #include "fence/sqlite_store.h"
 
@@ -30,13 +31,16 @@ Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
   return std::unique_ptr<FenceStore>(std::move(sqlite));
 }
 
+std::string PortIndexPrefix(const std::string& store_prefix) {
+  std::string prefix = store_prefix;
+  if (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  return prefix + kPortIndexSuffix;
+}
+
 Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
                                                  const EtcdStoreOptions& etcd) {
   if (etcd::IsEtcdLocation(location)) {
-    (void)etcd;
-    return FailedPreconditionError(
-        "portIndex: the port index is kept in a SQLite fence store only for now; fenceStore \"" +
-        location + "\" is etcd");
+    return OpenEtcdPortIndex(location, etcd.client, PortIndexPrefix(etcd.prefix));
   }
   return OpenSqlitePortIndex(DirName(location) + "/" + kPortIndexFile);
 }

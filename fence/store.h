@@ -139,8 +139,15 @@ Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
                                                    const EtcdStoreOptions& etcd = {});
 
 // The port index kept beside the store at `location` (fence/port_index.h): for a SQLite store,
-// the file kPortIndexFile in the store's directory.
+// the file kPortIndexFile in the store's directory; for etcd, the keys under PortIndexPrefix
+// (fence/etcd_port_index.h), so that every replica reads what node agents published through any
+// of them.
 inline constexpr const char* kPortIndexFile = "ports.db";
+inline constexpr const char* kPortIndexSuffix = "-index/";
+// "/mizarmp/fence/" -> "/mizarmp/fence-index/": beside the store's prefix, not under it, since
+// the store reads and counts every key under its prefix (fence/etcd_store.h) and the index holds
+// one key per published address.
+std::string PortIndexPrefix(const std::string& store_prefix);
 Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
                                                  const EtcdStoreOptions& etcd);
 

@@ -743,9 +743,6 @@ Status ValidatePublication(const ServerConfig& c) {
         "portIndex: publications carry no secrets, so a tcp:// endpoint serving them needs "
         "tlsClientCaFile (node agents authenticate by client certificate)");
   }
-  if (controller && c.fence.port_index && etcd::IsEtcdLocation(c.fence.fence_store)) {
-    return InvalidArgumentError("portIndex: only with a SQLite fenceStore for now");
-  }
   if (c.fence.publication_lease.count() < 3) {
     return InvalidArgumentError("publicationLeaseSeconds: must be at least 3");
   }

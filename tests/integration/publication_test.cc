@@ -22,6 +22,7 @@
 #include "mock-server/mock.h"
 #include "netns/netns.h"
 #include "records/records.h"
+#include "tests/support/etcd_cluster.h"
 #include "tests/support/port_spec.h"
 #include "tests/support/records.h"
 #include "tests/support/started_mock.h"
@@ -50,7 +51,8 @@ bool WaitUntil(Predicate done, std::chrono::milliseconds limit = 20s) {
 class PublicationTest : public ::testing::Test {
  protected:
   // The mock and the controller; `lease` and `reconcile` as the controller's options.
-  void StartController(std::chrono::seconds lease, std::chrono::milliseconds reconcile) {
+  void StartController(std::chrono::seconds lease, std::chrono::milliseconds reconcile,
+                       const std::string& etcd_store = "") {
     ASSERT_TRUE(pki_.error.empty()) << pki_.error;
     mock::Options m;
     m.cidr = "10.240.0.0/16";
@@ -67,7 +69,7 @@ class PublicationTest : public ::testing::Test {
     FenceOptions f;
     f.mizarmp = cc;
     f.state_dir = dir_.path() + "/controller-cni";
-    f.fence_store = dir_.path() + "/lib/fence.db";
+    f.fence_store = etcd_store.empty() ? dir_.path() + "/lib/fence.db" : etcd_store;
     f.port_index = true;
     f.publication_lease = lease;
     f.reconcile_interval = reconcile;
@@ -199,6 +201,27 @@ TEST_F(PublicationTest, ANewPortInsideAFenceIsCutOffOnceItsNodePublishesIt) {
             << " ms\n";
   EXPECT_TRUE(Up("a2"));
   EXPECT_TRUE(Up("a4"));  // published with a3, outside the fence
+}
+
+TEST_F(PublicationTest, AnEtcdStoresIndexServesTheFencesOfEveryReplica) {
+  testing::EtcdCluster etcd(1);
+  ASSERT_TRUE(etcd.error().empty()) << etcd.error();
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h, etcd.Location()));
+  ASSERT_NO_FATAL_FAILURE(AddPort("e1", "node-e", "10.240.0.40", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("e2", "node-e", "10.240.5.40", true));
+  auto agent = StartPublisher("node-e");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  EXPECT_FALSE(Up("e1"));
+  EXPECT_TRUE(Up("e2"));
+  ASSERT_NO_FATAL_FAILURE(AddPort("e3", "node-e", "10.240.0.41", true));
+  EXPECT_TRUE(WaitUntil([&] { return !Up("e3"); })) << "the new port inside the fence stayed up";
+  // The index is beside the store's keys, not among them: the store reads its whole prefix.
+  const std::string store_prefix = EtcdStoreOptions{}.prefix;
+  const std::string index_prefix = PortIndexPrefix(store_prefix);
+  EXPECT_EQ(index_prefix, "/mizarmp/fence-index/");
+  EXPECT_NE(index_prefix.compare(0, store_prefix.size(), store_prefix), 0);
 }
 
 TEST_F(PublicationTest, ADeadNodesPortsAreCoveredOnceItsLeaseLapses) {
