@@ -490,6 +490,10 @@ def header_section(run):
              "`BENCH_QUICK=1` makes a smoke run; `BENCH_BUILD_DIR`, `BENCH_WORK_DIR`, `BENCH_OUT` move things;",
              "`BENCH_PREVIOUS` names the earlier run this one is compared with (default `bench/previous.json`).",
              ""]
+    minutes = fence_scale_minutes(run)
+    if minutes is not None:
+        lines.insert(len(lines) - 1, f"Fencing at scale (up to {max(r['ports'] for r in scale_rows(run)):,} ports) "
+                                     f"took {minutes:.1f} minutes of this run.")
     if run.quick:
         lines += ["> **QUICK RUN** (few iterations): these figures are a smoke test, not results.", ""]
     return block(lines)
@@ -1365,6 +1369,12 @@ def scale_index_rss(row):
     return scale_peak_rss(row, "index")
 
 
+def fence_scale_minutes(run):
+    """How long the fence-scale driver ran, from its sizes' own timings; None without them."""
+    took = [r.get("section_s") for r in scale_rows(run)]
+    return sum(took) / 60 if took and None not in took else None
+
+
 def fence_scale_target_rows(run):
     why = "no fence-scale results with the index at two sizes (fence-scale.json)"
     rows = []
@@ -1530,6 +1540,11 @@ def fence_scale_section(run):
               f"{cfg.get('cidrs', 0):,} /32s: median of {cfg.get('many_rounds')}. Every RPC is checked at the mock "
               "(the fenced ports down, the rest up). The machine was shared with other engineers' builds.", ""]
     lines += error_lines(run.fence_scale)
+    measured = {r["ports"] for r in rows}
+    missing = [int(n) for n in str(cfg.get("sizes", "")).split(",") if n.strip().isdigit() and int(n) not in measured]
+    if missing:
+        lines += [f"- **not measured**: {', '.join(f'{n:,}' for n in missing)} ports (asked for, but the driver "
+                  "stopped before it wrote them; the log of the run says where).", ""]
     lines += (scale_latency_lines(run, rows) + scale_memory_lines(run, rows) + scale_idle_lines(run, rows)
               + scale_publication_lines(rows) + scale_refusal_lines(run, rows))
     return block(lines)
