@@ -301,9 +301,13 @@ class Bench {
       flags.insert(flags.end(), {"--port-index", "--publication-lease-seconds",
                                  std::to_string(o_.lease_seconds)});
     }
+    // A directory per way and size: the index lives beside the fence store, so each server
+    // pair sees only the publications made to it.
+    const std::string dir = o_.work_dir + "/" + tag;
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
     const bool up = mb::StartAddons(
-        s.daemon, {o_.bin_dir, s.socket, mock.url(), o_.work_dir + "/" + tag + "-state",
-                   o_.work_dir + "/" + tag + "-fence.db", flags});
+        s.daemon, {o_.bin_dir, s.socket, mock.url(), dir + "/state", dir + "/fence.db", flags});
     if (up) {
       s.fencing = ::fence::FenceController::NewStub(mb::NewChannel("unix:" + s.socket, 0));
     }
