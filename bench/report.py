@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+import plot
+
 DEFAULT_PREVIOUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "previous.json")
 
 # The targets the figures are judged against.
@@ -30,6 +32,9 @@ READINESS_OVERHEAD_TARGET_MS = 2
 RPC_RATIO_TARGET = 0.8
 GETCLIENTS_TARGET_MS = 20
 FENCE_TARGET_MS = 150
+# Issue 35: fence of one /32 and mizarmp-addons' peak RSS at the largest size within this factor
+# of the smallest (a million ports against 10,000 in a full run).
+FENCE_SCALE_RATIO_TARGET = 1.5
 
 # Every latency side whose ADD peak RSS the RSS target covers, in the order the report names them.
 ADD_RSS_SIDES = ("mizarmp", "agent_unplugs_later", "https_ca_file", "https_system_store",
@@ -387,8 +392,10 @@ class Run:
     """What one run of bench/run.sh left in its work directory, and the figures several
     sections share."""
 
-    def __init__(self, work, quick, previous):
+    def __init__(self, work, quick, previous, plots_dir=""):
         self.work = work
+        # Where the plots are drawn (beside the report, which links them by name); "": none.
+        self.plots_dir = plots_dir
         self.quick = quick
         self.previous = previous
         self.machine = read_machine(work)
@@ -396,6 +403,7 @@ class Run:
         self.addons = load_json(os.path.join(work, "addons.json"))
         self.soak = load_json(os.path.join(work, "soak.json"))
         self.store = load_json(os.path.join(work, "store.json"))
+        self.fence_scale = load_json(os.path.join(work, "fence-scale.json"))
         # The addons' fence section again on the etcd fence store (run.sh, beside the store benchmark).
         addons_etcd = load_json(os.path.join(work, "addons-etcd.json"))
         self.latency = self.cni.get("latency", {})
@@ -482,6 +490,10 @@ def header_section(run):
              "`BENCH_QUICK=1` makes a smoke run; `BENCH_BUILD_DIR`, `BENCH_WORK_DIR`, `BENCH_OUT` move things;",
              "`BENCH_PREVIOUS` names the earlier run this one is compared with (default `bench/previous.json`).",
              ""]
+    minutes = fence_scale_minutes(run)
+    if minutes is not None:
+        lines.insert(len(lines) - 1, f"Fencing at scale (up to {max(r['ports'] for r in scale_rows(run)):,} ports) "
+                                     f"took {minutes:.1f} minutes of this run.")
     if run.quick:
         lines += ["> **QUICK RUN** (few iterations): these figures are a smoke test, not results.", ""]
     return block(lines)
@@ -746,7 +758,8 @@ def soak_target_rows(run):
 def targets_section(run):
     rows = (latency_target_rows(run) + version_target_rows(run) + peak_rss_target_rows(run)
             + readiness_target_rows(run) + burst_target_rows(run) + footprint_target_rows(run)
-            + rpc_target_rows(run) + getclients_target_rows(run) + fence_target_rows(run) + soak_target_rows(run))
+            + rpc_target_rows(run) + getclients_target_rows(run) + fence_target_rows(run) + soak_target_rows(run)
+            + fence_scale_target_rows(run))
     return block(["## Figures against their targets", ""]
                  + table(["figure", "target", "measured (this run)", ""], rows) + [""])
 
@@ -1308,6 +1321,235 @@ def failover_section(run):
     return block(lines)
 
 
+# ------------------------------------------------------------------------- fencing at scale
+# The two ways a pass finds ports, as fence-scale.json names them, and as the report does.
+SCALE_WAYS = (("index", "port index"), ("whole_list", "whole list"))
+
+
+def scale_rows(run):
+    """The sizes the fence-scale driver measured, smallest first."""
+    rows = [r for r in g(run.fence_scale, "sizes", default=[]) or [] if isinstance(r, dict) and r.get("ports")]
+    return sorted(rows, key=lambda r: r["ports"])
+
+
+def scale_way(row, way, *keys):
+    """A figure of one way at one size; None when that way was not measured there."""
+    w = row.get(way) or {}
+    return g(w, *keys) if w.get("measured") else None
+
+
+def scale_peak_rss(row, way):
+    """mizarmp-addons' peak RSS (VmHWM) of one way: the larger of its two servers' (the one that
+    took the publication and the fences, the one that ran the idle passes)."""
+    peaks = [scale_way(row, way, k) for k in ("peak_rss_kib", "idle_peak_rss_kib")]
+    peaks = [p for p in peaks if p is not None]
+    return max(peaks) if peaks else None
+
+
+def scale_ends(run):
+    """(smallest, largest) sizes with the index measured; None with fewer than two."""
+    rows = [r for r in scale_rows(run) if g(r, "index", "measured")]
+    return (rows[0], rows[-1]) if len(rows) >= 2 else None
+
+
+def scale_ratio(run, figure):
+    """figure(largest) / figure(smallest) over the index's sizes, with both rows; (None, ...) without."""
+    ends = scale_ends(run)
+    if not ends:
+        return None, None, None
+    a, b = figure(ends[0]), figure(ends[1])
+    return (b / a if a and b is not None else None), ends[0], ends[1]
+
+
+def scale_fence_one(row):
+    return scale_way(row, "index", "fence_one", "ms")
+
+
+def scale_index_rss(row):
+    return scale_peak_rss(row, "index")
+
+
+def fence_scale_minutes(run):
+    """How long the fence-scale driver ran, from its sizes' own timings; None without them."""
+    took = [r.get("section_s") for r in scale_rows(run)]
+    return sum(took) / 60 if took and None not in took else None
+
+
+def fence_scale_target_rows(run):
+    why = "no fence-scale results with the index at two sizes (fence-scale.json)"
+    rows = []
+    for label, figure, unit in (("fence of one /32", scale_fence_one, ms),
+                                ("mizarmp-addons peak RSS", scale_index_rss, kib)):
+        ratio, small, large = scale_ratio(run, figure)
+        name = f"issue 35: {label} with the port index, largest size over smallest"
+        if ratio is None:
+            rows.append(unmeasured_row(name, f"<= {FENCE_SCALE_RATIO_TARGET}x", why))
+            continue
+        rows.append((f"issue 35: {label} with the port index, {large['ports']:,} over {small['ports']:,} ports",
+                     f"<= {FENCE_SCALE_RATIO_TARGET}x",
+                     f"{unit(figure(large))} / {unit(figure(small))} = **{ratio:.2f}x**",
+                     verdict(ratio <= FENCE_SCALE_RATIO_TARGET)))
+    return rows
+
+
+def bytes_text(n):
+    if n is None:
+        return "n/a"
+    for unit, size in (("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def scale_plot(run, name, title, ylabel, series, log_y=True):
+    """The Markdown image of a plot drawn into the plots directory, or why there is none."""
+    if not run.plots_dir:
+        return "(plot not drawn: report.py was given no --plots directory)"
+    if not plot.available():
+        return "(plot not drawn: python3-matplotlib is not installed)"
+    try:
+        os.makedirs(run.plots_dir, exist_ok=True)
+        file_name = plot.line_plot(os.path.join(run.plots_dir, name), title, "ports at Mizar-MP (log)", ylabel,
+                                   series, log_y)
+    except (OSError, ValueError) as e:
+        # The tables still carry every figure: a picture that cannot be written costs only itself.
+        return f"(plot not drawn: {e})"
+    return f"![{title}]({file_name})"
+
+
+def scale_series(rows, way, figure, label):
+    return (label, [r["ports"] for r in rows], [figure(r, way) for r in rows])
+
+
+def scale_latency_lines(run, rows):
+    table_rows = []
+    for r in rows:
+        for way, name in SCALE_WAYS:
+            if not (r.get(way) or {}).get("measured"):
+                continue
+            one, un, many = (scale_way(r, way, k) or {} for k in ("fence_one", "unfence_one", "fence_many"))
+            table_rows.append((f"{r['ports']:,}", name, ms(one.get("ms")), one.get("rest_requests"), ms(un.get("ms")),
+                               ms(many.get("ms"), 0), many.get("rest_requests"), ms(many.get("addons_cpu_ms"), 0),
+                               ms(many.get("mock_cpu_ms"), 0)))
+    picture = scale_plot(run, "fence_scale_latency.png", "FenceClusterNetwork time", "ms (log)", [
+        scale_series(rows, "index", lambda r, w: scale_way(r, w, "fence_one", "ms"), "fence 1 /32, port index"),
+        scale_series(rows, "index", lambda r, w: scale_way(r, w, "unfence_one", "ms"), "unfence 1 /32, port index"),
+        scale_series(rows, "whole_list", lambda r, w: scale_way(r, w, "fence_one", "ms"), "fence 1 /32, whole list"),
+        scale_series(rows, "index", lambda r, w: scale_way(r, w, "fence_many", "ms"), "fence 1,000 /32, port index"),
+        scale_series(rows, "whole_list", lambda r, w: scale_way(r, w, "fence_many", "ms"),
+                     "fence 1,000 /32, whole list")])
+    return (["### Fence and unfence time", "", picture, ""]
+            + table(["ports", "way", "fence 1 /32", "REST calls", "unfence 1 /32", "fence 1,000 /32", "REST calls",
+                     "CPU mizarmp-addons", "CPU mock"], table_rows)
+            + ["", "Medians; the REST calls and the CPU (user + system, /proc/PID/stat) of the last round. The "
+                   "1,000 /32s are spread evenly over the ports, so over the nodes.", ""])
+
+
+def scale_memory_lines(run, rows):
+    table_rows = [(f"{r['ports']:,}", f"{r.get('nodes', 0):,}", kib(scale_peak_rss(r, "index")),
+                   kib(scale_peak_rss(r, "whole_list")), kib(r.get("mock_rss_kib")), kib(r.get("mock_hwm_kib")),
+                   fmt(r.get("create_s"), "s", 1), fmt(r.get("create_ports_per_s"), "/s", 0)) for r in rows]
+
+    def mib(v):
+        return None if v is None else v / 1024
+    picture = scale_plot(run, "fence_scale_rss.png", "Peak RSS", "MiB (log)", [
+        scale_series(rows, "index", lambda r, w: mib(scale_peak_rss(r, w)), "mizarmp-addons, port index"),
+        scale_series(rows, "whole_list", lambda r, w: mib(scale_peak_rss(r, w)), "mizarmp-addons, whole list"),
+        ("mizarmp-mock (Alcor's side)", [r["ports"] for r in rows], [mib(r.get("mock_rss_kib")) for r in rows])])
+    return (["### Memory", "", picture, ""]
+            + table(["ports", "nodes", "mizarmp-addons peak RSS, index", "whole list", "mock RSS after creation",
+                     "mock peak RSS", "creation", "ports created"], table_rows)
+            + ["", "mizarmp-addons: VmHWM of each way's two servers (the one that took the publication and the "
+                   "fences, the one that ran the idle passes), the larger. The mock: its ports created by Alcor's "
+                   "bulk create (`POST /ports/bulk`) over one kept-alive connection.", ""])
+
+
+def scale_idle_lines(run, rows):
+    table_rows = []
+    for r in rows:
+        for way, name in SCALE_WAYS:
+            idle = scale_way(r, way, "idle")
+            if idle:
+                table_rows.append((f"{r['ports']:,}", name, f"{idle.get('passes', 0):.0f}",
+                                   ms(idle.get("addons_cpu_ms_per_pass"), 2), ms(idle.get("mock_cpu_ms_per_pass"), 2),
+                                   num(idle.get("requests_per_pass"), 1), bytes_text(idle.get("bytes_per_pass"))))
+    cpu = scale_plot(run, "fence_scale_idle_cpu.png", "Idle reconcile: CPU of mizarmp-addons per pass",
+                     "ms per pass (log)", [
+                         scale_series(rows, way, lambda r, w: scale_way(r, w, "idle", "addons_cpu_ms_per_pass"), name)
+                         for way, name in SCALE_WAYS])
+    sent = scale_plot(run, "fence_scale_idle_bytes.png", "Idle reconcile: bytes Mizar-MP answers per pass",
+                      "bytes per pass (log)", [
+                          scale_series(rows, way, lambda r, w: scale_way(r, w, "idle", "bytes_per_pass"), name)
+                          for way, name in SCALE_WAYS])
+    cfg = run.fence_scale.get("config", {})
+    return (["### The idle reconcile, per pass", "", cpu, "", sent, ""]
+            + table(["ports", "way", "passes watched", "CPU mizarmp-addons", "CPU mock", "requests to the mock",
+                     "bytes the mock answered"], table_rows)
+            + ["", f"With the {cfg.get('cidrs', 1000):,} /32 fences in place: a second mizarmp-addons on the same "
+                   f"store passing every {cfg.get('idle_interval_ms')} ms, watched for {cfg.get('idle_seconds')} s "
+                   "after its first pass (passes counted by its `mizarmp_addons_enforcement_passes_total`). Requests "
+                   "and bytes (the bodies of the answers) as the mock counts them (`/mock/state`). At the default interval of 10 s, a core's share is the CPU "
+                   "per pass / 10 s.", ""])
+
+
+def scale_publication_lines(rows):
+    table_rows = [(f"{r['ports']:,}", f"{g(r, 'index', 'publish', 'nodes', default=0):,}",
+                   fmt(scale_way(r, "index", "publish", "s"), "s", 2),
+                   ms(scale_way(r, "index", "publish", "per_node", "median_ms"), 2),
+                   ms(scale_way(r, "index", "publish", "per_node", "p99_ms"), 2),
+                   ms(scale_way(r, "index", "publish", "addons_cpu_ms"), 0)) for r in rows
+                  if scale_way(r, "index", "publish")]
+    return (["### Publication of every node", ""]
+            + table(["ports", "nodes", "all nodes", "per node, median", "p99", "CPU mizarmp-addons"], table_rows)
+            + [""])
+
+
+def scale_refusal_lines(run, rows):
+    lines = []
+    for r in rows:
+        refused = r.get("whole_list_refused")
+        if not refused:
+            continue
+        rpc = refused.get("rpc", {})
+        # The server's message names the whole request; what Mizar-MP answered is the point.
+        answer = re.search(r"HTTP \d+: [^);]*", rpc.get("why", ""))
+        index_ok = g(r, "index", "measured")
+        lines.append(f"- {r['ports']:,} ports, Mizar-MP refusing lists of "
+                     f"{g(run.fence_scale, 'config', 'row_limit', default=0):,} rows or more: without the index a fence "
+                     f"of one /32 answered {rpc.get('code', 'OK')} (Mizar-MP: `{answer.group(0) if answer else rpc.get('why', '')}`) after {ms(rpc.get('ms'))}, the port "
+                     f"{'still up' if refused.get('port_up_after') else 'not up'} "
+                     f"(**{'refused' if refused.get('refused') else 'not refused'}**); with the index the same size "
+                     f"{'fenced and unfenced as measured above' if index_ok else 'was not measured'}.")
+    return (["### Above the row limit", ""] + lines + [""]) if lines else []
+
+
+def fence_scale_section(run):
+    lines = ["## Fencing at scale: the port index vs the whole list", ""]
+    rows = scale_rows(run)
+    if not rows:
+        return block(lines + [not_measured("no fence-scale.json in the work directory") + ".", ""])
+    cfg = run.fence_scale.get("config", {})
+    lines += ["`bench/fence_scale_driver.cc` (`mizarmp-bench-fence-scale`, issue 35): mizarmp-mock answering as Alcor "
+              f"does (`--strict --dialect alcor`, port lists of {cfg.get('row_limit', 0):,} rows or more refused) "
+              f"filled with each size's ports, {cfg.get('ports_per_node')} per simulated node (`binding:host_id` = "
+              "the node); then controller-mode mizarmp-addons on SQLite, two ways one after the other on the same "
+              "ports: with the port index (`portIndex`; the simulated node agents publish every node's ports with "
+              f"`mizarmp.v1.PortIndex/Publish`, {cfg.get('publishers')} at a time, the publication lease "
+              f"{cfg.get('lease_seconds')} s so that every node stays live) and, below the row limit, with the "
+              f"whole list. Fence + unfence of one /32: median of {cfg.get('rounds')} pairs; fence of "
+              f"{cfg.get('cidrs', 0):,} /32s: median of {cfg.get('many_rounds')}. Every RPC is checked at the mock "
+              "(the fenced ports down, the rest up). The machine was shared with other engineers' builds.", ""]
+    lines += error_lines(run.fence_scale)
+    measured = {r["ports"] for r in rows}
+    missing = [int(n) for n in str(cfg.get("sizes", "")).split(",") if n.strip().isdigit() and int(n) not in measured]
+    if missing:
+        lines += [f"- **not measured**: {', '.join(f'{n:,}' for n in missing)} ports (asked for, but the driver "
+                  "stopped before it wrote them; the log of the run says where).", ""]
+    lines += (scale_latency_lines(run, rows) + scale_memory_lines(run, rows) + scale_idle_lines(run, rows)
+              + scale_publication_lines(rows) + scale_refusal_lines(run, rows))
+    return block(lines)
+
+
 # ----------------------------------------------------------------------------------- misses
 def profiles_intro(run):
     perf_probe = read_text(run.profile_path("perf-probe.txt"))
@@ -1644,7 +1886,7 @@ def misses_section(run):
 # -------------------------------------------------------------------------------------- main
 SECTIONS = (header_section, this_run_section, targets_section, what_changed_section, how_measured_section,
             latency_section, readiness_section, burst_section, footprint_section, addons_section, soak_section,
-            store_section, failover_section, misses_section)
+            store_section, failover_section, fence_scale_section, misses_section)
 
 
 def render(run):
@@ -1657,8 +1899,9 @@ def main():
     ap.add_argument("--quick", default="", help="non-empty for a quick (smoke) run")
     ap.add_argument("--previous", default=DEFAULT_PREVIOUS,
                     help="the earlier run to compare with (default: %(default)s)")
+    ap.add_argument("--plots", default="", help="draw the plots into this directory (the report's own)")
     a = ap.parse_args()
-    print(render(Run(a.work, a.quick, Previous(a.previous))))
+    print(render(Run(a.work, a.quick, Previous(a.previous), a.plots)))
 
 
 if __name__ == "__main__":

@@ -94,12 +94,12 @@ Mock::Mock(const MockOptions& o)
     }
     if (o.agent_unplugs_later) argv.push_back("--agent-unplugs-later");
   }
+  if (o.strict_alcor || !o.ovs_socket.empty()) {
+    argv.insert(argv.end(), {"--strict", "--dialect", "alcor"});
+  }
+  if (o.row_limit > 0) argv.insert(argv.end(), {"--row-limit", std::to_string(o.row_limit)});
   if (!o.ovs_socket.empty()) {
-    for (const std::string& a :
-         {std::string("--strict"), std::string("--dialect"), std::string("alcor"),
-          std::string("--agent-ovsdb"), o.ovs_socket, std::string("--bridge"), o.ovs_bridge}) {
-      argv.push_back(a);
-    }
+    argv.insert(argv.end(), {"--agent-ovsdb", o.ovs_socket, "--bridge", o.ovs_bridge});
   }
   if (!o.netns_name.empty()) argv.insert(argv.begin(), {IpBinary(), "netns", "exec", o.netns_name});
   if (!o.tls_cert.empty()) {

@@ -94,6 +94,10 @@ struct MockOptions {
   std::string ovs_socket, ovs_bridge, netns_name;
   // HTTPS with this certificate and key when set; `tls_ca` is what curl checks it against.
   std::string tls_cert, tls_key, tls_ca;
+  // Alcor's controller as it really answers (--strict --dialect alcor) without a host agent;
+  // implied by ovs_socket.
+  bool strict_alcor = false;
+  int row_limit = 0;  // strict Alcor's refusal of port lists this long (0: the mock's default)
 };
 
 // iproute2's ip, where Debian puts it (/usr/sbin/ip; /sbin/ip before the merged /usr).

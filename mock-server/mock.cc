@@ -92,6 +92,7 @@ void MockServer::SetFaults(const Faults& faults) { impl_->faults->Set(faults); }
 std::vector<PortSummary> MockServer::Ports() const { return impl_->model->Summaries(); }
 
 uint64_t MockServer::requests() const { return impl_->routes->requests(); }
+uint64_t MockServer::response_bytes() const { return impl_->routes->response_bytes(); }
 
 size_t MockServer::agent_backlog() const { return impl_->model->usage().agent_backlog; }
 

@@ -15,8 +15,8 @@
 //   GET    /subnets          -> 200 {"subnets":[...]}
 //   GET    /subnets/{id}     -> 200 {"subnet":{...}} / 404
 // Control endpoints (not part of Mizar-MP):
-//   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "faults":{...}}; with
-//                            the OVS agent also "agent_waiting":N (ports whose OVS port it
+//   GET  /mock/state         {"ports":N, "allocated":[ips], "requests":N, "response_bytes":N
+//                            (the REST answers' bodies), "faults":{...}}; with the OVS agent also "agent_waiting":N (ports whose OVS port it
 //                            waits for) and "vlans":{port id: tag it set}
 //   GET  /mock/faults        {"faults":{...}}
 //   POST /mock/faults        a Faults document (fields below, snake_case); replaces the faults
@@ -170,6 +170,7 @@ class MockServer {
   void SetFaults(const Faults& faults);
   std::vector<PortSummary> Ports() const;
   uint64_t requests() const;     // REST requests served (control endpoints excluded)
+  uint64_t response_bytes() const;  // the bodies of their answers, in bytes
   size_t agent_backlog() const;  // veths of deleted ports the agent has yet to remove
   size_t agent_waiting() const;  // OVS agent: ports whose OVS port it still waits for
 

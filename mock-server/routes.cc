@@ -281,6 +281,7 @@ int Routes::Serve(const httplib::Request& req, httplib::Response& res,
   }
   std::string text = reply.text ? std::move(*reply.text) : Dump(reply.body);
   if (faults_.Take(&Faults::truncate_json)) text = text.substr(0, text.size() / 2);
+  response_bytes_.fetch_add(text.size());
   res.status = reply.status;
   res.body = std::move(text);  // set_content would copy it
   res.set_header("Content-Type", "application/json");
@@ -445,6 +446,7 @@ Reply Routes::State() const {
              {"allocated", std::move(usage.allocated)},
              {"agent_backlog", usage.agent_backlog},
              {"requests", requests_.load()},
+             {"response_bytes", response_bytes_.load()},
              {"faults", FaultsToJson(faults_.Get())},
              {"dialect", DialectName(options_.dialect)},
              {"strict", options_.strict},

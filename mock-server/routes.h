@@ -52,6 +52,9 @@ class Routes {
   void Stop();
 
   uint64_t requests() const { return requests_.load(); }  // REST requests, control excluded
+  // The bodies of those requests' answers, in bytes: what a client's calls cost the controller
+  // on the wire (a benchmark's bytes per reconcile pass).
+  uint64_t response_bytes() const { return response_bytes_.load(); }
 
  private:
   Routes(const Options& options, std::string token, Model& model, FaultInjector& faults);
@@ -94,6 +97,7 @@ class Routes {
   Model& model_;
   FaultInjector& faults_;
   std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> response_bytes_{0};
   UpdateJournal journal_;
   StrictController strict_;
 

@@ -17,6 +17,9 @@ REPORT = os.path.join(ROOT, "bench", "report.py")
 PREVIOUS = os.path.join(ROOT, "bench", "previous.json")
 FIXTURE = os.path.join(HERE, "work")
 
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import plot  # noqa: E402  (bench/plot.py: whether matplotlib is there)
+
 HEADINGS = [
     "# Benchmarks",
     "## This run",
@@ -31,11 +34,15 @@ HEADINGS = [
     "## Soak",
     "## Fence store: SQLite vs etcd",
     "## Failover",
+    "## Fencing at scale: the port index vs the whole list",
     "## What bounds each miss, and what would move it",
 ]
 
-INPUTS = ["cni.json", "addons.json", "addons-etcd.json", "soak.json", "store.json", "machine.txt",
-          "commands.txt"]
+# The fence-scale section's pictures, drawn beside the report when report.py is given --plots.
+PLOTS = ["fence_scale_latency.png", "fence_scale_rss.png", "fence_scale_idle_cpu.png", "fence_scale_idle_bytes.png"]
+
+INPUTS = ["cni.json", "addons.json", "addons-etcd.json", "soak.json", "store.json", "fence-scale.json",
+          "machine.txt", "commands.txt"]
 
 
 def render(work, *extra):
@@ -102,6 +109,33 @@ class FullRun(unittest.TestCase):
         self.assertIn(f"ADD median {figures['add_ms']} -> ", self.out)
         self.assertNotIn("{", self.section("## What changed since the previous run"))
 
+    def test_the_fence_scale_figures_are_in_it(self):
+        sizes = sorted(fixture("fence-scale.json")["sizes"], key=lambda r: r["ports"])
+        section = self.section("## Fencing at scale: the port index vs the whole list")
+        for row in sizes:
+            index = row["index"]
+            self.assertIn(f"| {row['ports']:,} | port index | {index['fence_one']['ms']:.1f} ms |", section)
+            self.assertIn(f"| {row['ports']:,} | {row['nodes']:,} | {index['publish']['s']:.2f} s |", section)
+        below = [r for r in sizes if r["whole_list"].get("measured")]
+        self.assertTrue(below, "the fixture has a size below the row limit")
+        whole = below[0]["whole_list"]
+        self.assertIn(f"| {below[0]['ports']:,} | whole list | {whole['fence_one']['ms']:.1f} ms |", section)
+        self.assertIn("(**refused**)", section)
+
+    def test_the_fence_scale_targets_are_checked(self):
+        sizes = sorted(fixture("fence-scale.json")["sizes"], key=lambda r: r["ports"])
+        small, large = sizes[0]["index"], sizes[-1]["index"]
+        ratio = large["fence_one"]["ms"] / small["fence_one"]["ms"]
+        row = next(line for line in self.out.splitlines() if line.startswith("| issue 35: fence of one /32"))
+        self.assertIn(f"{sizes[-1]['ports']:,} over {sizes[0]['ports']:,} ports", row)
+        self.assertIn(f"= **{ratio:.2f}x**", row)
+        self.assertIn("**met**" if ratio <= 1.5 else "**not met**", row)
+        self.assertTrue(any(line.startswith("| issue 35: mizarmp-addons peak RSS") for line in self.out.splitlines()))
+
+    def test_without_a_plots_directory_no_picture_is_claimed(self):
+        self.assertNotIn("![", self.out)
+        self.assertIn("(plot not drawn: report.py was given no --plots directory)", self.out)
+
     def test_a_quick_run_says_so(self):
         self.assertIn("> **QUICK RUN**", self.out)
 
@@ -109,6 +143,37 @@ class FullRun(unittest.TestCase):
         start = self.out.index(heading + "\n")
         end = self.out.find("\n## ", start + 1)
         return self.out[start:end if end >= 0 else None]
+
+
+@unittest.skipUnless(plot.available(), "python3-matplotlib is not installed")
+class Plots(unittest.TestCase):
+    def setUp(self):
+        self.plots = tempfile.mkdtemp(prefix="bench-report-plots.")
+
+    def tearDown(self):
+        shutil.rmtree(self.plots)
+
+    def test_each_plot_is_drawn_and_linked(self):
+        rc, out, err = render(FIXTURE, "--plots", self.plots)
+        self.assertEqual(rc, 0, err)
+        for name in PLOTS:
+            path = os.path.join(self.plots, name)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
+            self.assertIn(f"]({name})", out)
+
+    def drawn(self):
+        files = {}
+        for name in PLOTS:
+            with open(os.path.join(self.plots, name), "rb") as f:
+                files[name] = f.read()
+        return files
+
+    def test_the_same_figures_draw_the_same_files(self):
+        render(FIXTURE, "--plots", self.plots)
+        first = self.drawn()
+        render(FIXTURE, "--plots", self.plots)
+        self.assertEqual(self.drawn(), first)
 
 
 class MissingInputs(unittest.TestCase):
@@ -142,6 +207,13 @@ class MissingInputs(unittest.TestCase):
         self.assertIn("not measured", self.row(out, "Probe calls/s"))
         self.assertIn("not measured", self.row(out, "GetFenceClients"))
         self.assertIn("not measured", self.row(out, "5. FenceClusterNetwork / Unfence"))
+
+    def test_without_the_fence_scale_results(self):
+        out = self.render_without("fence-scale.json")
+        self.assertIn("not measured", self.row(out, "issue 35: fence of one /32"))
+        self.assertIn("not measured", self.row(out, "issue 35: mizarmp-addons peak RSS"))
+        start = out.index("## Fencing at scale: the port index vs the whole list\n")
+        self.assertIn("not measured", out[start:out.index("\n## ", start + 1)])
 
     def test_without_the_soak_and_store_results(self):
         out = self.render_without("soak.json", "store.json")

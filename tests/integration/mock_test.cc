@@ -570,6 +570,17 @@ TEST_P(MockTest, CountedFaults) {
   EXPECT_EQ(state.j["ports"], 2);
   EXPECT_EQ(state.j["requests"].get<uint64_t>(), server_->requests());
   EXPECT_GT(server_->requests(), 20u);
+  // Every REST answer's body is counted, a refused one too (fail_gets answers 503 with a body);
+  // the control endpoints are not.
+  const uint64_t bytes_before = state.j["response_bytes"].get<uint64_t>();
+  Http failed_get = Get(PortPath("f-1"));
+  EXPECT_EQ(failed_get.status, 503) << failed_get.Describe();
+  Http port = Get(PortPath("f-1"));
+  ASSERT_EQ(port.status, 200) << port.Describe();
+  Http state_after = Get("/mock/state");
+  EXPECT_EQ(state_after.j["response_bytes"].get<uint64_t>() - bytes_before,
+            failed_get.body.size() + port.body.size());
+  EXPECT_EQ(server_->response_bytes(), state_after.j["response_bytes"].get<uint64_t>());
 
   Http reset = Post("/mock/reset", json::object());
   EXPECT_EQ(reset.status, 200) << reset.Describe();

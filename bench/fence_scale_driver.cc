@@ -1,0 +1,690 @@
+// mizarmp-bench-fence-scale: fencing as the cluster grows to a million ports (issue 35).
+//
+// For each of --sizes N: mizarmp-mock answering as Alcor really does (--strict --dialect alcor,
+// refusing port lists of --row-limit rows or more) is filled with N ports over
+// N / --ports-per-node simulated nodes (binding:host_id = the node's name) by Alcor's bulk create
+// over one kept-alive connection. Then controller-mode mizarmp-addons is measured two ways, one
+// after the other on the same ports:
+//   index       "portIndex": the simulated node agents publish every node's ports with the
+//               Publish RPC (timed), and a pass reads back only the indexed ports in its CIDRs
+//   whole_list  no index: every pass lists every port (only below the row limit)
+// Each way: fence + unfence of one /32 (--rounds pairs, medians), fence of --cidrs /32s
+// (--many-rounds, medians), the server's peak RSS (VmHWM), and the idle reconcile per pass with
+// the --cidrs fences in place (a second server on the same store, passes every
+// --idle-interval-ms for --idle-seconds: its CPU per pass and the requests it made of the mock and
+// the bytes of their answers per pass, as the mock counts them). At the largest size, when it is
+// at or above the row limit, a fence without the index is tried to show that it is refused.
+// Every RPC's effect is checked at the mock.
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/grpc_support.h"
+#include "bench/support.h"
+#include "fence/fence.grpc.pb.h"
+#include "mizarmp/port_index.grpc.pb.h"
+
+namespace mb = mizarmp::bench;
+namespace fs = std::filesystem;
+using mizarmp::FlagTable;
+using nlohmann::json;
+
+namespace {
+
+// The mock's VPC (Alcor's network_id) and subnet, passed to it so both sides agree.
+constexpr const char* kVpc = "9192a4d4-ffff-4ece-b3f0-8d36e3d88038";
+// Room for a million ports and more: a /10 holds 4,194,302 addresses.
+constexpr const char* kCidr = "10.64.0.0/10";
+
+struct Options {
+  std::string bin_dir;
+  std::string work_dir = "/tmp/mizarmp-bench-fence-scale";
+  std::string out = "fence-scale.json";
+  std::string sizes = "10000,50000,100000,300000,1000000";
+  int ports_per_node = 250;
+  int batch = 5000;  // ports per bulk create
+  int row_limit = 100000;
+  int rounds = 5;       // fence/unfence pairs of one /32
+  int many_rounds = 3;  // fences of --cidrs /32s (each but the last followed by its unfence)
+  int cidrs = 1000;
+  int publishers = 4;  // simulated node agents publishing at once
+  int idle_interval_ms = 1000;
+  int idle_seconds = 10;
+  // How long a node's publication counts at the server: longer than the whole run, so the
+  // figures are those of live agents and not of the controller covering lapsed nodes.
+  int lease_seconds = 3600;  // the server's maximum
+};
+
+// ------------------------------------------------------------------------------ processes
+// A value in kB of /proc/PID/status (VmRSS, VmHWM); -1 when it cannot be read.
+int64_t StatusKib(pid_t pid, const std::string& key) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1);
+  }
+  return -1;
+}
+
+// utime + stime of a process (all its threads), from /proc/PID/stat, in ms.
+double ProcessCpuMs(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream in(text.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i == 14) utime = std::atof(field.c_str());
+    if (i == 15) stime = std::atof(field.c_str());
+  }
+  return (utime + stime) * 1000.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// A TCP port nobody listens on now, for the server's metrics listener.
+int FreeTcpPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// ------------------------------------------------------------------------------- the cluster
+struct SimulatedPort {
+  std::string id;
+  std::string ip;
+};
+
+// The simulated cluster: the mock and its ports, node by node.
+struct Cluster {
+  int size = 0;
+  std::vector<std::string> nodes;                   // node-000001, ...
+  std::vector<std::vector<SimulatedPort>> by_node;  // the ports of nodes[i]
+  std::vector<SimulatedPort> all;                   // in creation order
+};
+
+std::string NodeName(int i) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "node-%06d", i);
+  return name;
+}
+
+std::string PortId(int i) {
+  char id[64];
+  std::snprintf(id, sizeof(id), "00000000-0000-5000-9000-%012d", i);
+  return id;
+}
+
+// One bulk create's body: ports [first, last) of the cluster, each on its node.
+std::string BulkBody(int first, int last, int ports_per_node) {
+  json ports = json::array();
+  for (int i = first; i < last; ++i) {
+    ports.push_back({{"id", PortId(i)},
+                     {"name", "k8s_" + PortId(i)},
+                     {"network_id", kVpc},
+                     {"fixed_ips", json::array({{{"subnet_id", mb::kSubnet}}})},
+                     {"binding:host_id", NodeName(i / ports_per_node)}});
+  }
+  return json{{"ports", std::move(ports)}}.dump();
+}
+
+std::string PortsPath() { return std::string("/project/") + mb::kProject + "/ports"; }
+
+// --------------------------------------------------------------------------------- the bench
+class Bench {
+ public:
+  explicit Bench(Options o) : o_(std::move(o)) {}
+
+  int Main() {
+    fs::create_directories(o_.work_dir);
+    fs::permissions(o_.work_dir, fs::perms::owner_all, fs::perm_options::replace);
+    results_["config"] = {{"sizes", o_.sizes},
+                          {"ports_per_node", o_.ports_per_node},
+                          {"batch", o_.batch},
+                          {"row_limit", o_.row_limit},
+                          {"rounds", o_.rounds},
+                          {"many_rounds", o_.many_rounds},
+                          {"cidrs", o_.cidrs},
+                          {"publishers", o_.publishers},
+                          {"idle_interval_ms", o_.idle_interval_ms},
+                          {"idle_seconds", o_.idle_seconds},
+                          {"lease_seconds", o_.lease_seconds}};
+    results_["sizes"] = json::array();
+    int rc = 0;
+    const std::vector<std::string> sizes = mb::Split(o_.sizes, ',');
+    for (const std::string& text : sizes) {
+      const int size = std::atoi(text.c_str());
+      std::cerr << "== " << size << " ports\n";
+      const auto t0 = mb::Clock::now();
+      json row = MeasureSize(size, /*largest=*/&text == &sizes.back());
+      row["section_s"] = mb::Ms(mb::Clock::now() - t0) / 1000;
+      if (!row.value("ok", false)) rc = 1;
+      results_["sizes"].push_back(std::move(row));
+      mb::SaveResults(results_, o_.out);
+      std::cerr << "   " << size << " ports done in " << mb::Ms(mb::Clock::now() - t0) / 1000
+                << " s\n";
+    }
+    return rc;
+  }
+
+ private:
+  // ------------------------------------------------------------------------------ one size
+  // `largest`: the last size, where a fence without the index is tried (refused at or above the
+  // row limit; the mock then copies every port, so once is enough).
+  json MeasureSize(int size, bool largest) {
+    json row = {{"ports", size}, {"ok", false}};
+    mb::MockOptions mo{o_.bin_dir, o_.work_dir, kCidr};
+    mo.strict_alcor = true;
+    mo.row_limit = o_.row_limit;
+    mo.journal_capacity = 0;  // the journal is the checks' convenience, not Alcor's memory
+    mb::Mock mock(mo);
+    if (!mock.ok()) return Failed(row, "the mock did not start");
+    Cluster cluster;
+    const auto t0 = mb::Clock::now();
+    if (!Populate(mock, size, cluster)) return Failed(row, "the mock did not take every port");
+    const double create_s = mb::Ms(mb::Clock::now() - t0) / 1000;
+    row["nodes"] = cluster.nodes.size();
+    row["create_s"] = create_s;
+    row["create_ports_per_s"] = size / create_s;
+    row["mock_rss_kib"] = StatusKib(mock.pid(), "VmRSS");
+    std::cerr << "   created " << size << " ports on " << cluster.nodes.size() << " nodes in "
+              << create_s << " s; mock RSS " << row["mock_rss_kib"] << " KiB\n";
+    bool ok = true;
+    row["index"] = MeasureWay(mock, cluster, /*index=*/true, "index-" + std::to_string(size));
+    ok = ok && row["index"].value("measured", false);
+    if (size < o_.row_limit) {
+      row["whole_list"] = MeasureWay(mock, cluster, false, "whole-" + std::to_string(size));
+      ok = ok && row["whole_list"].value("measured", false);
+    } else {
+      row["whole_list"] = {{"measured", false},
+                           {"why", "at or above the row limit (" + std::to_string(o_.row_limit) +
+                                       "): Alcor refuses the list"}};
+      if (largest) {
+        row["whole_list_refused"] = TryWholeList(mock, cluster, "refused-" + std::to_string(size));
+        ok = ok && row["whole_list_refused"].value("refused", false);
+      }
+    }
+    row["mock_hwm_kib"] = StatusKib(mock.pid(), "VmHWM");
+    row["ok"] = ok;
+    return row;
+  }
+
+  json Failed(json row, const std::string& why) {
+    mb::RecordFailure(results_, why);
+    row["why"] = why;
+    return row;
+  }
+
+  // Bulk creates of --batch ports over one kept-alive connection; the answers give each port's
+  // address. False when the mock refused a batch.
+  bool Populate(const mb::Mock& mock, int size, Cluster& c) const {
+    httplib::Client http("127.0.0.1", mock.port());
+    http.set_keep_alive(true);
+    http.set_read_timeout(std::chrono::minutes(5));
+    c.size = size;
+    const int node_count = (size + o_.ports_per_node - 1) / o_.ports_per_node;
+    for (int i = 0; i < node_count; ++i) c.nodes.push_back(NodeName(i));
+    c.by_node.resize(c.nodes.size());
+    c.all.reserve(static_cast<size_t>(size));
+    for (int first = 0; first < size; first += o_.batch) {
+      const int last = std::min(size, first + o_.batch);
+      auto answer = http.Post((PortsPath() + "/bulk").c_str(),
+                              BulkBody(first, last, o_.ports_per_node), "application/json");
+      if (!answer || answer->status != 201) return false;
+      const json made = json::parse(answer->body, nullptr, false);
+      if (!made.contains("ports") || made["ports"].size() != static_cast<size_t>(last - first)) {
+        return false;
+      }
+      int i = first;
+      for (const json& p : made["ports"]) {
+        SimulatedPort port{p.value("id", ""), p["fixed_ips"].at(0).value("ip_address", "")};
+        c.by_node[static_cast<size_t>(i / o_.ports_per_node)].push_back(port);
+        c.all.push_back(std::move(port));
+        ++i;
+      }
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------------- one way, measured
+  struct Server {
+    mb::Daemon daemon;
+    std::string socket;
+    int metrics_port = 0;
+    std::unique_ptr<::fence::FenceController::Stub> fencing;
+  };
+
+  // mizarmp-addons in controller mode against the mock, its fence store (and index) under
+  // `tag`, passes every `interval_ms`.
+  bool StartServer(Server& s, const mb::Mock& mock, bool index, const std::string& tag,
+                   int interval_ms) const {
+    s.socket = o_.work_dir + "/" + tag + ".sock";
+    s.metrics_port = FreeTcpPort();
+    std::vector<std::string> flags = {"--dialect",
+                                      "alcor",
+                                      "--project",
+                                      mb::kProject,
+                                      "--reconcile-interval-ms",
+                                      std::to_string(interval_ms),
+                                      "--metrics-address",
+                                      "127.0.0.1:" + std::to_string(s.metrics_port)};
+    if (index) {
+      flags.insert(flags.end(), {"--port-index", "--publication-lease-seconds",
+                                 std::to_string(o_.lease_seconds)});
+    }
+    // A directory per way and size: the index lives beside the fence store, so each server
+    // pair sees only the publications made to it.
+    const std::string dir = o_.work_dir + "/" + tag;
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+    const bool up = mb::StartAddons(
+        s.daemon, {o_.bin_dir, s.socket, mock.url(), dir + "/state", dir + "/fence.db", flags});
+    if (up) {
+      s.fencing = ::fence::FenceController::NewStub(mb::NewChannel("unix:" + s.socket, 0));
+    }
+    return up;
+  }
+
+  json MeasureWay(const mb::Mock& mock, const Cluster& c, bool index, const std::string& tag) {
+    json way = {{"measured", false}};
+    const std::vector<std::string> many = SpreadAddresses(c, o_.cidrs);
+    {
+      Server s;
+      if (!StartServer(s, mock, index, tag, 3600000)) {
+        return Failed(way, "mizarmp-addons did not come up (" + s.socket + ".log)");
+      }
+      if (index && !Publish(s, c, way)) return way;
+      const SimulatedPort& one = c.all[c.all.size() / 2];
+      if (!FenceOne(s, mock, one, way)) return way;
+      if (!FenceMany(s, mock, c, many, way)) return way;
+      way["peak_rss_kib"] = StatusKib(s.daemon.pid(), "VmHWM");
+      way["rss_kib"] = StatusKib(s.daemon.pid(), "VmRSS");
+    }
+    // The idle reconcile, the --cidrs fences in place: a server on the same store (and index)
+    // whose passes come every --idle-interval-ms.
+    Server idle;
+    if (!StartServer(idle, mock, index, tag, o_.idle_interval_ms)) {
+      return Failed(way, "mizarmp-addons did not come up again (" + idle.socket + ".log)");
+    }
+    if (!MeasureIdle(idle, mock, way)) return way;
+    way["idle_peak_rss_kib"] = StatusKib(idle.daemon.pid(), "VmHWM");
+    // Every port up again, so the next way (or check) starts from the same ports.
+    json lift = OneRpc(idle, mock, many, /*unfence=*/true, std::chrono::minutes(10));
+    if (lift.contains("why"))
+      return Failed(way, "the last unfence: " + lift["why"].get<std::string>());
+    const std::optional<std::set<std::string>> down = DownPorts(mock);
+    if (!down || !down->empty()) return Failed(way, "ports left down after the last unfence");
+    way["measured"] = true;
+    return way;
+  }
+
+  // --cidrs addresses spread evenly over the cluster (so over its nodes).
+  static std::vector<std::string> SpreadAddresses(const Cluster& c, int count) {
+    std::vector<std::string> out;
+    const size_t stride = std::max<size_t>(1, c.all.size() / static_cast<size_t>(count));
+    for (size_t i = 0; i < c.all.size() && out.size() < static_cast<size_t>(count); i += stride) {
+      out.push_back(c.all[i].ip);
+    }
+    return out;
+  }
+
+  // The simulated node agents: --publishers at a time, each node's ports in one Publish.
+  bool Publish(Server& s, const Cluster& c, json& way) {
+    std::atomic<size_t> next{0};
+    std::atomic<int> failed{0};
+    std::vector<std::vector<double>> took(static_cast<size_t>(o_.publishers));
+    std::string error;
+    std::mutex error_mu;
+    auto agent = [&](size_t worker) {
+      auto stub = mizarmp::v1::PortIndex::NewStub(
+          mb::NewChannel("unix:" + s.socket, 100 + static_cast<int>(worker)));
+      for (size_t n = next++; n < c.nodes.size(); n = next++) {
+        mizarmp::v1::PublishRequest req;
+        req.set_node(c.nodes[n]);
+        for (const SimulatedPort& p : c.by_node[n]) {
+          auto* a = req.add_attachments();
+          a->set_port_id(p.id);
+          a->add_ips(p.ip);
+        }
+        mizarmp::v1::PublishResponse resp;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
+        const auto t0 = mb::Clock::now();
+        const grpc::Status st = stub->Publish(&ctx, req, &resp);
+        took[worker].push_back(mb::Ms(mb::Clock::now() - t0));
+        if (!st.ok()) {
+          ++failed;
+          std::lock_guard<std::mutex> lk(error_mu);
+          error = mb::CodeName(st.error_code()) + ": " + st.error_message();
+        }
+      }
+    };
+    const double cpu0 = ProcessCpuMs(s.daemon.pid());
+    const auto t0 = mb::Clock::now();
+    std::vector<std::thread> agents;
+    for (size_t w = 0; w < static_cast<size_t>(o_.publishers); ++w) agents.emplace_back(agent, w);
+    for (std::thread& t : agents) t.join();
+    const double seconds = mb::Ms(mb::Clock::now() - t0) / 1000;
+    std::vector<double> all;
+    for (const auto& v : took) all.insert(all.end(), v.begin(), v.end());
+    way["publish"] = {{"nodes", c.nodes.size()},
+                      {"s", seconds},
+                      {"addons_cpu_ms", ProcessCpuMs(s.daemon.pid()) - cpu0},
+                      {"per_node", mb::StatsJson(mb::Summarize(all))},
+                      {"failed", failed.load()}};
+    std::cerr << "   published " << c.nodes.size() << " nodes in " << seconds << " s\n";
+    if (failed > 0) {
+      return Fail(way,
+                  "Publish answered " + error + " (" + std::to_string(failed.load()) + " nodes)");
+    }
+    return true;
+  }
+
+  // One FenceClusterNetwork or UnfenceClusterNetwork of `addresses` as /32s: its time, the
+  // server's and the mock's CPU, and the REST requests it made; "why" when it failed.
+  json OneRpc(Server& s, const mb::Mock& mock, const std::vector<std::string>& addresses,
+              bool unfence, std::chrono::seconds deadline) {
+    const MockCounters before = Counters(mock);
+    const double addons_cpu0 = ProcessCpuMs(s.daemon.pid()), mock_cpu0 = ProcessCpuMs(mock.pid());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    grpc::Status st;
+    const auto t0 = mb::Clock::now();
+    if (unfence) {
+      ::fence::UnfenceClusterNetworkRequest req;
+      for (const std::string& ip : addresses) req.add_cidrs()->set_cidr(ip + "/32");
+      ::fence::UnfenceClusterNetworkResponse resp;
+      st = s.fencing->UnfenceClusterNetwork(&ctx, req, &resp);
+    } else {
+      ::fence::FenceClusterNetworkRequest req;
+      for (const std::string& ip : addresses) req.add_cidrs()->set_cidr(ip + "/32");
+      ::fence::FenceClusterNetworkResponse resp;
+      st = s.fencing->FenceClusterNetwork(&ctx, req, &resp);
+    }
+    const double took = mb::Ms(mb::Clock::now() - t0);
+    if (!st.ok()) {
+      return {{"why", mb::CodeName(st.error_code()) + ": " + st.error_message()},
+              {"code", mb::CodeName(st.error_code())},
+              {"ms", took}};
+    }
+    const double addons_cpu = ProcessCpuMs(s.daemon.pid()) - addons_cpu0;
+    const double mock_cpu = ProcessCpuMs(mock.pid()) - mock_cpu0;
+    const MockCounters after = Counters(mock);
+    return {{"ms", took},
+            {"addons_cpu_ms", addons_cpu},
+            {"mock_cpu_ms", mock_cpu},
+            {"rest_requests", after.requests - before.requests},
+            {"response_bytes", after.response_bytes - before.response_bytes}};
+  }
+
+  // Rounds of one kind of RPC, summarised: medians of time and CPU, the last round's requests.
+  static json Summary(const std::vector<json>& rounds) {
+    json out = rounds.back();
+    for (const char* figure : {"ms", "addons_cpu_ms", "mock_cpu_ms"}) {
+      std::vector<double> values;
+      for (const json& r : rounds) values.push_back(r.at(figure).get<double>());
+      out[figure] = mb::Summarize(values).median;
+      if (std::string(figure) == "ms") out["ms_rounds"] = values;
+    }
+    return out;
+  }
+
+  bool FenceOne(Server& s, const mb::Mock& mock, const SimulatedPort& port, json& way) {
+    std::vector<json> fences, unfences;
+    for (int round = 0; round < o_.rounds; ++round) {
+      for (const bool unfence : {false, true}) {
+        json r = OneRpc(s, mock, {port.ip}, unfence, std::chrono::minutes(5));
+        if (r.contains("why")) return Fail(way, "one /32: " + r["why"].get<std::string>());
+        if (AdminStateUp(mock, port.id) != std::optional<bool>(unfence)) {
+          return Fail(way, std::string("one /32: the port is not ") +
+                               (unfence ? "up after the unfence" : "down after the fence"));
+        }
+        (unfence ? unfences : fences).push_back(std::move(r));
+      }
+    }
+    way["fence_one"] = Summary(fences);
+    way["unfence_one"] = Summary(unfences);
+    std::cerr << "   one /32: fence " << way["fence_one"]["ms"] << " ms, unfence "
+              << way["unfence_one"]["ms"] << " ms\n";
+    return true;
+  }
+
+  // --many-rounds fences of the addresses, each but the last followed by its unfence, so the
+  // fences stay in place for the idle reconcile.
+  bool FenceMany(Server& s, const mb::Mock& mock, const Cluster& c,
+                 const std::vector<std::string>& addresses, json& way) {
+    const std::set<std::string> wanted_down = IdsOf(c, addresses);
+    std::vector<json> fences, unfences;
+    for (int round = 0; round < o_.many_rounds; ++round) {
+      for (const bool unfence : {false, true}) {
+        if (unfence && round == o_.many_rounds - 1) break;
+        json r = OneRpc(s, mock, addresses, unfence, std::chrono::minutes(10));
+        if (r.contains("why")) return Fail(way, "many /32s: " + r["why"].get<std::string>());
+        const std::optional<std::set<std::string>> down = DownPorts(mock);
+        if (!down) return Fail(way, "many /32s: cannot list the ports that are down");
+        if (*down != (unfence ? std::set<std::string>() : wanted_down)) {
+          return Fail(way, "many /32s: " + std::to_string(down->size()) + " ports down, want " +
+                               std::to_string(unfence ? 0 : wanted_down.size()));
+        }
+        (unfence ? unfences : fences).push_back(std::move(r));
+      }
+    }
+    way["fence_many"] = Summary(fences);
+    way["fence_many"]["cidrs"] = addresses.size();
+    if (!unfences.empty()) way["unfence_many"] = Summary(unfences);
+    std::cerr << "   " << addresses.size() << " /32s: fence " << way["fence_many"]["ms"] << " ms\n";
+    return true;
+  }
+
+  static std::set<std::string> IdsOf(const Cluster& c, const std::vector<std::string>& addresses) {
+    const std::set<std::string> wanted(addresses.begin(), addresses.end());
+    std::set<std::string> ids;
+    for (const SimulatedPort& p : c.all) {
+      if (wanted.count(p.ip) > 0) ids.insert(p.id);
+    }
+    return ids;
+  }
+
+  // Passes of the server for --idle-seconds: per pass, its CPU and what it asked of the mock.
+  bool MeasureIdle(Server& s, const mb::Mock& mock, json& way) {
+    // The first pass runs at start-up, before the window; the window starts after one.
+    const auto first = WaitForPasses(s, 1, std::chrono::minutes(5));
+    if (!first) return Fail(way, "idle: no enforcement pass within 5 minutes (metrics)");
+    const MockCounters mock0 = Counters(mock);
+    const double addons_cpu0 = ProcessCpuMs(s.daemon.pid()), mock_cpu0 = ProcessCpuMs(mock.pid());
+    const auto passes0 = Passes(s);
+    const auto t0 = mb::Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(o_.idle_seconds));
+    const auto passes1 = Passes(s);
+    const double window_s = mb::Ms(mb::Clock::now() - t0) / 1000;
+    const double addons_cpu = ProcessCpuMs(s.daemon.pid()) - addons_cpu0;
+    const double mock_cpu = ProcessCpuMs(mock.pid()) - mock_cpu0;
+    const MockCounters mock1 = Counters(mock);
+    const double requests = static_cast<double>(mock1.requests - mock0.requests);
+    const double bytes = static_cast<double>(mock1.response_bytes - mock0.response_bytes);
+    if (!passes0 || !passes1) return Fail(way, "idle: cannot read the server's metrics");
+    const double ok_passes = passes1->first - passes0->first;
+    const double failed_passes = passes1->second - passes0->second;
+    const double passes = ok_passes + failed_passes;
+    if (passes < 1) return Fail(way, "idle: no pass in the window");
+    way["idle"] = {{"window_s", window_s},
+                   {"passes", passes},
+                   {"failed_passes", failed_passes},
+                   {"addons_cpu_ms_per_pass", addons_cpu / passes},
+                   {"mock_cpu_ms_per_pass", mock_cpu / passes},
+                   {"requests_per_pass", requests / passes},
+                   {"bytes_per_pass", bytes / passes},
+                   {"addons_core_share", addons_cpu / (window_s * 1000)}};
+    std::cerr << "   idle: " << passes << " passes, " << way["idle"]["addons_cpu_ms_per_pass"]
+              << " ms CPU, " << way["idle"]["requests_per_pass"] << " requests, "
+              << way["idle"]["bytes_per_pass"] << " bytes per pass\n";
+    if (failed_passes > 0) return Fail(way, "idle: some passes failed");
+    return true;
+  }
+
+  // (ok, failed) passes so far, from the server's metrics.
+  std::optional<std::pair<double, double>> Passes(const Server& s) const {
+    httplib::Client http("127.0.0.1", s.metrics_port);
+    auto answer = http.Get("/metrics");
+    if (!answer || answer->status != 200) return std::nullopt;
+    std::pair<double, double> counts{0, 0};
+    std::istringstream in(answer->body);
+    std::string line;
+    const std::string name = "mizarmp_addons_enforcement_passes_total{";
+    while (std::getline(in, line)) {
+      if (line.rfind(name, 0) != 0) continue;
+      const double value = std::atof(line.substr(line.rfind(' ') + 1).c_str());
+      (line.find("\"ok\"") != std::string::npos ? counts.first : counts.second) += value;
+    }
+    return counts;
+  }
+
+  std::optional<std::pair<double, double>> WaitForPasses(const Server& s, double at_least,
+                                                         std::chrono::minutes timeout) const {
+    const auto end = mb::Clock::now() + timeout;
+    while (mb::Clock::now() < end) {
+      auto p = Passes(s);
+      if (p && p->first + p->second >= at_least) return p;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return std::nullopt;
+  }
+
+  // At or above the row limit: a fence of one /32 without the index, which must be refused
+  // (the port stays up), and the same fence with the index's server, which must work.
+  json TryWholeList(const mb::Mock& mock, const Cluster& c, const std::string& tag) {
+    json out = {{"refused", false}};
+    Server s;
+    if (!StartServer(s, mock, false, tag, 3600000)) {
+      return Failed(out, "mizarmp-addons did not come up (" + s.socket + ".log)");
+    }
+    const SimulatedPort& one = c.all[c.all.size() / 3];
+    json r = OneRpc(s, mock, {one.ip}, false, std::chrono::minutes(5));
+    out["rpc"] = r;
+    const std::optional<bool> up = AdminStateUp(mock, one.id);
+    out["port_up_after"] = up ? json(*up) : json();
+    out["refused"] = r.contains("why") && up == std::optional<bool>(true);
+    std::cerr << "   whole list at " << c.size << " ports: "
+              << (r.contains("why") ? r["why"].get<std::string>() : std::string("answered OK"))
+              << "\n";
+    if (!out["refused"].get<bool>()) Failed(out, "the whole-list fence was not refused");
+    return out;
+  }
+
+  // ----------------------------------------------------------------------- at the mock
+  // What the mock counted of its REST traffic: requests, and the bytes of their answers' bodies.
+  struct MockCounters {
+    int64_t requests = 0;
+    int64_t response_bytes = 0;
+  };
+  static MockCounters Counters(const mb::Mock& mock) {
+    auto st = mock.State();
+    if (!st) return {};
+    return {st->value("requests", int64_t{0}), st->value("response_bytes", int64_t{0})};
+  }
+
+  static std::optional<bool> AdminStateUp(const mb::Mock& mock, const std::string& id) {
+    httplib::Client http("127.0.0.1", mock.port());
+    auto answer = http.Get((PortsPath() + "/" + id).c_str());
+    if (!answer || answer->status != 200) return std::nullopt;
+    const json doc = json::parse(answer->body, nullptr, false);
+    const json port = doc.contains("port") ? doc["port"] : doc;
+    if (!port.contains("admin_state_up") || !port["admin_state_up"].is_boolean()) {
+      return std::nullopt;
+    }
+    return port["admin_state_up"].get<bool>();
+  }
+
+  // The ids of the ports that are administratively down (a filtered list: few rows).
+  static std::optional<std::set<std::string>> DownPorts(const mb::Mock& mock) {
+    httplib::Client http("127.0.0.1", mock.port());
+    http.set_read_timeout(std::chrono::minutes(2));
+    auto answer = http.Get((PortsPath() + "?admin_state_up=false&fields=id").c_str());
+    if (!answer || answer->status != 200) return std::nullopt;
+    const json doc = json::parse(answer->body, nullptr, false);
+    if (!doc.contains("ports")) return std::nullopt;
+    std::set<std::string> ids;
+    for (const json& p : doc["ports"]) ids.insert(p.value("id", ""));
+    return ids;
+  }
+
+  bool Fail(json& way, const std::string& why) {
+    way["why"] = why;
+    return mb::RecordFailure(results_, why);
+  }
+
+  Options o_;
+  json results_;
+};
+
+FlagTable Flags(Options& o) {
+  FlagTable t;
+  t.String("bin-dir", "DIR", "where mizarmp-mock and mizarmp-addons are (required)", &o.bin_dir);
+  t.String("work", "DIR", "scratch directory (default " + o.work_dir + ")", &o.work_dir);
+  t.String("out", "FILE", "where the JSON results go (default " + o.out + ")", &o.out);
+  t.String("sizes", "N,N,...", "port counts, in order (default " + o.sizes + ")", &o.sizes);
+  t.Int("ports-per-node", "N", "ports on each simulated node (default 250)", 1, 100000,
+        &o.ports_per_node);
+  t.Int("batch", "N", "ports per bulk create (default 5000)", 1, 100000, &o.batch);
+  t.Int("row-limit", "N", "the mock refuses port lists this long (default 100000, Alcor's)", 1,
+        100000000, &o.row_limit);
+  t.Int("rounds", "N", "fence/unfence pairs of one /32 (default 5)", 1, 1000, &o.rounds);
+  t.Int("many-rounds", "N", "fences of --cidrs /32s (default 3)", 1, 100, &o.many_rounds);
+  t.Int("cidrs", "N", "the /32s of the large fence (default 1000)", 1, 100000, &o.cidrs);
+  t.Int("publishers", "N", "node agents publishing at once (default 4)", 1, 64, &o.publishers);
+  t.Int("idle-interval-ms", "MS", "the idle server's pass interval (default 1000)", 100, 600000,
+        &o.idle_interval_ms);
+  t.Int("idle-seconds", "S", "how long the idle passes are watched (default 10)", 1, 3600,
+        &o.idle_seconds);
+  t.Int("lease-seconds", "S", "the server's publication lease (default 3600, its maximum)", 3, 3600,
+        &o.lease_seconds);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  Options o;
+  const FlagTable flags = Flags(o);
+  auto exit_code = mb::ParseDriverFlags("mizarmp-bench-fence-scale", "--bin-dir DIR [flags]", flags,
+                                        argc, argv, [&]() -> std::string {
+                                          if (o.bin_dir.empty()) return "--bin-dir is required";
+                                          for (const std::string& s : mb::Split(o.sizes, ',')) {
+                                            if (std::atoi(s.c_str()) < o.cidrs)
+                                              return "--sizes: each must be at least --cidrs";
+                                          }
+                                          return "";
+                                        });
+  if (exit_code) return *exit_code;
+  return Bench(std::move(o)).Main();
+}
