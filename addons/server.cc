@@ -34,18 +34,6 @@ namespace {
 // (Server::Drain). They end at once, unless a client stopped reading.
 constexpr std::chrono::milliseconds kWatchesEnd{1000};
 
-Result<std::string> ReadPem(const char* what, const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) {
-    return InvalidArgumentError(std::string(what) + " \"" + path +
-                                "\": " + text.status().message());
-  }
-  if (text->find("-----BEGIN") == std::string::npos) {
-    return InvalidArgumentError(std::string(what) + " \"" + path + "\": not a PEM file");
-  }
-  return std::move(text).value();
-}
-
 // Anyone who can reach a TCP port can call it, unlike a 0600 unix socket: refuse to serve one
 // unless every caller proves who it is.
 Status CheckTcpClientsAuthenticated(const ServerOptions& options) {
@@ -72,12 +60,12 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOpt
     }
     grpc::SslServerCredentialsOptions ssl;
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("tlsCertFile", options.tls_cert_file));
-    MZ_ASSIGN_OR_RETURN(pair.private_key, ReadPem("tlsKeyFile", options.tls_key_file));
+    MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile("tlsCertFile", options.tls_cert_file));
+    MZ_ASSIGN_OR_RETURN(pair.private_key, ReadPemFile("tlsKeyFile", options.tls_key_file));
     ssl.pem_key_cert_pairs.push_back(std::move(pair));
     if (!options.tls_client_ca_file.empty()) {
       MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                          ReadPem("tlsClientCaFile", options.tls_client_ca_file));
+                          ReadPemFile("tlsClientCaFile", options.tls_client_ca_file));
       ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
     } else {
       ssl.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;

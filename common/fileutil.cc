@@ -65,6 +65,18 @@ Result<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+Result<std::string> ReadPemFile(std::string_view setting, const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    return InvalidArgumentError(std::string(setting) + " \"" + path +
+                                "\": " + text.status().message());
+  }
+  if (text->find("-----BEGIN") == std::string::npos) {
+    return InvalidArgumentError(std::string(setting) + " \"" + path + "\": not a PEM file");
+  }
+  return std::move(text).value();
+}
+
 static Status FsyncDir(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError("open directory " + dir, errno);

@@ -16,6 +16,10 @@ namespace mizarmp {
 // Reads a whole file. NOT_FOUND when it does not exist.
 Result<std::string> ReadFile(const std::string& path);
 
+// A certificate or key file a TLS setting names: INVALID_ARGUMENT naming `setting` and the path
+// when it cannot be read or holds no PEM block.
+Result<std::string> ReadPemFile(std::string_view setting, const std::string& path);
+
 // All of data written to fd (retrying EINTR and short writes). For pipes and stdout.
 Status WriteAllFd(int fd, std::string_view data);
 

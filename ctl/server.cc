@@ -34,12 +34,6 @@ std::string CapabilityName(const identity::Capability& c) {
   return name;
 }
 
-Result<std::string> ReadPem(const char* flag, const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return InvalidArgumentError(std::string(flag) + ": " + text.status().message());
-  return text;
-}
-
 Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerTarget& t,
                                                               const addons::Endpoint& ep) {
   const bool tls = !t.ca_file.empty() || !t.cert_file.empty();
@@ -52,11 +46,11 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerTarget
   }
   grpc::SslCredentialsOptions options;
   if (!t.ca_file.empty()) {
-    MZ_ASSIGN_OR_RETURN(options.pem_root_certs, ReadPem("--ca-file", t.ca_file));
+    MZ_ASSIGN_OR_RETURN(options.pem_root_certs, ReadPemFile("--ca-file", t.ca_file));
   }
   if (!t.cert_file.empty()) {
-    MZ_ASSIGN_OR_RETURN(options.pem_cert_chain, ReadPem("--cert-file", t.cert_file));
-    MZ_ASSIGN_OR_RETURN(options.pem_private_key, ReadPem("--key-file", t.key_file));
+    MZ_ASSIGN_OR_RETURN(options.pem_cert_chain, ReadPemFile("--cert-file", t.cert_file));
+    MZ_ASSIGN_OR_RETURN(options.pem_private_key, ReadPemFile("--key-file", t.key_file));
   }
   return grpc::SslCredentials(options);
 }

@@ -15,15 +15,6 @@ namespace {
 // How long one Publish call may take: well inside the shortest lease a controller grants.
 constexpr std::chrono::seconds kPublishDeadline{10};
 
-Result<std::string> ReadPem(const char* option, const std::string& path) {
-  auto text = ReadFile(path);
-  if (!text.ok()) {
-    return InvalidArgumentError(std::string(option) + " \"" + path +
-                                "\": " + text.status().message());
-  }
-  return std::move(*text);
-}
-
 // TLS towards the controller: its CA, and this node's certificate, which the publication
 // endpoint requires (it authenticates node agents by client certificate).
 Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const PublisherOptions& o) {
@@ -34,9 +25,9 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const PublisherOpt
         o.target + " (the controller authenticates node agents by client certificate)");
   }
   grpc::SslCredentialsOptions ssl;
-  MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("publishCaFile", o.ca_file));
-  MZ_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem("publishCertFile", o.cert_file));
-  MZ_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem("publishKeyFile", o.key_file));
+  MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile("publishCaFile", o.ca_file));
+  MZ_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPemFile("publishCertFile", o.cert_file));
+  MZ_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPemFile("publishKeyFile", o.key_file));
   return grpc::SslCredentials(ssl);
 }
 

@@ -1,10 +1,11 @@
 // The port index in SQLite (fence/port_index.h).
 //
 // attachments(ip BLOB, port_id TEXT, node TEXT; PRIMARY KEY (ip, port_id)) WITHOUT ROWID, and an
-// index by node for Publish's replace; publications(node TEXT PRIMARY KEY, at_ms INTEGER) holds
-// each node's last publication time (unix milliseconds). An address is stored as its address key
-// (fence/address_key.h), so a CIDR is the range [network, last]. SQLite's page cache bounds the
-// memory, whatever the row count.
+// index by node for Publish's replace; publications(node TEXT PRIMARY KEY, at_ms INTEGER,
+// entries INTEGER) holds each node's last publication time (unix milliseconds) and size, so that
+// a pass's look at the leases reads one row per node, not every entry. An address is stored as its
+// address key (fence/address_key.h), so a CIDR is the range [network, last]. SQLite's page cache
+// bounds the memory, whatever the row count.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@
 namespace mizarmp::fence {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS attachments ("
     " ip BLOB NOT NULL,"
@@ -31,8 +32,13 @@ constexpr const char* kSchema =
     "CREATE INDEX IF NOT EXISTS attachments_by_node ON attachments(node);"
     "CREATE TABLE IF NOT EXISTS publications ("
     " node TEXT PRIMARY KEY,"
-    " at_ms INTEGER NOT NULL) WITHOUT ROWID;"
-    "PRAGMA user_version = 2;";
+    " at_ms INTEGER NOT NULL,"
+    " entries INTEGER NOT NULL) WITHOUT ROWID;"
+    "PRAGMA user_version = 3;";
+// An index of an earlier schema is dropped, not migrated: it is soft state, which the node
+// agents' next publications rebuild.
+constexpr const char* kDropEarlierSchema =
+    "DROP TABLE IF EXISTS attachments; DROP TABLE IF EXISTS publications;";
 
 int64_t UnixMillis(std::chrono::system_clock::time_point at) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
@@ -61,15 +67,23 @@ class SqlitePortIndex final : public PortIndex {
     // Soft state: an application crash loses nothing committed in WAL mode, a power loss at
     // most the last publications, which their agents make again.
     MZ_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"));
-    Stmt version;
-    if (!version.Prepare(db_, "PRAGMA user_version") || version.Step() != SQLITE_ROW) {
-      return Error("reading the schema version");
+    int found = 0;
+    {  // finalized before the schema changes: a live statement locks the tables
+      Stmt version;
+      if (!version.Prepare(db_, "PRAGMA user_version") || version.Step() != SQLITE_ROW) {
+        return Error("reading the schema version");
+      }
+      found = sqlite3_column_int(version.get(), 0);
     }
-    const int found = sqlite3_column_int(version.get(), 0);
     if (found > kSchemaVersion) {
       return FailedPreconditionError("port index \"" + path_ + "\": schema version " +
                                      std::to_string(found) + " is newer than this server's " +
                                      std::to_string(kSchemaVersion));
+    }
+    if (found != 0 && found < kSchemaVersion) {
+      MZ_LOG(kInfo) << "port index " << path_ << ": schema version " << found
+                    << " dropped; node agents publish again";
+      MZ_RETURN_IF_ERROR(Exec(kDropEarlierSchema));
     }
     return Exec(kSchema);
   }
@@ -85,15 +99,15 @@ class SqlitePortIndex final : public PortIndex {
     }
     MutexLock lock(mu_);
     MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    Status s = ReplaceNode(node, ports);
-    if (s.ok()) s = RecordPublication(node, at);
+    auto entries = ReplaceNode(node, ports);
+    Status s = entries.ok() ? RecordPublication(node, at, *entries) : entries.status();
     return Finish(std::move(s));
   }
 
   Status Forget(const std::string& node) override {
     MutexLock lock(mu_);
     MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    Status s = ReplaceNode(node, {});
+    Status s = ReplaceNode(node, {}).status();
     Stmt drop;
     if (s.ok() &&
         (!drop.Prepare(db_, "DELETE FROM publications WHERE node = ?1") || !drop.Run({node}))) {
@@ -105,9 +119,7 @@ class SqlitePortIndex final : public PortIndex {
   Result<std::vector<Publication>> Publications() const override {
     MutexLock lock(mu_);
     Stmt query;
-    if (!query.Prepare(db_,
-                       "SELECT p.node, p.at_ms, (SELECT count(*) FROM attachments a"
-                       " WHERE a.node = p.node) FROM publications p ORDER BY p.node")) {
+    if (!query.Prepare(db_, "SELECT node, at_ms, entries FROM publications ORDER BY node")) {
       return Error("preparing the read of publications");
     }
     std::vector<Publication> found;
@@ -151,7 +163,8 @@ class SqlitePortIndex final : public PortIndex {
   // The publication's writes, inside Publish's transaction: only the difference from what the
   // node published before, so the renewal of an unchanged set (every node, every third of its
   // lease) writes one row, not the node's every entry.
-  Status ReplaceNode(const std::string& node, const std::vector<AddressedPort>& ports)
+  // Answers how many entries the node now has.
+  Result<size_t> ReplaceNode(const std::string& node, const std::vector<AddressedPort>& ports)
       MZ_REQUIRES(mu_) {
     MZ_ASSIGN_OR_RETURN(std::set<Entry> before, EntriesOf(node));
     std::set<Entry> after;
@@ -172,7 +185,7 @@ class SqlitePortIndex final : public PortIndex {
     for (const Entry& e : after) {
       if (!before.contains(e) && !Write(insert, e, node)) return Error("indexing port " + e.second);
     }
-    return Status::Ok();
+    return after.size();
   }
 
   // (address key, port id) of an entry.
@@ -201,14 +214,17 @@ class SqlitePortIndex final : public PortIndex {
     return entries;
   }
 
-  Status RecordPublication(const std::string& node, std::chrono::system_clock::time_point at)
-      MZ_REQUIRES(mu_) {
+  Status RecordPublication(const std::string& node, std::chrono::system_clock::time_point at,
+                           size_t entries) MZ_REQUIRES(mu_) {
     Stmt record;
-    if (!record.Prepare(db_, "INSERT OR REPLACE INTO publications(node, at_ms) VALUES (?1, ?2)")) {
+    if (!record.Prepare(db_,
+                        "INSERT OR REPLACE INTO publications(node, at_ms, entries)"
+                        " VALUES (?1, ?2, ?3)")) {
       return Error("preparing the publication time of node " + node);
     }
     record.BindText(1, node);
     record.BindInt64(2, UnixMillis(at));
+    record.BindInt64(3, static_cast<int64_t>(entries));
     if (record.Step() != SQLITE_DONE) return Error("recording the publication of node " + node);
     return Status::Ok();
   }

@@ -48,7 +48,7 @@ mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
 # The port index's contract on both backends (SQLite, and etcd on a real etcd member on loopback)
 # and what each promises of its own: SQLite's private file, etcd's batches and hostile keys.
 mizarmp_add_test(NAME port_index_test SOURCES integration/port_index_test.cc
-                 LIBS mizarmp_fence LABELS integration TIMEOUT 120)
+                 LIBS mizarmp_fence sqlite3 LABELS integration TIMEOUT 120)
 
 # The port index fed by node agents end to end in one process: the controller's publication
 # endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.

@@ -6,6 +6,7 @@
 #include "fence/port_index.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -288,6 +289,33 @@ TEST(SqlitePortIndex, IsAPrivateFileAtAnAbsolutePath) {
   ASSERT_EQ(::stat((dir.path() + "/index").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_EQ(OpenSqlitePortIndex("relative/ports.db").status().code(), Code::kInvalidArgument);
+}
+
+TEST(SqlitePortIndex, AnIndexOfAnEarlierSchemaIsDroppedForTheAgentsToRebuild) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/index/ports.db";
+  ASSERT_TRUE(SqliteIndex::Open(dir.path()).ok());
+  {  // schema 2: publications without their entry counts
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* earlier =
+        "DROP TABLE publications;"
+        "CREATE TABLE publications (node TEXT PRIMARY KEY, at_ms INTEGER NOT NULL);"
+        "INSERT INTO publications VALUES ('node-a', 1);"
+        "PRAGMA user_version = 2;";
+    EXPECT_EQ(sqlite3_exec(db, earlier, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto index = SqliteIndex::Open(dir.path());
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  auto publications = (*index)->Publications();
+  ASSERT_TRUE(publications.ok()) << publications.status().ToString();
+  EXPECT_TRUE(publications->empty());
+  ASSERT_TRUE(PublishNow(**index, "node-a", {{Ip("10.0.0.1"), "a1"}}).ok());
+  publications = (*index)->Publications();
+  ASSERT_TRUE(publications.ok());
+  ASSERT_EQ(publications->size(), 1u);
+  EXPECT_EQ((*publications)[0].entries, 1u);
 }
 
 // ------------------------------------------------------------------------- etcd's own keys
