@@ -12,11 +12,12 @@
 
 #include "addons/driver.h"
 #include "addons/redact.h"
-#include "addons/secrets.h"
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
 #include "common/json_fields.h"
+#include "endpoint/endpoint.h"
+#include "endpoint/secrets_file.h"
 #include "etcd/options.h"
 
 namespace mizarmp::cmd {
@@ -507,7 +508,7 @@ Status ValidateListenAddress(const char* key, const std::string& address) {
 Status ValidateServer(const addons::ServerOptions& s) {
   MZ_RETURN_IF_ERROR(ValidateListenAddress("healthAddress", s.health_address));
   MZ_RETURN_IF_ERROR(ValidateListenAddress("metricsAddress", s.metrics_address));
-  MZ_ASSIGN_OR_RETURN(addons::Endpoint ep, addons::ParseEndpoint(s.endpoint));
+  MZ_ASSIGN_OR_RETURN(endpoint::Endpoint ep, endpoint::ParseEndpoint(s.endpoint));
   if (s.tls_cert_file.empty() != s.tls_key_file.empty()) {
     return InvalidArgumentError(
         "tlsCertFile/tlsKeyFile: set both or neither (one of them is missing)");
@@ -515,16 +516,16 @@ Status ValidateServer(const addons::ServerOptions& s) {
   if (!s.tls_client_ca_file.empty() && s.tls_cert_file.empty()) {
     return InvalidArgumentError("tlsClientCaFile: needs tlsCertFile and tlsKeyFile as well");
   }
-  if (ep.kind == addons::Endpoint::Kind::kTcp && s.tls_cert_file.empty() && !s.insecure_tcp) {
+  if (ep.kind == endpoint::Endpoint::Kind::kTcp && s.tls_cert_file.empty() && !s.insecure_tcp) {
     return InvalidArgumentError("endpoint " + Quoted(s.endpoint) +
                                 ": tcp:// needs tlsCertFile and tlsKeyFile (or insecureTcp, "
                                 "for tests only)");
   }
-  if (ep.kind == addons::Endpoint::Kind::kTcp && s.tls_client_ca_file.empty() &&
+  if (ep.kind == endpoint::Endpoint::Kind::kTcp && s.tls_client_ca_file.empty() &&
       !s.requests_need_secrets) {
     return InvalidArgumentError(addons::TcpWithoutClientAuthMessage(s.endpoint));
   }
-  if (ep.kind == addons::Endpoint::Kind::kUnix && !s.tls_cert_file.empty()) {
+  if (ep.kind == endpoint::Endpoint::Kind::kUnix && !s.tls_cert_file.empty()) {
     return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
   }
   MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", s.tls_cert_file));
@@ -750,7 +751,7 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
 
   std::map<std::string, std::string> secrets;
   if (!cl.config.secrets_file.empty()) {
-    auto read = addons::ReadSecretsFile(cl.config.secrets_file);
+    auto read = endpoint::ReadSecretsFile(cl.config.secrets_file);
     if (!read.ok()) return InvalidArgumentError("secretsFile " + read.status().message());
     secrets = std::move(read).value();
   }

@@ -10,20 +10,21 @@
 
 #include "addons/driver.h"
 #include "addons/redact.h"
-#include "addons/secrets.h"
 #include "addons/server.h"
 #include "cmd/mizarmp-addons/config.h"
 #include "common/fileutil.h"
+#include "endpoint/endpoint.h"
+#include "endpoint/secrets_file.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::cmd {
 namespace {
 
-using addons::Endpoint;
 using addons::Mode;
-using addons::ParseEndpoint;
 using addons::RedactUrl;
 using addons::ValidateDriverName;
+using endpoint::Endpoint;
+using endpoint::ParseEndpoint;
 using mizarmp::testing::TempDir;
 
 Result<CommandLine> Parse(std::vector<std::string> args) { return ParseCommandLine(args); }
@@ -236,7 +237,7 @@ TEST(AddonsConfig, SecretsFileErrorsNeverShowValues) {
   TempDir dir;
   const std::string path = dir.path() + "/secrets.json";
   ASSERT_TRUE(WriteFileAtomic(path, R"({"user":"admin","key":["topsecret"]})").ok());
-  auto r = addons::ReadSecretsFile(path);
+  auto r = endpoint::ReadSecretsFile(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("\"key\""), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("topsecret"), std::string::npos);
@@ -253,7 +254,7 @@ TEST(AddonsConfig, DeeplyNestedFilesAreRefusedNotACrash) {
   ExpectInvalid(Valid({"--config", config}), "nests deeper than 64 levels");
   const std::string secrets = dir.path() + "/secrets.json";
   ASSERT_TRUE(WriteFileAtomic(secrets, R"({"key":)" + deep + "}").ok());
-  auto r = addons::ReadSecretsFile(secrets);
+  auto r = endpoint::ReadSecretsFile(secrets);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "\"" + secrets + "\": nests deeper than 64 levels");
   ExpectInvalid(Valid({"--secrets-file", secrets}), "secretsFile \"" + secrets + "\": nests");
