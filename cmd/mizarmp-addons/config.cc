@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "addons/driver.h"
-#include "addons/redact.h"
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
 #include "common/json_fields.h"
+#include "common/strings.h"
 #include "endpoint/endpoint.h"
 #include "endpoint/secrets_file.h"
 #include "etcd/options.h"
@@ -415,7 +415,7 @@ const std::vector<Key>& Keys() {
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp.request_timeout; }),
       MillisKey(
           "probeTimeoutMs", "timeout of Probe's Mizar-MP check", 60000,
-          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.identity.probe_timeout; }),
+          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp_check.timeout; }),
       MillisKey("readinessIntervalMs",
                 "how often readiness (what Probe checks) is evaluated in the background while "
                 "ready, for grpc.health.v1 and the metrics (every second while not ready)",
@@ -541,7 +541,7 @@ Status ValidateMizarMp(const ServerConfig& c) {
     }
   } else if (!(url.starts_with("http://") || url.starts_with("https://")) ||
              url.find("://") + 3 >= url.size()) {
-    return InvalidArgumentError("mpurl " + Quoted(addons::RedactUrl(url)) +
+    return InvalidArgumentError("mpurl " + Quoted(RedactUrl(url)) +
                                 ": want http://HOST[:PORT] or https://...");
   }
   if (c.mizarmp.project_id.empty()) return InvalidArgumentError("project: must not be empty");
@@ -655,8 +655,9 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   // Both services check every request against these; an empty file authenticates nobody.
   c.server.requests_need_secrets = !secrets.empty();
   c.mizarmp.subnet_id = c.subnet_id;  // a v0.1 controller lists the ports of a subnet only
-  c.identity.mizarmp = c.mizarmp;
-  c.identity.subnet_id = c.subnet_id;
+  c.identity.mizarmp_url = c.mizarmp.base_url;
+  c.mizarmp_check.mizarmp = c.mizarmp;
+  c.mizarmp_check.subnet_id = c.subnet_id;
   c.fence.mizarmp = c.mizarmp;
   if (c.fence.replica_id.empty()) c.fence.replica_id = HostName();
   // A node answers GetFenceClients under its own name; on a Kubernetes node (hostNetwork) the

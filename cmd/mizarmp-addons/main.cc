@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "addons/identity.h"
-#include "addons/redact.h"
 #include "addons/server.h"
 #include "addons/service.h"
 #include "cmd/mizarmp-addons/config.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "common/strings.h"
 #include "common/version.h"
 #include "fence/fence_service.h"
 #include "fence/node_clients.h"
@@ -37,7 +37,7 @@ std::string VersionLine() {
 // runs (Probe says ready=false meanwhile).
 Services ControllerServices(const mz::cmd::ServerConfig& config) {
   Services services;
-  services.push_back(std::make_unique<mz::fence::FenceService>(config.fence));
+  services.push_back(std::make_unique<mz::fence::FenceService>(config.fence, config.mizarmp_check));
   return services;
 }
 
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   MZ_LOG(kInfo) << VersionLine() << " mode=" << mz::addons::ModeName(config.identity.mode)
                 << " driver=" << config.identity.drivername
                 << " endpoint=" << config.server.endpoint
-                << " mpurl=" << mz::addons::RedactUrl(config.mizarmp.base_url);
+                << " mpurl=" << mz::RedactUrl(config.mizarmp.base_url);
 
   Services services;
   std::unique_ptr<mz::relay::RelayComponent> relay;
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     services = std::move(made).value();
     if (!config.relay_socket.empty()) {
       auto started = mz::relay::RelayComponent::Start(
-          {.socket_path = config.relay_socket, .upstream = config.mizarmp});
+          {.socket_path = config.relay_socket, .upstream = config.mizarmp}, config.mizarmp_check);
       if (!started.ok()) return CannotStart("cannot start the relay", started.status());
       relay = std::move(*started);
     }

@@ -35,7 +35,7 @@ ALLOWED = {
     "cni": {"common", "records", "mizarmp-client", "netns", "ovsdb"},
     "install": {"common", "cni"},
     "mock-server": {"common", "mizarmp-client", "netns", "ovsdb"},
-    "addons": {"common", "endpoint", "mizarmp-client", "proto"},
+    "addons": {"common", "endpoint", "proto"},
     "etcd": {"common", "proto"},
     "fence": {"common", "addons", "etcd", "records", "mizarmp-client", "proto"},
     "keyrotation": {"common", "addons", "proto"},

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "addons/driver.h"
-#include "addons/redact.h"
 #include "addons/server.h"
 #include "cmd/mizarmp-addons/config.h"
 #include "common/fileutil.h"
+#include "common/strings.h"
 #include "endpoint/endpoint.h"
 #include "endpoint/secrets_file.h"
 #include "tests/support/support.h"
@@ -21,7 +21,6 @@ namespace mizarmp::cmd {
 namespace {
 
 using addons::Mode;
-using addons::RedactUrl;
 using addons::ValidateDriverName;
 using endpoint::Endpoint;
 using endpoint::ParseEndpoint;
@@ -67,7 +66,7 @@ TEST(AddonsConfig, Defaults) {
   EXPECT_EQ(c.keyrotation.mount_table, "/proc/self/mountinfo");
   EXPECT_EQ(c.keyrotation.kubelet_dir, "/var/lib/kubelet");
   EXPECT_EQ(c.keyrotation.driver_name, "mizarmp.csi-addons.mizar.io");
-  EXPECT_EQ(c.identity.probe_timeout.count(), 1000);
+  EXPECT_EQ(c.mizarmp_check.timeout.count(), 1000);
 }
 
 TEST(AddonsConfig, JsonFileThenFlagsOverride) {
@@ -123,13 +122,14 @@ TEST(AddonsConfig, JsonFileThenFlagsOverride) {
     EXPECT_EQ(expected->at("key"), "k3y");
   }
   // The Mizar-MP settings reach every component that talks to it.
-  for (const auto* mp : {&c.identity.mizarmp, &c.fence.mizarmp}) {
+  for (const auto* mp : {&c.mizarmp_check.mizarmp, &c.fence.mizarmp}) {
     EXPECT_EQ(mp->base_url, "https://mp.example:8443");
     EXPECT_EQ(mp->project_id, "p1");
     EXPECT_EQ(mp->dialect, client::Dialect::kAlcor);
     EXPECT_EQ(mp->token_file, token);
   }
-  EXPECT_EQ(c.identity.subnet_id, "s2");
+  EXPECT_EQ(c.identity.mizarmp_url, "https://mp.example:8443");
+  EXPECT_EQ(c.mizarmp_check.subnet_id, "s2");
 }
 
 TEST(AddonsConfig, BadValuesNameTheKey) {
