@@ -61,6 +61,10 @@ std::string FailureReason(const ReadinessCheck& check, const Status& error) {
 
 }  // namespace
 
+Status IdentityOptions::Validate() const {
+  return ValidateDriverName(drivername);
+}
+
 std::string ReadinessReport::Reason() const {
   for (State wanted : {State::kFailed, State::kInitializing}) {
     for (const auto& d : dependencies) {

@@ -50,7 +50,7 @@ class Registry;
 namespace mizarmp::addons {
 
 struct IdentityOptions {
-  std::string drivername = kDefaultDriverName;  // validated by the caller (the server's config)
+  std::string drivername = kDefaultDriverName;  // Validate() checks it
   std::string vendor_version;                   // default: the project version
   std::string commit;                           // default: the build commit
   Mode mode = Mode::kController;
@@ -58,6 +58,9 @@ struct IdentityOptions {
   // How often readiness is evaluated in the background while ready (every second while not);
   // zero: only when Probe is called.
   std::chrono::milliseconds readiness_interval{10000};
+
+  // The drivername rules (ValidateDriverName): INVALID_ARGUMENT naming "drivername".
+  Status Validate() const;
 };
 
 // One dependency as the last readiness evaluation found it.

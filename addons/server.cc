@@ -21,7 +21,9 @@
 #include <thread>
 
 #include "addons/health.h"
+#include "common/file_check.h"
 #include "common/fileutil.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/unix_socket.h"
@@ -47,29 +49,41 @@ Result<std::string> ReadPem(const char* what, const std::string& path) {
   return std::move(text).value();
 }
 
-// Anyone who can reach a TCP port can call it, unlike a 0600 unix socket: refuse to serve one
-// unless every caller proves who it is.
-Status CheckTcpClientsAuthenticated(const ServerOptions& options) {
-  if (!options.tls_client_ca_file.empty() || options.requests_need_secrets) return Status::Ok();
-  return InvalidArgumentError(TcpWithoutClientAuthMessage(options.endpoint));
+// "HOST:PORT" ("[V6]:PORT" too) of a side listener; empty is "none".
+Status ValidateListenAddress(const char* key, const std::string& address) {
+  if (address.empty()) return Status::Ok();
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  if (host.empty() || !ParseInt(std::string_view(address).substr(colon + 1), 0, 65535).ok()) {
+    return InvalidArgumentError(std::string(key) + " " + Quoted(address) +
+                                ": want HOST:PORT (port 0..65535), e.g. 0.0.0.0:9808");
+  }
+  return Status::Ok();
 }
 
-// The credentials the endpoint is served with; for a unix endpoint, also clears the way for its
-// socket.
+// Anyone who can reach a TCP port can call it, unlike a 0600 unix socket: refuse to serve one
+// unless every caller proves who it is, and unless it is encrypted or plaintext was asked for.
+Status ValidateTcp(const ServerOptions& s) {
+  if (s.tls_cert_file.empty() && !s.insecure_tcp) {
+    return InvalidArgumentError("endpoint " + Quoted(s.endpoint) +
+                                ": tcp:// needs tlsCertFile and tlsKeyFile (or insecureTcp, "
+                                "for tests only)");
+  }
+  if (s.tls_client_ca_file.empty() && !s.requests_need_secrets) {
+    return InvalidArgumentError(TcpWithoutClientAuthMessage(s.endpoint));
+  }
+  return Status::Ok();
+}
+
+// The credentials the endpoint is served with (the options validated); for a unix endpoint,
+// also clears the way for its socket.
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& options,
                                                                  const Endpoint& ep) {
   if (ep.kind == Endpoint::Kind::kUnix) {
-    if (!options.tls_cert_file.empty()) {
-      return InvalidArgumentError("TLS is only supported on tcp:// endpoints");
-    }
     MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
     return grpc::InsecureServerCredentials();
   }
-  MZ_RETURN_IF_ERROR(CheckTcpClientsAuthenticated(options));
-  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
-    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
-      return InvalidArgumentError("TLS needs both a certificate and a key file");
-    }
+  if (!options.tls_cert_file.empty()) {
     grpc::SslServerCredentialsOptions ssl;
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
     MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem("tlsCertFile", options.tls_cert_file));
@@ -84,16 +98,33 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOpt
     }
     return grpc::SslServerCredentials(ssl);
   }
-  if (options.insecure_tcp) {
-    MZ_LOG(kWarn) << "serving plaintext gRPC on " << options.endpoint
-                  << " (insecure-tcp: for tests only)";
-    return grpc::InsecureServerCredentials();
-  }
-  return InvalidArgumentError("endpoint \"" + options.endpoint +
-                              "\": tcp:// needs a TLS certificate and key (or insecure-tcp)");
+  MZ_LOG(kWarn) << "serving plaintext gRPC on " << options.endpoint
+                << " (insecure-tcp: for tests only)";
+  return grpc::InsecureServerCredentials();
 }
 
 }  // namespace
+
+Status ServerOptions::Validate() const {
+  MZ_RETURN_IF_ERROR(ValidateListenAddress("healthAddress", health_address));
+  MZ_RETURN_IF_ERROR(ValidateListenAddress("metricsAddress", metrics_address));
+  MZ_ASSIGN_OR_RETURN(Endpoint ep, endpoint::ParseEndpoint(endpoint));
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return InvalidArgumentError(
+        "tlsCertFile/tlsKeyFile: set both or neither (one of them is missing)");
+  }
+  if (!tls_client_ca_file.empty() && tls_cert_file.empty()) {
+    return InvalidArgumentError("tlsClientCaFile: needs tlsCertFile and tlsKeyFile as well");
+  }
+  if (ep.kind == Endpoint::Kind::kTcp) {
+    MZ_RETURN_IF_ERROR(ValidateTcp(*this));
+  } else if (!tls_cert_file.empty()) {
+    return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", tls_cert_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsKeyFile", tls_key_file));
+  return CheckReadableFile("tlsClientCaFile", tls_client_ca_file);
+}
 
 std::string TcpWithoutClientAuthMessage(std::string_view endpoint) {
   return "endpoint " + Quoted(endpoint) +
@@ -256,6 +287,7 @@ void Server::AttachLocked(AddonsComponent& component) {
 Status Server::Start() {
   MutexLock lock(mu_);
   if (started_) return FailedPreconditionError("server already started");
+  MZ_RETURN_IF_ERROR(options_.Validate());
   MZ_ASSIGN_OR_RETURN(Endpoint ep, endpoint::ParseEndpoint(options_.endpoint));
   MZ_RETURN_IF_ERROR(Bind(ep));
   if (Status s = StartSideListeners(); !s.ok()) {

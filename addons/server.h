@@ -65,6 +65,12 @@ struct ServerOptions {
   std::string health_address;
   // "HOST:PORT" where Prometheus text is served at /metrics; empty: none.
   std::string metrics_address;
+
+  // What Start() refuses before it binds anything: a bad endpoint or side listener address, a
+  // TLS file without its pair, TLS on a unix socket, a tcp:// endpoint without TLS (unless
+  // insecure_tcp) or without client authentication, an unreadable file. INVALID_ARGUMENT
+  // naming the configuration key; the configuration check asks the same.
+  Status Validate() const;
 };
 
 class HealthService;
@@ -84,9 +90,10 @@ class Server {
   // Start() and Stop() in order with the services'. Not owned; only before Start().
   void Attach(AddonsComponent& component);
 
-  // Prepares the endpoint, binds, starts serving, then calls Start() of every registered
-  // service and attached component in that order. Errors (none is started then): INVALID_ARGUMENT
-  // (endpoint, TLS files, a tcp:// endpoint without client authentication), ALREADY_EXISTS
+  // Validates the options (ServerOptions::Validate), prepares the endpoint, binds, starts
+  // serving, then calls Start() of every registered service and attached component in that
+  // order. Errors (none is started then): INVALID_ARGUMENT (Validate's; a TLS file that is not
+  // PEM), ALREADY_EXISTS
   // (a live server answers on the socket), FAILED_PRECONDITION (the path exists and is not a
   // socket, or the socket directory is not safe: see above), UNAVAILABLE (bind failed).
   Status Start();

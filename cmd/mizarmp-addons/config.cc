@@ -3,14 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "addons/driver.h"
+#include "common/file_check.h"
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
@@ -484,55 +483,6 @@ FlagTable Flags(CommandLine& cl) {
   return table;
 }
 
-Status CheckReadableFile(const std::string& what, const std::string& path) {
-  if (path.empty()) return Status::Ok();
-  if (::access(path.c_str(), R_OK) != 0) {
-    return InvalidArgumentError(what + ": cannot read " + Quoted(path) + ": " +
-                                std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
-// "HOST:PORT" ("[V6]:PORT" too) of a side listener; empty is "none".
-Status ValidateListenAddress(const char* key, const std::string& address) {
-  if (address.empty()) return Status::Ok();
-  const size_t colon = address.rfind(':');
-  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
-  if (host.empty() || !ParseInt(std::string_view(address).substr(colon + 1), 0, 65535).ok()) {
-    return InvalidArgumentError(std::string(key) + " " + Quoted(address) +
-                                ": want HOST:PORT (port 0..65535), e.g. 0.0.0.0:9808");
-  }
-  return Status::Ok();
-}
-
-Status ValidateServer(const addons::ServerOptions& s) {
-  MZ_RETURN_IF_ERROR(ValidateListenAddress("healthAddress", s.health_address));
-  MZ_RETURN_IF_ERROR(ValidateListenAddress("metricsAddress", s.metrics_address));
-  MZ_ASSIGN_OR_RETURN(endpoint::Endpoint ep, endpoint::ParseEndpoint(s.endpoint));
-  if (s.tls_cert_file.empty() != s.tls_key_file.empty()) {
-    return InvalidArgumentError(
-        "tlsCertFile/tlsKeyFile: set both or neither (one of them is missing)");
-  }
-  if (!s.tls_client_ca_file.empty() && s.tls_cert_file.empty()) {
-    return InvalidArgumentError("tlsClientCaFile: needs tlsCertFile and tlsKeyFile as well");
-  }
-  if (ep.kind == endpoint::Endpoint::Kind::kTcp && s.tls_cert_file.empty() && !s.insecure_tcp) {
-    return InvalidArgumentError("endpoint " + Quoted(s.endpoint) +
-                                ": tcp:// needs tlsCertFile and tlsKeyFile (or insecureTcp, "
-                                "for tests only)");
-  }
-  if (ep.kind == endpoint::Endpoint::Kind::kTcp && s.tls_client_ca_file.empty() &&
-      !s.requests_need_secrets) {
-    return InvalidArgumentError(addons::TcpWithoutClientAuthMessage(s.endpoint));
-  }
-  if (ep.kind == endpoint::Endpoint::Kind::kUnix && !s.tls_cert_file.empty()) {
-    return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
-  }
-  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", s.tls_cert_file));
-  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsKeyFile", s.tls_key_file));
-  return CheckReadableFile("tlsClientCaFile", s.tls_client_ca_file);
-}
-
 Status ValidateMizarMp(const ServerConfig& c) {
   const std::string& url = c.mizarmp.base_url;
   if (url.empty()) {
@@ -635,14 +585,6 @@ Status ValidateFence(const fence::FenceOptions& f) {
   return Status::Ok();
 }
 
-Status ValidateKeyRotation(const keyrotation::KeyRotationOptions& k) {
-  if (k.kubelet_dir.empty() || k.kubelet_dir[0] != '/') {
-    return InvalidArgumentError("kubeletDir " + Quoted(k.kubelet_dir) +
-                                ": must be an absolute path");
-  }
-  return Status::Ok();
-}
-
 // This machine's name (a pod's name in Kubernetes): the default replica id.
 std::string HostName() {
   char name[256] = {};
@@ -717,12 +659,12 @@ Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
 }
 
 Status ValidateConfig(const ServerConfig& c) {
-  MZ_RETURN_IF_ERROR(ValidateServer(c.server));
-  MZ_RETURN_IF_ERROR(addons::ValidateDriverName(c.identity.drivername));
+  MZ_RETURN_IF_ERROR(c.server.Validate());
+  MZ_RETURN_IF_ERROR(c.identity.Validate());
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
   MZ_RETURN_IF_ERROR(ValidateRelay(c));
   MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
-  MZ_RETURN_IF_ERROR(ValidateKeyRotation(c.keyrotation));
+  MZ_RETURN_IF_ERROR(c.keyrotation.Validate());
   if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
   return Status::Ok();
 }
