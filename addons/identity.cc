@@ -8,17 +8,14 @@
 
 #include <algorithm>
 
-#include "addons/redact.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/version.h"
 
 namespace mizarmp::addons {
 namespace {
 
 using State = DependencyReadiness::State;
-
-// The dependency name of the Mizar-MP check (logs, metrics).
-constexpr const char* kMizarMp = "Mizar-MP";
 
 // Within a not-ready period the background evaluation runs this often: the sidecar's own retry
 // interval on ready=false (probeInterval, kubernetes-csi-addons sidecar/internal/client/client.go).
@@ -56,17 +53,17 @@ std::vector<identity::Capability> WithoutDuplicates(std::vector<identity::Capabi
   return out;
 }
 
-// The client of Probe's Mizar-MP check: a Probe must answer quickly, so one attempt with short
-// timeouts.
-Result<std::unique_ptr<client::Client>> ProbeClient(const IdentityOptions& options) {
-  client::ClientConfig cc = options.mizarmp;
-  cc.request_timeout = options.probe_timeout;
-  cc.connect_timeout = std::min(cc.connect_timeout, options.probe_timeout);
-  cc.max_attempts = 1;
-  return client::Client::Create(std::move(cc));
+// Why `check` failed, naming its dependency.
+std::string FailureReason(const ReadinessCheck& check, const Status& error) {
+  if (check.message_names_dependency) return error.message();
+  return check.name + ": " + error.message();
 }
 
 }  // namespace
+
+Status IdentityOptions::Validate() const {
+  return ValidateDriverName(drivername);
+}
 
 std::string ReadinessReport::Reason() const {
   for (State wanted : {State::kFailed, State::kInitializing}) {
@@ -92,17 +89,6 @@ IdentityService::IdentityService(IdentityOptions options, std::vector<AddonsServ
     for (auto& check : component->readiness_checks()) checks_.push_back(std::move(check));
   }
   advertised_ = WithoutDuplicates(std::move(caps));
-
-  if (!options_.mizarmp.base_url.empty()) {
-    auto created = ProbeClient(options_);
-    if (created.ok()) {
-      mp_client_ = std::move(created).value();
-    } else {
-      mp_client_error_ =
-          FailedPreconditionError("Mizar-MP client for " + RedactUrl(options_.mizarmp.base_url) +
-                                  ": " + created.status().message());
-    }
-  }
 }
 
 IdentityService::~IdentityService() { Stop(); }
@@ -122,7 +108,7 @@ grpc::Status IdentityService::GetIdentity(grpc::ServerContext*, const identity::
   response->set_name(options_.drivername);
   response->set_vendor_version(options_.vendor_version);
   auto& manifest = *response->mutable_manifest();
-  manifest["mizarmp-url"] = RedactUrl(options_.mizarmp.base_url);
+  manifest["mizarmp-url"] = RedactUrl(options_.mizarmp_url);
   manifest["commit"] = options_.commit;
   manifest["mode"] = std::string(ModeName(options_.mode));
   return grpc::Status::OK;
@@ -133,30 +119,6 @@ grpc::Status IdentityService::GetCapabilities(grpc::ServerContext*,
                                               identity::GetCapabilitiesResponse* response) {
   for (const auto& c : advertised_) *response->add_capabilities() = c;
   return grpc::Status::OK;
-}
-
-Status IdentityService::CallMizarMp() {
-  ++mp_checks_;
-  auto subnet = mp_client_->GetSubnet(options_.subnet_id);
-  if (subnet.ok()) return Status::Ok();
-  const std::string where = "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url);
-  if (subnet.status().IsNotFound()) {
-    return FailedPreconditionError(where + ": subnet " + options_.subnet_id +
-                                   " not found: " + subnet.status().message());
-  }
-  return FailedPreconditionError(where +
-                                 " is unreachable or failing: " + subnet.status().ToString());
-}
-
-Status IdentityService::CheckMizarMp() {
-  MutexLock lock(mp_mu_);
-  if (!mp_client_error_.ok()) return mp_client_error_;
-  const auto now = std::chrono::steady_clock::now();
-  if (mp_cached_ && now - mp_cached_at_ < options_.probe_cache_ttl) return *mp_cached_;
-  mp_cached_ = CallMizarMp();
-  // Time the cache from the end of the call, so a slow answer is not immediately stale.
-  mp_cached_at_ = std::chrono::steady_clock::now();
-  return *mp_cached_;
 }
 
 ReadinessReport IdentityService::CheckReady() {
@@ -171,18 +133,10 @@ ReadinessReport IdentityService::CheckReady() {
     DependencyReadiness d{.name = check.name};
     if (!r.error.ok()) {
       d.state = State::kFailed;
-      d.reason = check.name + ": " + r.error.message();
+      d.reason = FailureReason(check, r.error);
     } else if (!r.ready) {
       d.state = State::kInitializing;
       d.reason = check.name + ": initialising";
-    }
-    report.dependencies.push_back(std::move(d));
-  }
-  if (!options_.mizarmp.base_url.empty()) {
-    DependencyReadiness d{.name = kMizarMp};
-    if (Status s = CheckMizarMp(); !s.ok()) {
-      d.state = State::kFailed;
-      d.reason = s.message();  // names Mizar-MP and its URL
     }
     report.dependencies.push_back(std::move(d));
   }
@@ -270,7 +224,6 @@ void IdentityService::RegisterMetrics(const std::shared_ptr<prometheus::Registry
           .Register(*registry);
   std::vector<std::string> names;
   for (const ReadinessCheck& check : checks_) names.push_back(check.name);
-  if (!options_.mizarmp.base_url.empty()) names.push_back(kMizarMp);
   for (const auto& name : names) dependency_gauges_[name] = &family.Add({{"dependency", name}});
   if (published_) {
     ready_gauge_->Set(published_->ready ? 1 : 0);
@@ -319,11 +272,6 @@ grpc::Status IdentityService::Probe(grpc::ServerContext* context, const identity
     context->AddTrailingMetadata(kNotReadyMetadata, MetadataValue(report.Reason()));
   }
   return grpc::Status::OK;
-}
-
-uint64_t IdentityService::mizarmp_checks() const {
-  MutexLock lock(mp_mu_);
-  return mp_checks_;
 }
 
 }  // namespace mizarmp::addons

@@ -7,18 +7,16 @@
 //   always what is served.
 // Probe: ready=true when every dependency is usable, ready=false otherwise, never an error:
 //   while a check is still initialising (e.g. the fence store opening) and while one is unusable
-//   (a service's readiness check reporting an error, Mizar-MP unreachable). The CSI-Addons
-//   sidecar exits on any Probe error but DEADLINE_EXCEEDED and retries every second on
-//   ready=false (kubernetes-csi-addons sidecar/internal/client/client.go, Probe/probeOnce), so an
+//   (a readiness check reporting an error: the fence store broken, or Mizar-MP unreachable for
+//   a service that calls it, which owns that check). The CSI-Addons sidecar exits on any Probe
+//   error but DEADLINE_EXCEEDED and retries every second on ready=false (kubernetes-csi-addons sidecar/internal/client/client.go, Probe/probeOnce), so an
 //   outage answered as an error would crash-loop it. Why it is not ready goes instead to the log
 //   (once per change of a dependency's state), the metrics (mizarmp_addons_ready and
 //   mizarmp_addons_dependency_ready{dependency}), the health service (OnReadinessChange) and
 //   the answer itself: a ready=false answer carries the reason as trailing metadata
 //   "mizarmp-not-ready" (mizarmpctl probe shows it; the sidecar reads only `ready`).
 //   The services' checks run first, in the order the services were given, then the other
-//   components', then the Mizar-MP check (GET of the configured subnet, short timeout), which is
-//   cached for `probe_cache_ttl` and made by one caller at a time, so a storm of Probe calls
-//   costs at most one REST call per TTL.
+//   components'. Each check must be cheap or cache what it found (see ReadinessCheck).
 // Between Start() and Stop() the same checks run in the background (every `readiness_interval`,
 //   every second while not ready), so the health service and the metrics follow readiness when
 //   nobody calls Probe (the sidecar stops probing once it saw ready=true).
@@ -42,7 +40,6 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "identity/identity.grpc.pb.h"
-#include "mizarmp-client/client.h"
 
 // Declared only, as in addons/metrics.h.
 namespace prometheus {
@@ -53,24 +50,23 @@ class Registry;
 namespace mizarmp::addons {
 
 struct IdentityOptions {
-  std::string drivername = kDefaultDriverName;  // validated by the caller (the server's config)
+  std::string drivername = kDefaultDriverName;  // Validate() checks it
   std::string vendor_version;                   // default: the project version
   std::string commit;                           // default: the build commit
   Mode mode = Mode::kController;
-  // Mizar-MP, checked by Probe (GET subnet). An empty base_url disables the check.
-  client::ClientConfig mizarmp;
-  std::string subnet_id = client::kDefaultSubnetId;
-  std::chrono::milliseconds probe_timeout{1000};
-  std::chrono::milliseconds probe_cache_ttl{1000};
+  std::string mizarmp_url;  // GetIdentity's manifest shows it, userinfo redacted
   // How often readiness is evaluated in the background while ready (every second while not);
   // zero: only when Probe is called.
   std::chrono::milliseconds readiness_interval{10000};
+
+  // The drivername rules (ValidateDriverName): INVALID_ARGUMENT naming "drivername".
+  Status Validate() const;
 };
 
 // One dependency as the last readiness evaluation found it.
 struct DependencyReadiness {
   enum class State { kReady, kInitializing, kFailed };
-  std::string name;  // the check's name ("fence store", "relay", ...) or "Mizar-MP"
+  std::string name;  // the check's name ("fence store", "relay", "Mizar-MP", ...)
   State state = State::kReady;
   std::string reason;  // not ready: why, naming the dependency ("fence store: ...")
 };
@@ -101,8 +97,8 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   // mizarmp_addons_ready and mizarmp_addons_dependency_ready{dependency}: 1 ready, 0 not (as
   // of the last evaluation; 0 before the first).
   void RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) override;
-  // The background evaluation (readiness_interval); Stop() waits for one in progress, which a
-  // Mizar-MP check can make last up to probe_timeout.
+  // The background evaluation (readiness_interval); Stop() waits for one in progress, which
+  // lasts as long as the slowest check (a Mizar-MP check: up to its timeout).
   void Start() override;
   void Stop() override;
 
@@ -121,17 +117,11 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   grpc::Status Probe(grpc::ServerContext* context, const identity::ProbeRequest* request,
                      identity::ProbeResponse* response) override;
 
-  // The Probe decision without gRPC: every dependency evaluated now (the Mizar-MP check
-  // cached as above). Each call also updates the log, the metrics and the listener.
+  // The Probe decision without gRPC: every dependency evaluated now. Each call also updates
+  // the log, the metrics and the listener.
   ReadinessReport CheckReady();
 
-  // For tests: REST calls made by the Mizar-MP check so far. The count is what shows that the
-  // check's cache works, and it lives behind the service's lock, out of a test's reach.
-  uint64_t mizarmp_checks() const;
-
  private:
-  Status CheckMizarMp() MZ_EXCLUDES(mp_mu_);
-  Status CallMizarMp() MZ_REQUIRES(mp_mu_);
   // Hands an evaluation started as number `seq` to the log, the metrics and the listener,
   // unless a later one was handed over already.
   void Publish(uint64_t seq, const ReadinessReport& report) MZ_EXCLUDES(publish_mu_);
@@ -142,14 +132,6 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   // GetCapabilities answers: capabilities() and each service's, without duplicates, in order.
   std::vector<identity::Capability> advertised_;
   std::vector<ReadinessCheck> checks_;
-
-  // The Mizar-MP check: one client, one caller at a time, result cached.
-  mutable Mutex mp_mu_;
-  std::unique_ptr<client::Client> mp_client_ MZ_GUARDED_BY(mp_mu_);
-  Status mp_client_error_ MZ_GUARDED_BY(mp_mu_);
-  std::optional<Status> mp_cached_ MZ_GUARDED_BY(mp_mu_);
-  std::chrono::steady_clock::time_point mp_cached_at_ MZ_GUARDED_BY(mp_mu_);
-  uint64_t mp_checks_ MZ_GUARDED_BY(mp_mu_) = 0;
 
   // The last evaluation handed over (Publish).
   Mutex publish_mu_;

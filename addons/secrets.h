@@ -6,8 +6,8 @@
 // The error is UNAUTHENTICATED and names the missing or mismatched key, never a value; values
 // are compared in constant time (common/strings.h). Nothing here logs.
 //
-// The same secrets file feeds both ends: the server's secretsFile (what requests must carry) and
-// mizarmpctl's --secrets-file (what its requests carry).
+// The expected secrets come from the secrets file (endpoint/secrets_file.h), which mizarmpctl
+// reads too, for what its requests carry.
 #pragma once
 
 #include <google/protobuf/map.h>
@@ -21,9 +21,5 @@ namespace mizarmp::addons {
 
 Status CheckSecrets(const google::protobuf::Map<std::string, std::string>& got,
                     const std::map<std::string, std::string>& expected);
-
-// Reads a secrets file: a JSON object of string values. INVALID_ARGUMENT naming the file (and a
-// key, never a value) otherwise.
-Result<std::map<std::string, std::string>> ReadSecretsFile(const std::string& path);
 
 }  // namespace mizarmp::addons

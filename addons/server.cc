@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -22,7 +21,9 @@
 #include <thread>
 
 #include "addons/health.h"
+#include "common/file_check.h"
 #include "common/fileutil.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/unix_socket.h"
@@ -30,34 +31,47 @@
 namespace mizarmp::addons {
 namespace {
 
+using endpoint::Endpoint;
+
 // How long the drain waits for the open health Watches to end before it sends the GOAWAY
 // (Server::Drain). They end at once, unless a client stopped reading.
 constexpr std::chrono::milliseconds kWatchesEnd{1000};
 
-// Anyone who can reach a TCP port can call it, unlike a 0600 unix socket: refuse to serve one
-// unless every caller proves who it is.
-Status CheckTcpClientsAuthenticated(const ServerOptions& options) {
-  if (!options.tls_client_ca_file.empty() || options.requests_need_secrets) return Status::Ok();
-  return InvalidArgumentError(TcpWithoutClientAuthMessage(options.endpoint));
+// "HOST:PORT" ("[V6]:PORT" too) of a side listener; empty is "none".
+Status ValidateListenAddress(const char* key, const std::string& address) {
+  if (address.empty()) return Status::Ok();
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  if (host.empty() || !ParseInt(std::string_view(address).substr(colon + 1), 0, 65535).ok()) {
+    return InvalidArgumentError(std::string(key) + " " + Quoted(address) +
+                                ": want HOST:PORT (port 0..65535), e.g. 0.0.0.0:9808");
+  }
+  return Status::Ok();
 }
 
-// The credentials the endpoint is served with; for a unix endpoint, also clears the way for its
-// socket.
+// Anyone who can reach a TCP port can call it, unlike a 0600 unix socket: refuse to serve one
+// unless every caller proves who it is, and unless it is encrypted or plaintext was asked for.
+Status ValidateTcp(const ServerOptions& s, const std::string& endpoint) {
+  if (s.tls_cert_file.empty() && !s.insecure_tcp) {
+    return InvalidArgumentError("endpoint " + Quoted(endpoint) +
+                                ": tcp:// needs tlsCertFile and tlsKeyFile (or insecureTcp, "
+                                "for tests only)");
+  }
+  if (s.tls_client_ca_file.empty() && !s.requests_need_secrets) {
+    return InvalidArgumentError(TcpWithoutClientAuthMessage(endpoint));
+  }
+  return Status::Ok();
+}
+
+// The credentials the endpoint is served with (the options validated); for a unix endpoint,
+// also clears the way for its socket.
 Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOptions& options,
                                                                  const Endpoint& ep) {
   if (ep.kind == Endpoint::Kind::kUnix) {
-    // The TLS files are for the additional endpoint when there is one.
-    if (!options.tls_cert_file.empty() && options.additional_endpoint.empty()) {
-      return InvalidArgumentError("TLS is only supported on tcp:// endpoints");
-    }
     MZ_RETURN_IF_ERROR(PrepareUnixSocket(ep.path));
     return grpc::InsecureServerCredentials();
   }
-  MZ_RETURN_IF_ERROR(CheckTcpClientsAuthenticated(options));
-  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
-    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
-      return InvalidArgumentError("TLS needs both a certificate and a key file");
-    }
+  if (!options.tls_cert_file.empty()) {
     grpc::SslServerCredentialsOptions ssl;
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
     MZ_ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile("tlsCertFile", options.tls_cert_file));
@@ -72,16 +86,41 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const ServerOpt
     }
     return grpc::SslServerCredentials(ssl);
   }
-  if (options.insecure_tcp) {
-    MZ_LOG(kWarn) << "serving plaintext gRPC on " << options.endpoint
-                  << " (insecure-tcp: for tests only)";
-    return grpc::InsecureServerCredentials();
-  }
-  return InvalidArgumentError("endpoint \"" + options.endpoint +
-                              "\": tcp:// needs a TLS certificate and key (or insecure-tcp)");
+  MZ_LOG(kWarn) << "serving plaintext gRPC on " << options.endpoint
+                << " (insecure-tcp: for tests only)";
+  return grpc::InsecureServerCredentials();
 }
 
 }  // namespace
+
+Status ServerOptions::Validate() const {
+  MZ_RETURN_IF_ERROR(ValidateListenAddress("healthAddress", health_address));
+  MZ_RETURN_IF_ERROR(ValidateListenAddress("metricsAddress", metrics_address));
+  MZ_ASSIGN_OR_RETURN(Endpoint ep, endpoint::ParseEndpoint(endpoint));
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return InvalidArgumentError(
+        "tlsCertFile/tlsKeyFile: set both or neither (one of them is missing)");
+  }
+  if (!tls_client_ca_file.empty() && tls_cert_file.empty()) {
+    return InvalidArgumentError("tlsClientCaFile: needs tlsCertFile and tlsKeyFile as well");
+  }
+  if (ep.kind == Endpoint::Kind::kTcp) {
+    MZ_RETURN_IF_ERROR(ValidateTcp(*this, endpoint));
+  } else if (!tls_cert_file.empty() && additional_endpoint.empty()) {
+    return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
+  }
+  if (!additional_endpoint.empty()) {
+    auto more = endpoint::ParseEndpoint(additional_endpoint);
+    if (!more.ok() || more->kind != Endpoint::Kind::kTcp) {
+      return InvalidArgumentError("endpoint " + Quoted(additional_endpoint) +
+                                  ": an additional endpoint must be tcp://HOST:PORT");
+    }
+    MZ_RETURN_IF_ERROR(ValidateTcp(*this, additional_endpoint));
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", tls_cert_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsKeyFile", tls_key_file));
+  return CheckReadableFile("tlsClientCaFile", tls_client_ca_file);
+}
 
 std::string TcpWithoutClientAuthMessage(std::string_view endpoint) {
   return "endpoint " + Quoted(endpoint) +
@@ -210,65 +249,6 @@ class CallInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
 
 }  // namespace
 
-std::string Endpoint::GrpcAddress() const {
-  if (kind == Kind::kUnix) return "unix:" + path;
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-Result<Endpoint> ParseEndpoint(std::string_view text) {
-  const std::string quoted = Quoted(text);
-  Endpoint ep;
-  if (text.starts_with("unix://")) {
-    ep.kind = Endpoint::Kind::kUnix;
-    ep.path = std::string(text.substr(7));
-    if (ep.path.empty() || ep.path[0] != '/') {
-      return InvalidArgumentError("endpoint " + quoted +
-                                  ": the socket path must be absolute (unix:///path/to.sock)");
-    }
-    if (ep.path.size() > kMaxUnixPath) {
-      return InvalidArgumentError("endpoint " + quoted + ": socket path longer than " +
-                                  std::to_string(kMaxUnixPath) + " bytes");
-    }
-    if (ep.path.back() == '/') {
-      return InvalidArgumentError("endpoint " + quoted + ": the socket path names a directory");
-    }
-    return ep;
-  }
-  if (text.starts_with("tcp://")) {
-    ep.kind = Endpoint::Kind::kTcp;
-    std::string_view rest = text.substr(6);
-    std::string_view port_text;
-    if (rest.starts_with("[")) {
-      const size_t close = rest.find(']');
-      if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
-        return InvalidArgumentError("endpoint " + quoted + ": want tcp://[IPv6]:PORT");
-      }
-      ep.host = std::string(rest.substr(1, close - 1));
-      port_text = rest.substr(close + 2);
-    } else {
-      const size_t colon = rest.rfind(':');
-      if (colon == std::string_view::npos || rest.find(':') != colon) {
-        return InvalidArgumentError("endpoint " + quoted + ": want tcp://HOST:PORT");
-      }
-      ep.host = std::string(rest.substr(0, colon));
-      port_text = rest.substr(colon + 1);
-    }
-    if (ep.host.empty()) return InvalidArgumentError("endpoint " + quoted + ": empty host");
-    int port = -1;
-    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port < 0 ||
-        port > 65535 || port_text.empty()) {
-      return InvalidArgumentError("endpoint " + quoted + ": port \"" + std::string(port_text) +
-                                  "\" is not a number in 0..65535");
-    }
-    ep.port = port;
-    return ep;
-  }
-  return InvalidArgumentError("endpoint " + quoted +
-                              ": want unix:///ABSOLUTE/PATH or tcp://HOST:PORT");
-}
-
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
       health_(std::make_unique<HealthService>(HealthOptions{options_.health_watch_poll})),
@@ -303,7 +283,8 @@ void Server::AttachLocked(AddonsComponent& component) {
 Status Server::Start() {
   MutexLock lock(mu_);
   if (started_) return FailedPreconditionError("server already started");
-  MZ_ASSIGN_OR_RETURN(Endpoint ep, ParseEndpoint(options_.endpoint));
+  MZ_RETURN_IF_ERROR(options_.Validate());
+  MZ_ASSIGN_OR_RETURN(Endpoint ep, endpoint::ParseEndpoint(options_.endpoint));
   MZ_RETURN_IF_ERROR(Bind(ep));
   if (Status s = StartSideListeners(); !s.ok()) {
     server_->Shutdown();
@@ -341,11 +322,8 @@ Status Server::Bind(const Endpoint& ep) {
   builder.AddListeningPort(grpc_address, creds, &selected_port);
   int additional_port = -1;  // none asked for
   if (!options_.additional_endpoint.empty()) {
-    MZ_ASSIGN_OR_RETURN(const Endpoint more, ParseEndpoint(options_.additional_endpoint));
-    if (more.kind != Endpoint::Kind::kTcp) {
-      return InvalidArgumentError("additional endpoint \"" + options_.additional_endpoint +
-                                  "\": must be tcp://HOST:PORT");
-    }
+    // A tcp:// endpoint: Validate() saw to it.
+    MZ_ASSIGN_OR_RETURN(const Endpoint more, endpoint::ParseEndpoint(options_.additional_endpoint));
     MZ_ASSIGN_OR_RETURN(auto more_creds, MakeCredentials(options_, more));
     additional_port = 0;
     builder.AddListeningPort(more.GrpcAddress(), more_creds, &additional_port);

@@ -29,6 +29,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "common/unix_socket.h"
+#include "endpoint/endpoint.h"
 
 namespace grpc {
 class Server;
@@ -36,34 +37,17 @@ class Server;
 
 namespace mizarmp::addons {
 
-inline constexpr const char* kDefaultEndpoint = "unix:///run/mizarmp/csi-addons.sock";
-
 // The grpc.health.v1 name that is SERVING as long as the server serves, whether or not it is
 // ready (HealthService::AddLivenessName): what a Kubernetes livenessProbe should ask. "" and the
 // services' names follow SetServing(), which main feeds with readiness.
 inline constexpr const char* kLivenessHealthName = "liveness";
-
-// A parsed listening endpoint.
-struct Endpoint {
-  enum class Kind { kUnix, kTcp };
-  Kind kind = Kind::kUnix;
-  std::string path;  // kUnix: absolute socket path
-  std::string host;  // kTcp: host name or address (IPv6 without brackets)
-  int port = 0;      // kTcp: 0 picks a free port
-  // The address in gRPC's notation: "unix:/abs/path" or "host:port" / "[v6]:port".
-  std::string GrpcAddress() const;
-};
-
-// "unix:///abs/path" or "tcp://HOST:PORT" ("tcp://[::1]:PORT" for IPv6). INVALID_ARGUMENT
-// naming the value otherwise (relative or too long socket paths included).
-Result<Endpoint> ParseEndpoint(std::string_view text);
 
 // Why a tcp:// endpoint without client authentication is refused and how to fix it (naming the
 // configuration keys): the one wording Server::Start() and the configuration check share.
 std::string TcpWithoutClientAuthMessage(std::string_view endpoint);
 
 struct ServerOptions {
-  std::string endpoint = kDefaultEndpoint;
+  std::string endpoint = endpoint::kDefaultEndpoint;  // endpoint/endpoint.h's notation
   // A second tcp:// endpoint serving the same services with the same TLS and client
   // authentication, for clients on other machines while `endpoint` is a sidecar's unix socket
   // (the controller's node agents: publicationEndpoint). Empty: none.
@@ -85,6 +69,12 @@ struct ServerOptions {
   std::string health_address;
   // "HOST:PORT" where Prometheus text is served at /metrics; empty: none.
   std::string metrics_address;
+
+  // What Start() refuses before it binds anything: a bad endpoint or side listener address, a
+  // TLS file without its pair, TLS on a unix socket, a tcp:// endpoint without TLS (unless
+  // insecure_tcp) or without client authentication, an unreadable file. INVALID_ARGUMENT
+  // naming the configuration key; the configuration check asks the same.
+  Status Validate() const;
 };
 
 class HealthService;
@@ -104,9 +94,10 @@ class Server {
   // Start() and Stop() in order with the services'. Not owned; only before Start().
   void Attach(AddonsComponent& component);
 
-  // Prepares the endpoint, binds, starts serving, then calls Start() of every registered
-  // service and attached component in that order. Errors (none is started then): INVALID_ARGUMENT
-  // (endpoint, TLS files, a tcp:// endpoint without client authentication), ALREADY_EXISTS
+  // Validates the options (ServerOptions::Validate), prepares the endpoint, binds, starts
+  // serving, then calls Start() of every registered service and attached component in that
+  // order. Errors (none is started then): INVALID_ARGUMENT (Validate's; a TLS file that is not
+  // PEM), ALREADY_EXISTS
   // (a live server answers on the socket), FAILED_PRECONDITION (the path exists and is not a
   // socket, or the socket directory is not safe: see above), UNAVAILABLE (bind failed).
   Status Start();
@@ -141,7 +132,7 @@ class Server {
 
  private:
   // Builds and starts the grpc::Server on `endpoint`; records the address and the socket.
-  Status Bind(const Endpoint& endpoint) MZ_REQUIRES(mu_);
+  Status Bind(const endpoint::Endpoint& endpoint) MZ_REQUIRES(mu_);
   // The metrics HTTP listener and the probes' health listener, when configured.
   Status StartSideListeners() MZ_REQUIRES(mu_);
   // The health services whose statuses move together: the main one and the probes' one.

@@ -33,14 +33,20 @@ struct Readiness {
   static Readiness Ready() { return {}; }
   static Readiness Initializing() { return {false, Status::Ok()}; }
   static Readiness Failed(Status s) { return {true, std::move(s)}; }
+  // Ready when `s` is OK, else unusable for that reason: a check that only fails or succeeds.
+  static Readiness Of(Status s) { return s.ok() ? Ready() : Failed(std::move(s)); }
 };
 
 // A dependency Probe checks. `check` runs on every Probe and on Identity's background
-// evaluation, so it must be cheap (read an atomic, not do I/O); an error's message is prefixed
-// with `name` (e.g. "fence store"), which also labels the dependency's metric.
+// evaluation, so it must be cheap (read an atomic, or do I/O at most once per cache period, as
+// the Mizar-MP check does); an error's message is prefixed with `name` (e.g. "fence store"),
+// which also labels the dependency's metric.
 struct ReadinessCheck {
   std::string name;
   std::function<Readiness()> check;
+  // The error's message names the dependency itself ("Mizar-MP at URL is unreachable ..."), so
+  // it is the reason as it is, without the prefix.
+  bool message_names_dependency = false;
 };
 
 // A part of mizarmp-addons that Probe checks, /metrics shows and the server starts and stops,

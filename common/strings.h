@@ -29,6 +29,10 @@ std::string Joined(const Range& parts, std::string_view sep) {
 // "" -> one empty part).
 std::vector<std::string> Split(std::string_view s, char sep);
 
+// `url` with any userinfo ("user:password@") replaced by "***@"; anything else is unchanged. How
+// a URL appears in logs, error messages and the Identity manifest.
+std::string RedactUrl(std::string_view url);
+
 // ASCII lower case (MAC addresses, status words, header names); other bytes are kept.
 std::string AsciiLower(std::string_view s);
 

@@ -3,9 +3,9 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
-#include "addons/secrets.h"
-#include "addons/server.h"
 #include "common/fileutil.h"
+#include "endpoint/endpoint.h"
+#include "endpoint/secrets_file.h"
 #include "fence/fence.grpc.pb.h"
 #include "identity/identity.grpc.pb.h"
 
@@ -35,10 +35,10 @@ std::string CapabilityName(const identity::Capability& c) {
 }
 
 Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerTarget& t,
-                                                              const addons::Endpoint& ep) {
+                                                              const endpoint::Endpoint& ep) {
   const bool tls = !t.ca_file.empty() || !t.cert_file.empty();
   if (!tls) return grpc::InsecureChannelCredentials();
-  if (ep.kind != addons::Endpoint::Kind::kTcp) {
+  if (ep.kind != endpoint::Endpoint::Kind::kTcp) {
     return InvalidArgumentError("--ca-file/--cert-file: TLS is only used with a tcp:// endpoint");
   }
   if (t.cert_file.empty() != t.key_file.empty()) {
@@ -68,12 +68,12 @@ void AddCidrs(const std::vector<std::string>& cidrs, Request& request) {
 }  // namespace
 
 Result<AddonsClient> AddonsClient::Connect(const ServerTarget& target) {
-  auto ep = addons::ParseEndpoint(target.endpoint);
+  auto ep = endpoint::ParseEndpoint(target.endpoint);
   if (!ep.ok()) return InvalidArgumentError("--endpoint: " + ep.status().message());
   MZ_ASSIGN_OR_RETURN(auto credentials, Credentials(target, *ep));
   AddonsClient client;
   if (!target.secrets_file.empty()) {
-    auto secrets = addons::ReadSecretsFile(target.secrets_file);
+    auto secrets = endpoint::ReadSecretsFile(target.secrets_file);
     if (!secrets.ok()) return InvalidArgumentError("--secrets-file " + secrets.status().message());
     client.secrets_ = std::move(secrets).value();
   }

@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "addons/grpc_status.h"
-#include "addons/redact.h"
 #include "addons/secrets.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/version.h"
 #include "fence/plan.h"
 #include "fence/port_finder.h"
@@ -81,7 +81,8 @@ std::string WhatLeft(const StoreSnapshot& snap) {
 
 }  // namespace
 
-FenceService::FenceService(FenceOptions options) : options_(std::move(options)) {}
+FenceService::FenceService(FenceOptions options, client::MizarMpCheckOptions mizarmp_check)
+    : options_(std::move(options)), mizarmp_check_(std::move(mizarmp_check)) {}
 
 FenceService::~FenceService() { Stop(); }
 
@@ -106,7 +107,13 @@ void FenceService::RegisterMetrics(const std::shared_ptr<prometheus::Registry>& 
 }
 
 std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
-  return {{"fence store", [this] { return StoreReadiness(); }}};
+  std::vector<addons::ReadinessCheck> checks{{"fence store", [this] { return StoreReadiness(); }}};
+  if (mizarmp_check_.enabled()) {
+    checks.push_back({client::kMizarMpDependency,
+                      [this] { return addons::Readiness::Of(mizarmp_check_.Check()); },
+                      /*message_names_dependency=*/true});
+  }
+  return checks;
 }
 
 // ---------------------------------------------------------------------- the store and the loop
@@ -316,14 +323,14 @@ Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
   auto c = client::Client::Create(config);
   if (!c.ok()) {
     return FailedPreconditionError("Mizar-MP client for " +
-                                   addons::RedactUrl(options_.mizarmp.base_url) + ": " +
+                                   RedactUrl(options_.mizarmp.base_url) + ": " +
                                    c.status().message());
   }
   return std::move(*c);
 }
 
 std::string FenceService::MizarMpName() const {
-  return "Mizar-MP at " + addons::RedactUrl(options_.mizarmp.base_url);
+  return "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url);
 }
 
 // ------------------------------------------------------------------------- enforcement passes

@@ -96,6 +96,7 @@
 #include "fence/port_index.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
+#include "mizarmp-client/mizarmp_check.h"
 
 namespace mizarmp::fence {
 
@@ -112,7 +113,8 @@ inline constexpr std::chrono::milliseconds kStorePollInterval{200};
 
 class FenceService final : public ::fence::FenceController::Service, public addons::AddonsService {
  public:
-  explicit FenceService(FenceOptions options);
+  // `mizarmp_check`: the Mizar-MP check Probe reports for this service (none without a URL).
+  explicit FenceService(FenceOptions options, client::MizarMpCheckOptions mizarmp_check = {});
   ~FenceService() override;  // Stop()
 
   // This object itself.
@@ -121,7 +123,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   std::string health_name() const override;
   // NETWORK_FENCE (not GET_CLIENTS_TO_FENCE; see above).
   std::vector<identity::Capability> capabilities() const override;
-  // One check, "fence store": StoreReadiness().
+  // "fence store" (StoreReadiness()), then "Mizar-MP" when mizarmp_check names a URL.
   std::vector<addons::ReadinessCheck> readiness_checks() override;
   // Opens the store on a background thread, then runs the reconcile loop there. Returns at once.
   void Start() override MZ_EXCLUDES(run_mu_);
@@ -267,6 +269,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // clients made after it (ClientConfig::known_generation).
   mutable std::atomic<client::Dialect> generation_{client::Dialect::kAuto};
   FenceMetrics metrics_;
+  client::MizarMpCheck mizarmp_check_;
   FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
 
   // Taken inside enforce_mu_ (a pass reads the store), never around it.

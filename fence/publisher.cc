@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "addons/server.h"
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "endpoint/endpoint.h"
 #include "mizarmp/port_index.grpc.pb.h"
 
 namespace mizarmp::fence {
@@ -68,8 +68,8 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
   if (options.node.empty()) {
     return InvalidArgumentError("hostId: a node agent that publishes must know its node's name");
   }
-  auto endpoint = addons::ParseEndpoint(options.target);
-  if (!endpoint.ok() || endpoint->kind != addons::Endpoint::Kind::kTcp) {
+  auto endpoint = endpoint::ParseEndpoint(options.target);
+  if (!endpoint.ok() || endpoint->kind != endpoint::Endpoint::Kind::kTcp) {
     return InvalidArgumentError("publishTo \"" + options.target +
                                 "\": must be tcp://HOST:PORT (the controller's "
                                 "publicationEndpoint)");

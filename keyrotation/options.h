@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "common/status.h"
+
 namespace mizarmp::keyrotation {
 
 inline constexpr const char* kDefaultKeyStoreDir = "/var/lib/mizarmp/keys";
@@ -20,6 +22,10 @@ struct KeyRotationOptions {
   std::string kubelet_dir = kDefaultKubeletDir;
   std::string driver_name;
   std::map<std::string, std::string> expected_secrets;  // never logged
+
+  // INVALID_ARGUMENT naming the configuration key (kubeletDir) for options
+  // NodeKeyRotation::Create() would misuse; the configuration check asks the same.
+  Status Validate() const;
 };
 
 }  // namespace mizarmp::keyrotation

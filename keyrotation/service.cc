@@ -49,6 +49,7 @@ grpc::Status KeyRotationService::EncryptionKeyRotate(
 
 Result<std::unique_ptr<NodeKeyRotation>> NodeKeyRotation::Create(
     const KeyRotationOptions& options, std::unique_ptr<RotationHooks> hooks) {
+  MZ_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<NodeKeyRotation> node(new NodeKeyRotation());
   node->hooks_ = std::move(hooks);
   MZ_ASSIGN_OR_RETURN(node->store_, LocalKeyStore::Open(options.key_store_dir));

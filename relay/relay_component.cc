@@ -28,8 +28,12 @@ struct RelayComponent::Series {
   prometheus::Histogram* upstream_seconds = nullptr;
 };
 
-Result<std::unique_ptr<RelayComponent>> RelayComponent::Start(RelayOptions options) {
-  std::unique_ptr<RelayComponent> component(new RelayComponent());
+RelayComponent::RelayComponent(client::MizarMpCheckOptions mizarmp_check)
+    : mizarmp_check_(std::move(mizarmp_check)) {}
+
+Result<std::unique_ptr<RelayComponent>> RelayComponent::Start(
+    RelayOptions options, client::MizarMpCheckOptions mizarmp_check) {
+  std::unique_ptr<RelayComponent> component(new RelayComponent(std::move(mizarmp_check)));
   options.observer = [seen_by = component.get()](const RelayObservation& seen) {
     seen_by->Observe(seen);
   };
@@ -41,10 +45,14 @@ Result<std::unique_ptr<RelayComponent>> RelayComponent::Start(RelayOptions optio
 RelayComponent::~RelayComponent() { Stop(); }
 
 std::vector<addons::ReadinessCheck> RelayComponent::readiness_checks() {
-  return {{"relay", [relay = relay_.get()] {
-             Status s = relay->Check();
-             return s.ok() ? addons::Readiness::Ready() : addons::Readiness::Failed(std::move(s));
-           }}};
+  std::vector<addons::ReadinessCheck> checks{
+      {"relay", [relay = relay_.get()] { return addons::Readiness::Of(relay->Check()); }}};
+  if (mizarmp_check_.enabled()) {
+    checks.push_back({client::kMizarMpDependency,
+                      [this] { return addons::Readiness::Of(mizarmp_check_.Check()); },
+                      /*message_names_dependency=*/true});
+  }
+  return checks;
 }
 
 void RelayComponent::RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) {

@@ -1,5 +1,6 @@
 // The node's relay as a part of mizarmp-addons (addons::AddonsComponent, Server::Attach):
-// Probe fails naming "relay" once its socket is gone, and /metrics counts its requests by
+// Probe fails naming "relay" once its socket is gone, and naming "Mizar-MP" while the controller
+// it relays to is unreachable (mizarmp-client/mizarmp_check.h); /metrics counts its requests by
 // outcome and times the controller's answers it relays:
 //   mizarmp_addons_relay_requests_total{outcome}   (OutcomeName: relayed, other_controller, ...)
 //   mizarmp_addons_relay_upstream_duration_seconds (relayed requests: the controller's round trip)
@@ -7,10 +8,12 @@
 
 #include <atomic>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "addons/service.h"
 #include "common/status.h"
+#include "mizarmp-client/mizarmp_check.h"
 #include "relay/relay.h"
 
 namespace prometheus {
@@ -23,8 +26,10 @@ namespace mizarmp::relay {
 class RelayComponent final : public addons::AddonsComponent {
  public:
   // Starts the relay (Relay::Start's errors as they are). `options.observer` is replaced by the
-  // component's own; requests before RegisterMetrics() are not counted.
-  static Result<std::unique_ptr<RelayComponent>> Start(RelayOptions options);
+  // component's own; requests before RegisterMetrics() are not counted. `mizarmp_check`: the
+  // check of the controller Probe reports with the relay's (none without a URL).
+  static Result<std::unique_ptr<RelayComponent>> Start(
+      RelayOptions options, client::MizarMpCheckOptions mizarmp_check = {});
   ~RelayComponent() override;
 
   std::vector<addons::ReadinessCheck> readiness_checks() override;
@@ -36,11 +41,12 @@ class RelayComponent final : public addons::AddonsComponent {
  private:
   // The series one request updates; made once by RegisterMetrics, then read-only.
   struct Series;
-  RelayComponent() = default;
+  explicit RelayComponent(client::MizarMpCheckOptions mizarmp_check);
   void Observe(const RelayObservation& seen) const;
 
   std::unique_ptr<Series> series_;
   std::atomic<const Series*> published_{nullptr};  // series_ once registered
+  client::MizarMpCheck mizarmp_check_;
   std::unique_ptr<Relay> relay_;
 };
 

@@ -6,7 +6,8 @@ mizarmp_add_test(NAME addons_config_test SOURCES unit/addons_config_test.cc
 # Identity, the server's socket handling, TLS-less TCP, reflection, and the binary's SIGTERM
 # drain and exit codes.
 mizarmp_add_test(NAME addons_identity_test SOURCES integration/addons_identity_test.cc
-                 LIBS mizarmp_addons mizarmp_mock LABELS "integration;concurrency")
+                 LIBS mizarmp_addons mizarmp_client_check mizarmp_mock
+                 LABELS "integration;concurrency")
 # The binary is what the subprocess tests run; mizarmpctl stands in for the csi-addons sidecar.
 add_dependencies(addons_identity_test mizarmp-addons mizarmpctl)
 # grpc.health.v1.Health (addons/health.h): Check, Watch, shutdown with open watches, no

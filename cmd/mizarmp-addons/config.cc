@@ -3,20 +3,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "addons/driver.h"
-#include "addons/redact.h"
-#include "addons/secrets.h"
+#include "common/file_check.h"
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
 #include "common/json_fields.h"
+#include "common/strings.h"
+#include "endpoint/endpoint.h"
+#include "endpoint/secrets_file.h"
 #include "etcd/options.h"
 
 namespace mizarmp::cmd {
@@ -413,7 +413,7 @@ const std::vector<Key>& Keys() {
           [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp.request_timeout; }),
       MillisKey(
           "probeTimeoutMs", "timeout of Probe's Mizar-MP check", 60000,
-          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.identity.probe_timeout; }),
+          [](ServerConfig& c) -> std::chrono::milliseconds& { return c.mizarmp_check.timeout; }),
       MillisKey("readinessIntervalMs",
                 "how often readiness (what Probe checks) is evaluated in the background while "
                 "ready, for grpc.health.v1 and the metrics (every second while not ready)",
@@ -512,56 +512,6 @@ FlagTable Flags(CommandLine& cl) {
   return table;
 }
 
-Status CheckReadableFile(const std::string& what, const std::string& path) {
-  if (path.empty()) return Status::Ok();
-  if (::access(path.c_str(), R_OK) != 0) {
-    return InvalidArgumentError(what + ": cannot read " + Quoted(path) + ": " +
-                                std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
-// "HOST:PORT" ("[V6]:PORT" too) of a side listener; empty is "none".
-Status ValidateListenAddress(const char* key, const std::string& address) {
-  if (address.empty()) return Status::Ok();
-  const size_t colon = address.rfind(':');
-  const std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
-  if (host.empty() || !ParseInt(std::string_view(address).substr(colon + 1), 0, 65535).ok()) {
-    return InvalidArgumentError(std::string(key) + " " + Quoted(address) +
-                                ": want HOST:PORT (port 0..65535), e.g. 0.0.0.0:9808");
-  }
-  return Status::Ok();
-}
-
-Status ValidateServer(const addons::ServerOptions& s) {
-  MZ_RETURN_IF_ERROR(ValidateListenAddress("healthAddress", s.health_address));
-  MZ_RETURN_IF_ERROR(ValidateListenAddress("metricsAddress", s.metrics_address));
-  MZ_ASSIGN_OR_RETURN(addons::Endpoint ep, addons::ParseEndpoint(s.endpoint));
-  if (s.tls_cert_file.empty() != s.tls_key_file.empty()) {
-    return InvalidArgumentError(
-        "tlsCertFile/tlsKeyFile: set both or neither (one of them is missing)");
-  }
-  if (!s.tls_client_ca_file.empty() && s.tls_cert_file.empty()) {
-    return InvalidArgumentError("tlsClientCaFile: needs tlsCertFile and tlsKeyFile as well");
-  }
-  if (ep.kind == addons::Endpoint::Kind::kTcp && s.tls_cert_file.empty() && !s.insecure_tcp) {
-    return InvalidArgumentError("endpoint " + Quoted(s.endpoint) +
-                                ": tcp:// needs tlsCertFile and tlsKeyFile (or insecureTcp, "
-                                "for tests only)");
-  }
-  if (ep.kind == addons::Endpoint::Kind::kTcp && s.tls_client_ca_file.empty() &&
-      !s.requests_need_secrets) {
-    return InvalidArgumentError(addons::TcpWithoutClientAuthMessage(s.endpoint));
-  }
-  if (ep.kind == addons::Endpoint::Kind::kUnix && !s.tls_cert_file.empty() &&
-      s.additional_endpoint.empty()) {
-    return InvalidArgumentError("tlsCertFile: TLS is only used with a tcp:// endpoint");
-  }
-  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsCertFile", s.tls_cert_file));
-  MZ_RETURN_IF_ERROR(CheckReadableFile("tlsKeyFile", s.tls_key_file));
-  return CheckReadableFile("tlsClientCaFile", s.tls_client_ca_file);
-}
-
 Status ValidateMizarMp(const ServerConfig& c) {
   const std::string& url = c.mizarmp.base_url;
   if (url.empty()) {
@@ -570,7 +520,7 @@ Status ValidateMizarMp(const ServerConfig& c) {
     }
   } else if (!(url.starts_with("http://") || url.starts_with("https://")) ||
              url.find("://") + 3 >= url.size()) {
-    return InvalidArgumentError("mpurl " + Quoted(addons::RedactUrl(url)) +
+    return InvalidArgumentError("mpurl " + Quoted(RedactUrl(url)) +
                                 ": want http://HOST[:PORT] or https://...");
   }
   if (c.mizarmp.project_id.empty()) return InvalidArgumentError("project: must not be empty");
@@ -664,14 +614,6 @@ Status ValidateFence(const fence::FenceOptions& f) {
   return Status::Ok();
 }
 
-Status ValidateKeyRotation(const keyrotation::KeyRotationOptions& k) {
-  if (k.kubelet_dir.empty() || k.kubelet_dir[0] != '/') {
-    return InvalidArgumentError("kubeletDir " + Quoted(k.kubelet_dir) +
-                                ": must be an absolute path");
-  }
-  return Status::Ok();
-}
-
 // This machine's name (a pod's name in Kubernetes): the default replica id.
 std::string HostName() {
   char name[256] = {};
@@ -684,8 +626,9 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   // Both services check every request against these; an empty file authenticates nobody.
   c.server.requests_need_secrets = !secrets.empty();
   c.mizarmp.subnet_id = c.subnet_id;  // a v0.1 controller lists the ports of a subnet only
-  c.identity.mizarmp = c.mizarmp;
-  c.identity.subnet_id = c.subnet_id;
+  c.identity.mizarmp_url = c.mizarmp.base_url;
+  c.mizarmp_check.mizarmp = c.mizarmp;
+  c.mizarmp_check.subnet_id = c.subnet_id;
   c.fence.mizarmp = c.mizarmp;
   if (c.fence.replica_id.empty()) c.fence.replica_id = HostName();
   // A node answers GetFenceClients under its own name; on a Kubernetes node (hostNetwork) the
@@ -718,22 +661,14 @@ Status ValidateRelay(const ServerConfig& c) {
 }
 
 // The port index's publication: served by the controller, made by node agents. A publication
-// carries no secrets, so a tcp:// listener serving it must check client certificates.
+// carries no secrets, so a tcp:// listener serving it must check client certificates. (The
+// listener itself, publicationEndpoint, is the server's additional endpoint: its form and TLS
+// are ServerOptions::Validate's.)
 Status ValidatePublication(const ServerConfig& c) {
   const bool controller = c.identity.mode == addons::Mode::kController;
   if (!c.server.additional_endpoint.empty()) {
     if (!controller || !c.fence.port_index) {
       return InvalidArgumentError("publicationEndpoint: only in controller mode with portIndex");
-    }
-    auto ep = addons::ParseEndpoint(c.server.additional_endpoint);
-    if (!ep.ok() || ep->kind != addons::Endpoint::Kind::kTcp) {
-      return InvalidArgumentError("publicationEndpoint " + Quoted(c.server.additional_endpoint) +
-                                  ": want tcp://HOST:PORT");
-    }
-    if (c.server.tls_cert_file.empty() && !c.server.insecure_tcp) {
-      return InvalidArgumentError(
-          "publicationEndpoint: needs tlsCertFile and tlsKeyFile (or insecureTcp, for tests "
-          "only)");
     }
   }
   const bool tcp = c.server.endpoint.starts_with("tcp://") || !c.server.additional_endpoint.empty();
@@ -786,13 +721,13 @@ Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
 }
 
 Status ValidateConfig(const ServerConfig& c) {
-  MZ_RETURN_IF_ERROR(ValidateServer(c.server));
-  MZ_RETURN_IF_ERROR(addons::ValidateDriverName(c.identity.drivername));
+  MZ_RETURN_IF_ERROR(ValidatePublication(c));  // before the server's: names the mode's keys
+  MZ_RETURN_IF_ERROR(c.server.Validate());
+  MZ_RETURN_IF_ERROR(c.identity.Validate());
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
   MZ_RETURN_IF_ERROR(ValidateRelay(c));
   MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
-  MZ_RETURN_IF_ERROR(ValidatePublication(c));
-  MZ_RETURN_IF_ERROR(ValidateKeyRotation(c.keyrotation));
+  MZ_RETURN_IF_ERROR(c.keyrotation.Validate());
   if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
   return Status::Ok();
 }
@@ -822,7 +757,7 @@ Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
 
   std::map<std::string, std::string> secrets;
   if (!cl.config.secrets_file.empty()) {
-    auto read = addons::ReadSecretsFile(cl.config.secrets_file);
+    auto read = endpoint::ReadSecretsFile(cl.config.secrets_file);
     if (!read.ok()) return InvalidArgumentError("secretsFile " + read.status().message());
     secrets = std::move(read).value();
   }

@@ -21,20 +21,25 @@
 #include "fence/options.h"
 #include "keyrotation/options.h"
 #include "mizarmp-client/client.h"
+#include "mizarmp-client/mizarmp_check.h"
 
 namespace mizarmp::cmd {
 
 struct ServerConfig {
   addons::ServerOptions server;                 // endpoint, TLS
-  addons::IdentityOptions identity;             // mode, drivername, Probe's timeout
+  addons::IdentityOptions identity;             // mode, drivername, readiness interval
   fence::FenceOptions fence;                    // controller mode
   keyrotation::KeyRotationOptions keyrotation;  // node mode
   fence::PublisherOptions publisher;            // node mode: publication to the port index
 
-  // Settings several components share; ParseCommandLine copies them into identity and fence
-  // (Mizar-MP, subnet) and into fence and keyrotation (the secrets).
+  // Settings several components share; ParseCommandLine copies them into fence and
+  // mizarmp_check (Mizar-MP, subnet), into identity (the URL it shows) and into fence and
+  // keyrotation (the secrets).
   client::ClientConfig mizarmp;  // base_url, project_id, dialect, tls, token_file
   std::string subnet_id = client::kDefaultSubnetId;
+  // The Mizar-MP check Probe reports: main() gives it to the parts that call Mizar-MP (the
+  // FenceController, the node's relay), each of which owns one.
+  client::MizarMpCheckOptions mizarmp_check;
   std::string secrets_file;  // loaded once by ParseCommandLine
   // Node mode: the unix socket of the node's relay to Mizar-MP (relay/relay.h) for the plugin;
   // empty: none.

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "addons/identity.h"
-#include "addons/redact.h"
 #include "addons/server.h"
 #include "addons/service.h"
 #include "cmd/mizarmp-addons/config.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "common/strings.h"
 #include "common/version.h"
 #include "fence/fence_service.h"
 #include "fence/node_clients.h"
@@ -40,7 +40,7 @@ std::string VersionLine() {
 // meanwhile).
 Services ControllerServices(const mz::cmd::ServerConfig& config) {
   Services services;
-  auto fences = std::make_unique<mz::fence::FenceService>(config.fence);
+  auto fences = std::make_unique<mz::fence::FenceService>(config.fence, config.mizarmp_check);
   std::unique_ptr<mz::fence::PublicationService> publication;
   if (config.fence.port_index) {
     publication = std::make_unique<mz::fence::PublicationService>(*fences);
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   MZ_LOG(kInfo) << VersionLine() << " mode=" << mz::addons::ModeName(config.identity.mode)
                 << " driver=" << config.identity.drivername
                 << " endpoint=" << config.server.endpoint
-                << " mpurl=" << mz::addons::RedactUrl(config.mizarmp.base_url);
+                << " mpurl=" << mz::RedactUrl(config.mizarmp.base_url);
 
   Services services;
   std::unique_ptr<mz::relay::RelayComponent> relay;
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
     services = std::move(made).value();
     if (!config.relay_socket.empty()) {
       auto started = mz::relay::RelayComponent::Start(
-          {.socket_path = config.relay_socket, .upstream = config.mizarmp});
+          {.socket_path = config.relay_socket, .upstream = config.mizarmp}, config.mizarmp_check);
       if (!started.ok()) return CannotStart("cannot start the relay", started.status());
       relay = std::move(*started);
     }

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "addons/server.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -17,6 +16,7 @@
 #include "ctl/node.h"
 #include "ctl/server.h"
 #include "ctl/table.h"
+#include "endpoint/endpoint.h"
 
 namespace {
 
@@ -30,7 +30,7 @@ struct Options {
   std::string conflist = ctl::kDefaultConflist;
   bool dry_run = false;
   std::string host_id;
-  ctl::ServerTarget server{mz::addons::kDefaultEndpoint};
+  ctl::ServerTarget server{mz::endpoint::kDefaultEndpoint};
   std::vector<std::string> args;  // the command's positional arguments
 };
 
@@ -62,7 +62,7 @@ mz::FlagTable Flags(Options* o) {
            &o->conflist);
   t.Switch("dry-run", "gc: only list what would be removed", &o->dry_run);
   t.String("endpoint", "URI",
-           std::string("the server's endpoint (default ") + mz::addons::kDefaultEndpoint + ")",
+           std::string("the server's endpoint (default ") + mz::endpoint::kDefaultEndpoint + ")",
            &o->server.endpoint);
   t.String("secrets-file", "FILE", "JSON object of the secrets requests carry (never printed)",
            &o->server.secrets_file);

@@ -33,6 +33,7 @@
 #include "encryptionkeyrotation/encryptionkeyrotation.grpc.pb.h"
 #include "fence/fence.grpc.pb.h"
 #include "identity/identity.grpc.pb.h"
+#include "mizarmp-client/mizarmp_check.h"
 #include "mock-server/mock.h"
 #include "tests/integration/fake_addons_service.h"
 #include "tests/support/support.h"
@@ -88,10 +89,23 @@ std::unique_ptr<mock::MockServer> StartMock(mock::Options options = StrictMock()
 
 IdentityOptions OptionsFor(const std::string& url) {
   IdentityOptions o;
+  o.mizarmp_url = url;
+  return o;
+}
+
+// The Mizar-MP check of the mock at `url`, as the FenceController owns it.
+client::MizarMpCheckOptions CheckOptionsFor(const std::string& url) {
+  client::MizarMpCheckOptions o;
   o.mizarmp.base_url = url;
   o.mizarmp.project_id = mock::Options().project_id;
   o.subnet_id = mock::Options().subnet_id;
   return o;
+}
+
+// How the services that call Mizar-MP report their check (fence/fence_service.cc).
+ReadinessCheck MizarMpReadiness(client::MizarMpCheck& check) {
+  return {client::kMizarMpDependency, [&check] { return Readiness::Of(check.Check()); },
+          /*message_names_dependency=*/true};
 }
 
 // One raw call: serialized request bytes in, serialized response bytes out (for services whose
@@ -153,14 +167,18 @@ class IdentityServerTest : public ::testing::Test {
     ASSERT_NE(mock_, nullptr);
     socket_path_ = dir_.path() + "/run/addons/csi-addons.sock";
     endpoint_ = "unix://" + socket_path_;
+    mizarmp_check_options_ = CheckOptionsFor(mock_->base_url());
   }
 
   // Starts Identity on the unix socket, over a service standing in for the FenceController
-  // (its capabilities and `checks`) unless `with_fence` is false.
+  // (its capabilities, `checks`, then its Mizar-MP check of mizarmp_check_options_) unless
+  // `with_fence` is false.
   void StartServer(IdentityOptions options, bool with_fence = true,
                    std::vector<ReadinessCheck> checks = {}) {
     std::vector<AddonsService*> services;
     if (with_fence) {
+      mizarmp_check_ = std::make_unique<client::MizarMpCheck>(mizarmp_check_options_);
+      checks.push_back(MizarMpReadiness(*mizarmp_check_));
       fence_ = std::make_unique<FakeFence>(NetworkFenceCapabilities(), std::move(checks));
       services.push_back(fence_.get());
     }
@@ -184,6 +202,8 @@ class IdentityServerTest : public ::testing::Test {
   std::unique_ptr<mock::MockServer> mock_;
   std::string socket_path_;
   std::string endpoint_;
+  client::MizarMpCheckOptions mizarmp_check_options_;
+  std::unique_ptr<client::MizarMpCheck> mizarmp_check_;  // the fence's, before the fence
   std::unique_ptr<FakeFence> fence_;
   std::unique_ptr<IdentityService> identity_;
   std::unique_ptr<Server> server_;
@@ -289,7 +309,9 @@ Probed ProbeOnce(identity::Identity::Stub& stub) {
 // exits on any Probe error but DEADLINE_EXCEEDED and retries every second on ready=false
 // (kubernetes-csi-addons sidecar/internal/client/client.go).
 TEST_F(IdentityServerTest, ProbeNotReadyWhenMizarMpUnreachable) {
-  StartServer(OptionsFor("http://127.0.0.1:" + std::to_string(ClosedPort())));
+  const std::string unreachable = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  mizarmp_check_options_ = CheckOptionsFor(unreachable);
+  StartServer(OptionsFor(unreachable));
   const Probed p = ProbeOnce(*stub_);
   ASSERT_TRUE(p.status.ok()) << p.status.error_code() << " " << p.status.error_message();
   ASSERT_TRUE(p.has_ready);
@@ -298,9 +320,8 @@ TEST_F(IdentityServerTest, ProbeNotReadyWhenMizarMpUnreachable) {
 }
 
 TEST_P(IdentityProbeTest, ProbeNotReadyWhenSubnetMissing) {
-  IdentityOptions o = OptionsFor(mock_->base_url());
-  o.subnet_id = "00000000-0000-0000-0000-000000000000";
-  StartServer(o);
+  mizarmp_check_options_.subnet_id = "00000000-0000-0000-0000-000000000000";
+  StartServer(OptionsFor(mock_->base_url()));
   const Probed p = ProbeOnce(*stub_);
   ASSERT_TRUE(p.status.ok()) << p.status.error_message();
   EXPECT_FALSE(p.ready);
@@ -348,9 +369,9 @@ TEST_F(IdentityServerTest, ProbeFollowsReadinessChecks) {
 }
 
 TEST_P(IdentityProbeTest, ProbeStormMakesOneRestCallPerCacheWindow) {
+  mizarmp_check_options_.cache_ttl = std::chrono::hours(1);  // the test is inside one window
   IdentityOptions o = OptionsFor(mock_->base_url());
-  o.probe_cache_ttl = std::chrono::hours(1);  // the whole test is inside one window
-  o.readiness_interval = 0ms;                 // no background check: only the storm counts
+  o.readiness_interval = 0ms;  // no background check: only the storm counts
   StartServer(o);
   const uint64_t before = mock_->requests();
   std::vector<std::thread> threads;
@@ -367,7 +388,7 @@ TEST_P(IdentityProbeTest, ProbeStormMakesOneRestCallPerCacheWindow) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 100);
-  EXPECT_EQ(identity_->mizarmp_checks(), 1u);
+  EXPECT_EQ(mizarmp_check_->calls(), 1u);
   EXPECT_EQ(mock_->requests() - before, 1u);
 }
 
@@ -421,13 +442,16 @@ TEST_F(IdentityServerTest, HealthServing) {
 // any Probe; "liveness" SERVING throughout. The metrics say which dependency.
 TEST_F(IdentityServerTest, HealthFollowsReadinessWithoutProbes) {
   std::atomic<bool> store_ok{true};
+  mizarmp_check_ = std::make_unique<client::MizarMpCheck>(mizarmp_check_options_);
   fence_ = std::make_unique<FakeFence>(
       NetworkFenceCapabilities(),
-      std::vector<ReadinessCheck>{{"fence store", [&store_ok] {
+      std::vector<ReadinessCheck>{{"fence store",
+                                   [&store_ok] {
                                      return store_ok ? Readiness::Ready()
                                                      : Readiness::Failed(
                                                            UnavailableError("etcd at x: down"));
-                                   }}});
+                                   }},
+                                  MizarMpReadiness(*mizarmp_check_)});
   IdentityOptions o = OptionsFor(mock_->base_url());
   o.readiness_interval = 50ms;
   identity_ = std::make_unique<IdentityService>(o, std::vector<AddonsService*>{fence_.get()});
@@ -802,7 +826,7 @@ TEST(AddonsIdentity, ProbeAsksEveryServicesChecks) {
   FakeFence fence({}, {{"fence store", [&first] { return first; }}});
   FakeKeyRotation keyrot({}, {{"key store", [&second] { return second; }}});
   FakeComponent relay("relay", {{"relay", [&third] { return third; }}});
-  // No Mizar-MP: nothing else is checked.
+  // Nothing but the given checks: the framework knows no Mizar-MP.
   IdentityService id(IdentityOptions{}, {&fence, &keyrot}, {&relay});
   std::vector<bool> heard;  // what the listener was told
   id.OnReadinessChange([&heard](bool ready) { heard.push_back(ready); });
@@ -837,7 +861,6 @@ TEST(AddonsIdentity, ProbeAsksEveryServicesChecks) {
   ready = id.CheckReady();
   EXPECT_EQ(ready.Reason(), "fence store: malformed");
   EXPECT_FALSE(ready.ready);
-  EXPECT_EQ(id.mizarmp_checks(), 0u);
   // Told once at the first evaluation and once per change, not per evaluation.
   EXPECT_EQ(heard, (std::vector<bool>{true, false, true, false}));
 }

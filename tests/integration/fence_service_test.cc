@@ -888,9 +888,7 @@ TEST_F(FenceServiceTest, UnusableStoreMakesProbeNotReadyAndRpcsFail) {
   grpc::Status s = Fence({"10.240.1.0/24"});
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
 
-  addons::IdentityOptions io;
-  io.mizarmp.base_url = mock_->base_url();
-  addons::IdentityService identity(io, {service_.get()});
+  addons::IdentityService identity(addons::IdentityOptions{}, {service_.get()});
   identity::ProbeResponse resp;
   grpc::ServerContext ctx;
   // Not ready, and not an error: the CSI-Addons sidecar would exit on one.
@@ -906,9 +904,7 @@ TEST_F(FenceServiceTest, UnusableStoreMakesProbeNotReadyAndRpcsFail) {
 
 TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
   Start();
-  addons::IdentityOptions io;
-  io.mizarmp.base_url = mock_->base_url();
-  addons::IdentityService identity(io, {service_.get()});
+  addons::IdentityService identity(addons::IdentityOptions{}, {service_.get()});
   identity::GetCapabilitiesResponse advertised;
   grpc::ServerContext ctx;
   ASSERT_TRUE(identity.GetCapabilities(&ctx, nullptr, &advertised).ok());
@@ -927,6 +923,34 @@ TEST_F(FenceServiceTest, IdentityAdvertisesFencingAndProbesReady) {
   EXPECT_TRUE(served.ok()) << served.error_message();
   const addons::ReadinessReport ready = identity.CheckReady();
   EXPECT_TRUE(ready.ready) << ready.Reason();
+}
+
+// The FenceController owns the Mizar-MP check Probe reports for it (the framework knows no
+// Mizar-MP): after the fence store, named as the metric labels it, failing while Mizar-MP drops
+// every connection.
+TEST_F(FenceServiceTest, ReportsMizarMpToProbe) {
+  client::MizarMpCheckOptions mp;
+  mp.mizarmp = Options().mizarmp;
+  mp.subnet_id = kSubnet;
+  mp.cache_ttl = std::chrono::milliseconds(0);  // every evaluation asks
+  service_ = std::make_unique<FenceService>(Options(), mp);
+  ASSERT_TRUE(service_->StartAndWait().ok());
+  std::vector<std::string> names;
+  for (const auto& check : service_->readiness_checks()) names.push_back(check.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fence store", "Mizar-MP"}));
+  addons::IdentityService identity(addons::IdentityOptions{}, {service_.get()});
+  const addons::ReadinessReport up = identity.CheckReady();
+  EXPECT_TRUE(up.ready) << up.Reason();
+
+  mock::Faults f;
+  f.close_connections = 1000;
+  mock_->SetFaults(f);
+  const addons::ReadinessReport down = identity.CheckReady();
+  mock_->SetFaults({});
+  EXPECT_FALSE(down.ready);
+  EXPECT_EQ(down.Reason().rfind("Mizar-MP at " + mock_->base_url() + " is unreachable", 0), 0u)
+      << down.Reason();
+  EXPECT_TRUE(identity.CheckReady().ready);
 }
 
 TEST_F(FenceServiceTest, RegistersAsAnAddonsService) {

@@ -21,30 +21,36 @@ import re
 import sys
 import tempfile
 
-# folder -> the project folders its files may include from. "proto" stands for the generated
-# gRPC headers (included by their .proto's path under proto/, e.g. "health.pb.h" or
-# "fence/fence.grpc.pb.h": a generated header is proto's, whatever folder name it starts with).
+# layer -> the layers its files may include from. A layer is a folder, or the files of a folder
+# that share a name ("keyrotation/service": keyrotation/service.h and .cc), which splits a
+# folder's thin service from its core. "proto" stands for the generated gRPC headers (included
+# by their .proto's path under proto/, e.g. "health.pb.h" or "fence/fence.grpc.pb.h": a
+# generated header is proto's, whatever folder name it starts with).
 ALLOWED = {
     "common": set(),
     "records": {"common"},
     "mizarmp-client": {"common"},
     "netns": {"common"},
     "ovsdb": {"common"},
+    "endpoint": {"common"},
     "relay": {"common", "mizarmp-client", "addons"},
     "cni": {"common", "records", "mizarmp-client", "netns", "ovsdb"},
     "install": {"common", "cni"},
     "mock-server": {"common", "mizarmp-client", "netns", "ovsdb"},
-    "addons": {"common", "mizarmp-client", "proto"},
+    "addons": {"common", "endpoint", "proto"},
     "etcd": {"common", "proto"},
-    "fence": {"common", "addons", "etcd", "records", "mizarmp-client", "netns", "proto"},
-    "keyrotation": {"common", "addons", "proto"},
-    "ctl": {"common", "cni", "records", "netns", "mizarmp-client", "addons", "proto"},
+    "fence": {"common", "addons", "endpoint", "etcd", "records", "mizarmp-client", "netns",
+              "proto"},
+    # The LUKS rotation logic, which no transport reaches; its gRPC service is apart.
+    "keyrotation": {"common"},
+    "keyrotation/service": {"common", "addons", "keyrotation", "proto"},
+    "ctl": {"common", "cni", "records", "netns", "mizarmp-client", "endpoint", "proto"},
     "cmd/mizarmp": {"common", "cni"},
     "cmd/mizarmp-mock": {"common", "mock-server"},
     "cmd/mizarmp-install": {"common", "install"},
-    "cmd/mizarmpctl": {"common", "ctl", "addons"},
-    "cmd/mizarmp-addons": {"common", "addons", "etcd", "fence", "keyrotation", "mizarmp-client", "proto",
-                           "relay"},
+    "cmd/mizarmpctl": {"common", "ctl", "endpoint"},
+    "cmd/mizarmp-addons": {"common", "addons", "endpoint", "etcd", "fence", "keyrotation",
+                           "keyrotation/service", "mizarmp-client", "proto", "relay"},
 }
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
 # composed config (its unit test); nothing else includes a program's main folder.
@@ -61,7 +67,7 @@ LIBRARY_OWNERS = [
     ("libcryptsetup", re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
     ("prometheus-cpp", re.compile(r"^prometheus/"), {"addons", "fence", "relay"}),
     ("gRPC C++", re.compile(r"^grpcpp/"),
-     {"addons", "etcd", "fence", "keyrotation", "ctl", "cmd/mizarmp-addons"}),
+     {"addons", "etcd", "fence", "keyrotation/service", "ctl", "cmd/mizarmp-addons"}),
     # abseil comes with gRPC; only the server's main() sets it up (its deadlock detector).
     ("abseil", re.compile(r"^absl/"), {"cmd/mizarmp-addons"}),
 ]
@@ -75,6 +81,9 @@ def folder_of(rel_path):
     parts = rel_path.split("/")
     if parts[0] == "cmd" and len(parts) > 2:
         return "cmd/" + parts[1]
+    same_name = os.path.splitext(rel_path)[0]
+    if same_name in ALLOWED:
+        return same_name
     if parts[0] in ALLOWED:
         return parts[0]
     if parts[0] in ("tests", "bench"):
@@ -340,6 +349,10 @@ def self_test_includes():
     files = {
         "fence/bad.cc": '#include "cni/plugin.h"\n#include "addons/service.h"\n',
         "keyrotation/bad.cc": "#include <sqlite3.h>\n#include <libcryptsetup.h>\n",
+        # The core must not reach its service, nor the service's transport; the service may
+        # include the core.
+        "keyrotation/core_bad.cc": '#include "keyrotation/service.h"\n#include <grpcpp/grpcpp.h>\n',
+        "keyrotation/service.cc": '#include "keyrotation/rotator.h"\n#include <grpcpp/grpcpp.h>\n',
         "common/bad.h": '#include "records/records.h"\n',
         # A generated header under a folder named like a layer is proto's, not that layer's.
         "addons/ok.cc": '#include "fence/fence.grpc.pb.h"\n#include "identity/identity.pb.h"\n',
@@ -354,6 +367,7 @@ def self_test_includes():
                 f.write(text)
         found = [p for rel in sorted(source_files(root)) for p in check_file(root, rel)]
     expected = ["common/bad.h:1:", "fence/bad.cc:1:", "keyrotation/bad.cc:1:",
+                "keyrotation/core_bad.cc:1:", "keyrotation/core_bad.cc:2:",
                 "records/bad.cc:1:", "tests/unit/bad_test.cc:1:"]
     got = [p.split(" ")[0] for p in found]
     if got != expected:

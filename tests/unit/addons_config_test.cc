@@ -9,21 +9,21 @@
 #include <vector>
 
 #include "addons/driver.h"
-#include "addons/redact.h"
-#include "addons/secrets.h"
 #include "addons/server.h"
 #include "cmd/mizarmp-addons/config.h"
 #include "common/fileutil.h"
+#include "common/strings.h"
+#include "endpoint/endpoint.h"
+#include "endpoint/secrets_file.h"
 #include "tests/support/support.h"
 
 namespace mizarmp::cmd {
 namespace {
 
-using addons::Endpoint;
 using addons::Mode;
-using addons::ParseEndpoint;
-using addons::RedactUrl;
 using addons::ValidateDriverName;
+using endpoint::Endpoint;
+using endpoint::ParseEndpoint;
 using mizarmp::testing::TempDir;
 
 Result<CommandLine> Parse(std::vector<std::string> args) { return ParseCommandLine(args); }
@@ -66,7 +66,7 @@ TEST(AddonsConfig, Defaults) {
   EXPECT_EQ(c.keyrotation.mount_table, "/proc/self/mountinfo");
   EXPECT_EQ(c.keyrotation.kubelet_dir, "/var/lib/kubelet");
   EXPECT_EQ(c.keyrotation.driver_name, "mizarmp.csi-addons.mizar.io");
-  EXPECT_EQ(c.identity.probe_timeout.count(), 1000);
+  EXPECT_EQ(c.mizarmp_check.timeout.count(), 1000);
 }
 
 TEST(AddonsConfig, JsonFileThenFlagsOverride) {
@@ -122,13 +122,14 @@ TEST(AddonsConfig, JsonFileThenFlagsOverride) {
     EXPECT_EQ(expected->at("key"), "k3y");
   }
   // The Mizar-MP settings reach every component that talks to it.
-  for (const auto* mp : {&c.identity.mizarmp, &c.fence.mizarmp}) {
+  for (const auto* mp : {&c.mizarmp_check.mizarmp, &c.fence.mizarmp}) {
     EXPECT_EQ(mp->base_url, "https://mp.example:8443");
     EXPECT_EQ(mp->project_id, "p1");
     EXPECT_EQ(mp->dialect, client::Dialect::kAlcor);
     EXPECT_EQ(mp->token_file, token);
   }
-  EXPECT_EQ(c.identity.subnet_id, "s2");
+  EXPECT_EQ(c.identity.mizarmp_url, "https://mp.example:8443");
+  EXPECT_EQ(c.mizarmp_check.subnet_id, "s2");
 }
 
 TEST(AddonsConfig, BadValuesNameTheKey) {
@@ -236,7 +237,7 @@ TEST(AddonsConfig, SecretsFileErrorsNeverShowValues) {
   TempDir dir;
   const std::string path = dir.path() + "/secrets.json";
   ASSERT_TRUE(WriteFileAtomic(path, R"({"user":"admin","key":["topsecret"]})").ok());
-  auto r = addons::ReadSecretsFile(path);
+  auto r = endpoint::ReadSecretsFile(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("\"key\""), std::string::npos) << r.status().message();
   EXPECT_EQ(r.status().message().find("topsecret"), std::string::npos);
@@ -253,7 +254,7 @@ TEST(AddonsConfig, DeeplyNestedFilesAreRefusedNotACrash) {
   ExpectInvalid(Valid({"--config", config}), "nests deeper than 64 levels");
   const std::string secrets = dir.path() + "/secrets.json";
   ASSERT_TRUE(WriteFileAtomic(secrets, R"({"key":)" + deep + "}").ok());
-  auto r = addons::ReadSecretsFile(secrets);
+  auto r = endpoint::ReadSecretsFile(secrets);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "\"" + secrets + "\": nests deeper than 64 levels");
   ExpectInvalid(Valid({"--secrets-file", secrets}), "secretsFile \"" + secrets + "\": nests");
@@ -355,7 +356,7 @@ TEST(AddonsConfig, ThePortIndexsPublicationIsAuthenticatedByClientCertificate) {
                 "with portIndex");
   ExpectInvalid(with({"--port-index", "--publication-endpoint", "unix:///run/x.sock",
                       "--tls-client-ca-file", pem}),
-                "want tcp://HOST:PORT");
+                "an additional endpoint must be tcp://HOST:PORT");
   ExpectInvalid(Valid({"--port-index", "--publication-lease-seconds", "1"}),
                 "publicationLeaseSeconds");
 
