@@ -326,6 +326,7 @@ Status Model::DeletePort(const std::string& id) {
     // An activating port's veth is removed by its activator, which finds the port gone.
     if (it->second.plugged) host = it->second.host_name;
     seq = it->second.seq;
+    waiting_.erase(id);
     ports_.erase(it);
   }
   MZ_LOG(kDebug) << "port " << id << " deleted";
@@ -348,6 +349,7 @@ size_t Model::DeleteAllPorts() {
       if (r.plugged) hosts.push_back(r.host_name);
     }
     ports_.clear();
+    waiting_.clear();
   }
   if (ovs_) {
     ovs_->CancelAll();
@@ -415,8 +417,13 @@ std::vector<PortSummary> Model::Summaries() const {
 
 // --- helpers under mu_ ------------------------------------------------------------------------
 
-void Model::SetPhase(PortRecord& r, Phase phase) const {
+void Model::SetPhase(PortRecord& r, Phase phase) {
   r.phase = phase;
+  if (phase == Phase::kPending && !r.never_ready) {
+    waiting_.insert(r.port.id);
+  } else {
+    waiting_.erase(r.port.id);
+  }
   r.port.status = StatusWord(options_.dialect, phase);
   RenewText(r);
 }
@@ -457,10 +464,10 @@ void Model::TimerLoop() {
     const auto now = Clock::now();
     auto next = now + std::chrono::seconds(1);
     std::vector<std::string> due;
-    for (const auto& [id, r] : ports_) {
-      if (r.phase != Phase::kPending || r.never_ready || r.gets < options_.gets_before_ready) {
-        continue;
-      }
+    for (const std::string& id : waiting_) {
+      const auto it = ports_.find(id);
+      if (it == ports_.end() || it->second.gets < options_.gets_before_ready) continue;
+      const PortRecord& r = it->second;
       const auto at = r.created + options_.ready_delay;
       if (at <= now) {
         due.push_back(id);

@@ -103,7 +103,8 @@ class Model {
   Result<std::vector<client::FixedIp>> TakeAddresses(const std::vector<client::FixedIp>& requested,
                                                      const std::string& where, Lease& lease)
       MZ_REQUIRES(mu_);
-  void SetPhase(PortRecord& r, Phase phase) const MZ_REQUIRES(mu_);
+  // Sets the phase and keeps waiting_ in step with it.
+  void SetPhase(PortRecord& r, Phase phase) MZ_REQUIRES(mu_);
   bool Due(const PortRecord& r, std::chrono::steady_clock::time_point now) const MZ_REQUIRES(mu_);
   std::string ReserveHostName(const std::string& port_id) MZ_REQUIRES(mu_);
   void WakeTimer() MZ_REQUIRES(mu_);
@@ -149,6 +150,9 @@ class Model {
   MacPool macs_ MZ_GUARDED_BY(mu_){0};
   std::set<std::string> host_names_ MZ_GUARDED_BY(mu_);  // reserved host-end names
   std::map<std::string, PortRecord> ports_ MZ_GUARDED_BY(mu_);
+  // The ports the timer may still move on (pending and not held by never_ready): the timer
+  // walks these, not every port, so creating the n-th port costs the same as the first.
+  std::set<std::string> waiting_ MZ_GUARDED_BY(mu_);
   uint64_t next_seq_ MZ_GUARDED_BY(mu_) = 1;
   // Host ends of deleted ports, oldest first.
   std::deque<std::string> unplugs_ MZ_GUARDED_BY(mu_);
