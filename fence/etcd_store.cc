@@ -30,6 +30,8 @@ constexpr size_t kShownMetaBytes = 200;  // of a foreign P meta, in the error re
 // Own commits remembered for RevisionAfterOwnChanges(): more than a pass makes (three changes),
 // few enough to look through at every leader's tick.
 constexpr size_t kOwnCommitsKept = 16;
+// RequestPass()'s key, under the guard's name so that one range read gives Revision().
+constexpr char kPassRequest[] = "revision/pass";
 
 // FNV-1a: stable across builds and machines, so every replica puts a CIDR in the same shard.
 int ShardOf(const std::string& canonical) {
@@ -290,7 +292,7 @@ Result<EtcdFenceStore::StatePtr> EtcdFenceStore::Load() const {
       state.guard_revision = kv.mod_revision();
       continue;
     }
-    if (!key.starts_with(shards)) continue;  // meta, the leader's key
+    if (!key.starts_with(shards)) continue;  // meta, the leader's key, the pass request
     const int shard = ShardIndex(key.substr(options_.prefix.size()));
     if (shard < 0) {
       MZ_LOG(kWarn) << "fence store " << location_ << ": ignoring unknown key " << LogEscaped(key);
@@ -317,8 +319,9 @@ Result<bool> EtcdFenceStore::Unchanged(const State& state) const {
     const std::string name = kv.key().substr(options_.prefix.size());
     const int shard = ShardIndex(name);
     const int64_t known = name == "revision" ? state.guard_revision
-                          : shard >= 0       ? state.shard_revision[shard]
-                                             : -1;  // meta, the leader's key, an unknown key
+                          : shard >= 0
+                              ? state.shard_revision[shard]
+                              : -1;  // meta, the leader's key, the pass request, an unknown key
     if (kv.mod_revision() != known) return false;
   }
   return true;
@@ -536,9 +539,23 @@ Result<std::vector<FenceEntry>> EtcdFenceStore::ListFences() const {
 Result<int64_t> EtcdFenceStore::Revision() const {
   etcdserverpb::RangeRequest range;
   range.set_key(Key("revision"));
+  range.set_range_end(PrefixEnd(Key("revision")));
   auto answer = client_->Range(range);
   if (!answer.ok()) return Named(answer.status().WithContext("reading the revision"));
-  return answer->kvs().empty() ? int64_t{0} : answer->kvs(0).mod_revision();
+  int64_t latest = 0;
+  for (const auto& kv : answer->kvs()) latest = std::max(latest, kv.mod_revision());
+  return latest;
+}
+
+// A key of its own, not the guard: writing the guard would fail the writers' guarded commits.
+Status EtcdFenceStore::RequestPass() {
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(Key(kPassRequest));
+  put->set_value("pass");
+  const auto answer = client_->Txn(txn);
+  if (!answer.ok()) return Named(answer.status().WithContext("requesting a pass"));
+  return Status::Ok();
 }
 
 void EtcdFenceStore::NoteOwnCommit(int64_t from, int64_t to) {

@@ -11,6 +11,8 @@
 //                  "tracked":true,"held_ports":[..]}}}; a lifted fence keeps its CIDR, so its
 //                  record stays in its shard. A shard with nothing in it is deleted.
 //   P revision     the guard: rewritten by every change, so its mod_revision moves with each
+//   P revision/pass  rewritten by RequestPass(): a replica that took a publication inside a
+//                  fence asks the leader, which watches Revision(), for a pass
 //   P leader       the leader's key (etcd/election.h, JoinElection)
 // Why 64 shards: etcd refuses a transaction of more than 128 operations (--max-txn-ops) or a
 // request over 1.5 MiB (--max-request-bytes). One key per fence would cap a fence RPC at ~60
@@ -74,8 +76,10 @@ class EtcdFenceStore final : public FenceStore {
   Status RecordCompleted(const Completed& done) override;
   Result<StoreSnapshot> Snapshot() const override;
   Result<std::vector<FenceEntry>> ListFences() const override;
-  // The guard's mod_revision (0 before the first change).
+  // The later mod_revision of the guard and of P revision/pass (0 before either is written).
   Result<int64_t> Revision() const override;
+  // Rewrites P revision/pass.
+  Status RequestPass() override;
   int64_t RevisionAfterOwnChanges(int64_t from) const override;
   // An etcd::Election on P leader with the configured lease.
   std::unique_ptr<Leadership> JoinElection(const std::string& candidate) override;

@@ -278,9 +278,19 @@ Result<FenceService::PublicationAnswer> FenceService::Publish(
   metrics_.ObservePublication(published.ok());
   MZ_RETURN_IF_ERROR(published);
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
-  // The loop's next turn (within kStorePollInterval) makes the pass.
-  if (AnyInsideFence(snap, ports)) published_inside_fence_ = true;
+  if (AnyInsideFence(snap, ports)) RequestPassSoon(*opened.store);
   return PublicationAnswer{options_.publication_lease, HeldAmong(snap, ports)};
+}
+
+// The loop's next turn (within kStorePollInterval) makes the pass on this replica if it leads;
+// the store's request reaches the loop of whichever replica does. Should the request fail, the
+// leader's reconcile interval still bounds the wait, so the publication stands.
+void FenceService::RequestPassSoon(FenceStore& store) {
+  published_inside_fence_ = true;
+  const Status requested = store.RequestPass();
+  if (!requested.ok()) {
+    MZ_LOG(kWarn) << "fence: " << requested.message();
+  }
 }
 
 addons::Readiness FenceService::StoreReadiness() const {
@@ -322,9 +332,8 @@ Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
   }
   auto c = client::Client::Create(config);
   if (!c.ok()) {
-    return FailedPreconditionError("Mizar-MP client for " +
-                                   RedactUrl(options_.mizarmp.base_url) + ": " +
-                                   c.status().message());
+    return FailedPreconditionError("Mizar-MP client for " + RedactUrl(options_.mizarmp.base_url) +
+                                   ": " + c.status().message());
   }
   return std::move(*c);
 }

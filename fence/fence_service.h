@@ -197,6 +197,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   };
   Result<Opened> Store() const MZ_EXCLUDES(store_mu_);
   void NoteStoreError(const Status& s) MZ_EXCLUDES(store_mu_);
+  // Asks for a pass at once: a publication named an address inside a fence.
+  void RequestPassSoon(FenceStore& store);
 
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
   // `cidrs` is given), the store.

@@ -121,6 +121,11 @@ class FenceStore {
   // cheap enough for the leader to read every few hundred milliseconds.
   virtual Result<int64_t> Revision() const = 0;
 
+  // Asks whichever replica leads for a pass soon, by changing Revision() without changing what
+  // Snapshot() holds. A store no other replica shares has nothing to do: its one server asks its
+  // own loop.
+  virtual Status RequestPass() { return Status::Ok(); }
+
   // The Revision() that this replica's own changes, each committed on top of the one before,
   // carried the store to from `from` (a snapshot's revision): a Revision() equal to it holds
   // nothing another writer changed since `from`. `from` itself when no change of this replica's

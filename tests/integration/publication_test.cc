@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,8 +52,11 @@ bool WaitUntil(Predicate done, std::chrono::milliseconds limit = 20s) {
 class PublicationTest : public ::testing::Test {
  protected:
   // The mock and the controller; `lease` and `reconcile` as the controller's options.
+  // `before` (when set) is called with the controller's options once the mock runs, before the
+  // controller starts: another replica started there leads.
   void StartController(std::chrono::seconds lease, std::chrono::milliseconds reconcile,
-                       const std::string& etcd_store = "") {
+                       const std::string& etcd_store = "",
+                       const std::function<void(const FenceOptions&)>& before = {}) {
     ASSERT_TRUE(pki_.error.empty()) << pki_.error;
     mock::Options m;
     m.cidr = "10.240.0.0/16";
@@ -73,6 +77,10 @@ class PublicationTest : public ::testing::Test {
     f.port_index = true;
     f.publication_lease = lease;
     f.reconcile_interval = reconcile;
+    f.replica_id = "publication-test";
+    if (before) {
+      ASSERT_NO_FATAL_FAILURE(before(f));
+    }
     fences_ = std::make_unique<FenceService>(f);
     publication_ = std::make_unique<PublicationService>(*fences_);
     addons::ServerOptions s;
@@ -138,12 +146,14 @@ class PublicationTest : public ::testing::Test {
     return false;
   }
 
-  void Fence(const std::string& cidr) {
+  // Through this test's controller, or through `replica`.
+  void Fence(const std::string& cidr, FenceService* replica = nullptr) {
     ::fence::FenceClusterNetworkRequest request;
     request.add_cidrs()->set_cidr(cidr);
     ::fence::FenceClusterNetworkResponse response;
     grpc::ServerContext context;
-    const grpc::Status s = fences_->FenceClusterNetwork(&context, &request, &response);
+    FenceService& through = replica != nullptr ? *replica : *fences_;
+    const grpc::Status s = through.FenceClusterNetwork(&context, &request, &response);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
 
@@ -222,6 +232,39 @@ TEST_F(PublicationTest, AnEtcdStoresIndexServesTheFencesOfEveryReplica) {
   const std::string index_prefix = PortIndexPrefix(store_prefix);
   EXPECT_EQ(index_prefix, "/mizarmp/fence-index/");
   EXPECT_NE(index_prefix.compare(0, store_prefix.size(), store_prefix), 0);
+}
+
+// Publications reach whichever replica the node's connection lands on; the leader, which alone
+// changes ports, must still pass at once. Neither replica reconciles within the test.
+TEST_F(PublicationTest, APublicationToAFollowerMakesTheLeaderPassAtOnce) {
+  testing::EtcdCluster etcd(1);
+  ASSERT_TRUE(etcd.error().empty()) << etcd.error();
+  std::unique_ptr<FenceService> leader;
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h, etcd.Location(), [&](FenceOptions f) {
+    f.replica_id = "the-leader";  // started first, so it leads
+    leader = std::make_unique<FenceService>(f);
+    const Status started = leader->StartAndWait();
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }));
+  ASSERT_NO_FATAL_FAILURE(AddPort("f1", "node-f", "10.240.0.50", true));
+  auto agent = StartPublisher("node-f");  // publishes to this test's controller, the follower
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24", leader.get()));
+  EXPECT_FALSE(Up("f1"));
+
+  const auto made = std::chrono::steady_clock::now();
+  ASSERT_NO_FATAL_FAILURE(AddPort("f2", "node-f", "10.240.0.51", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("f3", "node-f", "10.240.9.51", true));
+  EXPECT_TRUE(WaitUntil([&] { return !Up("f2"); }))
+      << "the leader did not pass for a publication its follower took";
+  std::cout << "new port published to the follower cut off by the leader after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - made)
+                   .count()
+            << " ms\n";
+  EXPECT_TRUE(Up("f3"));
+  leader->Stop();
 }
 
 TEST_F(PublicationTest, ADeadNodesPortsAreCoveredOnceItsLeaseLapses) {
