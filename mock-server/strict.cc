@@ -18,11 +18,29 @@ namespace {
 // the two primitive booleans default to false.
 const std::vector<std::string>& V01Members() {
   // clang-format off: a table, a few members a line
-  static const std::vector<std::string> kMembers = {
-      "project_id", "id", "name", "description", "network_id", "tenant_id", "admin_state_up",
-      "mac_address", "veth_name", "fast_path", "device_id", "device_owner", "status", "fixed_ips",
-      "allowed_address_pairs", "extra_dhcp_opts", "security_groups", "binding:host_id",
-      "binding:profile", "binding:vnic_type", "network_ns", "dns_name", "dns_assignment"};
+  static const std::vector<std::string> kMembers = {"project_id",
+                                                    "id",
+                                                    "name",
+                                                    "description",
+                                                    "network_id",
+                                                    "tenant_id",
+                                                    "admin_state_up",
+                                                    "mac_address",
+                                                    "veth_name",
+                                                    "fast_path",
+                                                    "device_id",
+                                                    "device_owner",
+                                                    "status",
+                                                    "fixed_ips",
+                                                    "allowed_address_pairs",
+                                                    "extra_dhcp_opts",
+                                                    "security_groups",
+                                                    "binding:host_id",
+                                                    "binding:profile",
+                                                    "binding:vnic_type",
+                                                    "network_ns",
+                                                    "dns_name",
+                                                    "dns_assignment"};
   // clang-format on
   return kMembers;
 }
@@ -40,15 +58,43 @@ bool IsAlcorObject(const std::string& key) {
 // Every top-level member of Alcor's PortEntity (and CustomerResource), in its order.
 const std::vector<std::string>& AlcorMembers() {
   // clang-format off: a table, a few members a line
-  static const std::vector<std::string> kMembers = {
-      "id", "project_id", "tenant_id", "name", "description", "network_id", "admin_state_up",
-      "mac_address", "veth_name", "fast_path", "device_id", "device_owner", "status", "fixed_ips",
-      "allowed_address_pairs", "extra_dhcp_opts", "security_groups", "binding:host_id",
-      "binding:profile", "binding:vif_details", "binding:vif_type", "binding:vnic_type",
-      "network_ns", "dns_name", "dns_domain", "dns_assignment", "create_at", "update_at",
-      "ip_allocation", "port_security_enabled", "qos_network_policy_id", "qos_policy_id",
-      "revision_number", "resource_request", "tags", "uplink_status_propagation",
-      "mac_learning_enabled"};
+  static const std::vector<std::string> kMembers = {"id",
+                                                    "project_id",
+                                                    "tenant_id",
+                                                    "name",
+                                                    "description",
+                                                    "network_id",
+                                                    "admin_state_up",
+                                                    "mac_address",
+                                                    "veth_name",
+                                                    "fast_path",
+                                                    "device_id",
+                                                    "device_owner",
+                                                    "status",
+                                                    "fixed_ips",
+                                                    "allowed_address_pairs",
+                                                    "extra_dhcp_opts",
+                                                    "security_groups",
+                                                    "binding:host_id",
+                                                    "binding:profile",
+                                                    "binding:vif_details",
+                                                    "binding:vif_type",
+                                                    "binding:vnic_type",
+                                                    "network_ns",
+                                                    "dns_name",
+                                                    "dns_domain",
+                                                    "dns_assignment",
+                                                    "create_at",
+                                                    "update_at",
+                                                    "ip_allocation",
+                                                    "port_security_enabled",
+                                                    "qos_network_policy_id",
+                                                    "qos_policy_id",
+                                                    "revision_number",
+                                                    "resource_request",
+                                                    "tags",
+                                                    "uplink_status_propagation",
+                                                    "mac_learning_enabled"};
   // clang-format on
   return kMembers;
 }
@@ -150,6 +196,20 @@ const char* ReasonPhrase(int status) {
     default:
       return "Internal Server Error";
   }
+}
+
+// Whether `document` has, for each filtered member, one of its values.
+bool MatchesFilters(const json& document, const std::multimap<std::string, std::string>& filters) {
+  for (auto it = filters.begin(); it != filters.end();) {
+    const auto range = filters.equal_range(it->first);
+    const auto stored = document.find(it->first);
+    if (stored == document.end()) return false;
+    const bool any = std::any_of(range.first, range.second,
+                                 [&](const auto& v) { return ValueMatches(*stored, v.second); });
+    if (!any) return false;
+    it = range.second;
+  }
+  return true;
 }
 
 }  // namespace
@@ -381,26 +441,22 @@ StrictReply StrictController::List(const std::multimap<std::string, std::string>
       filters.emplace(key, value);
     }
   }
+  // Alcor reads every matching row before it counts them; the mock stops at the limit and
+  // copies nothing until it knows the answer is a list, so a refusal of a million-port list
+  // comes back as fast as one of the limit's size.
   std::vector<std::pair<std::string, json>> rows;
   {
     MutexLock lk(mu_);
+    std::vector<const std::string*> matching;
     for (const std::string& id : order_) {
-      const json& document = documents_.at(id);
-      bool match = true;
-      for (auto it = filters.begin(); it != filters.end() && match;) {
-        const auto range = filters.equal_range(it->first);
-        const auto stored = document.find(it->first);
-        match = false;
-        for (auto v = range.first; v != range.second; ++v) {
-          if (stored != document.end() && ValueMatches(*stored, v->second)) match = true;
-        }
-        it = range.second;
+      if (!MatchesFilters(documents_.at(id), filters)) continue;
+      matching.push_back(&id);
+      if (matching.size() >= static_cast<size_t>(options_.row_limit)) {
+        return SpringError(500, "too many rows found!", path);
       }
-      if (match) rows.emplace_back(id, document);
     }
-  }
-  if (rows.size() >= static_cast<size_t>(options_.row_limit)) {
-    return SpringError(500, "too many rows found!", path);
+    rows.reserve(matching.size());
+    for (const std::string* id : matching) rows.emplace_back(*id, documents_.at(*id));
   }
   json ports = json::array();
   for (auto& [id, document] : rows)
