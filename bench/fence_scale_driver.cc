@@ -14,6 +14,16 @@
 // --idle-interval-ms for --idle-seconds: its CPU per pass and the requests it made of the mock and
 // the bytes of their answers per pass, as the mock counts them). At the largest size, when it is
 // at or above the row limit, a fence without the index is tried to show that it is refused.
+// With --etcd, a third way on the same ports:
+//   etcd        two replicas on the etcd fence store and the etcd port index (a cluster run.sh
+//               starts), the agents' publications spread over both, the RPCs through the
+//               leader; the peak RSS of each replica, the idle passes' CPU of both replicas (and
+//               of etcd's members, given --etcd-pids). At the largest size, the failover: kill -9
+//               of the leader while a FenceClusterNetwork of a port's /32 goes to the other
+//               replica at once: the time until that replica leads (its leader gauge) and until
+//               the RPC answers OK (a standby's answer waits for a leader's pass), --failovers
+//               times, the killed replica started again as the next standby. Each size's keys
+//               are deleted and compacted away afterwards.
 // Every RPC's effect is checked at the mock.
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
@@ -23,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -41,6 +52,7 @@
 
 #include "bench/grpc_support.h"
 #include "bench/support.h"
+#include "etcd/rpc.grpc.pb.h"
 #include "fence/fence.grpc.pb.h"
 #include "mizarmp/port_index.grpc.pb.h"
 
@@ -73,6 +85,10 @@ struct Options {
   // How long a node's publication counts at the server: longer than the whole run, so the
   // figures are those of live agents and not of the controller covering lapsed nodes.
   int lease_seconds = 3600;  // the server's maximum
+  std::string etcd;          // etcd://HOST:PORT,...: the etcd way too
+  std::string etcd_pids;     // PID,PID,...: etcd's members, whose CPU and RSS are reported
+  int lease_ttl = 7;         // the etcd replicas' leader lease
+  int failovers = 3;
 };
 
 // ------------------------------------------------------------------------------ processes
@@ -168,6 +184,10 @@ class Bench {
     fs::create_directories(o_.work_dir);
     fs::permissions(o_.work_dir, fs::perms::owner_all, fs::perm_options::replace);
     results_["config"] = {{"sizes", o_.sizes},
+                          {"etcd", !o_.etcd.empty()},
+                          {"etcd_lease_ttl_s", o_.lease_ttl},
+                          {"etcd_mp_timeouts_ms", {kEtcdConnectTimeoutMs, EtcdRequestTimeoutMs()}},
+                          {"failovers", o_.failovers},
                           {"ports_per_node", o_.ports_per_node},
                           {"batch", o_.batch},
                           {"row_limit", o_.row_limit},
@@ -233,6 +253,10 @@ class Bench {
         ok = ok && row["whole_list_refused"].value("refused", false);
       }
     }
+    if (!o_.etcd.empty()) {
+      row["etcd"] = MeasureEtcdWay(mock, cluster, largest);
+      ok = ok && row["etcd"].value("measured", false);
+    }
     row["mock_hwm_kib"] = StatusKib(mock.pid(), "VmHWM");
     row["ok"] = ok;
     return row;
@@ -283,10 +307,19 @@ class Bench {
     std::unique_ptr<::fence::FenceController::Stub> fencing;
   };
 
+  static constexpr int kEtcdConnectTimeoutMs = 1000;
+  int EtcdRequestTimeoutMs() const { return o_.lease_ttl * 500 - kEtcdConnectTimeoutMs; }
+
+  // One replica of several on the etcd fence store (and index) under `prefix`.
+  struct EtcdReplica {
+    std::string prefix;
+    std::string id;
+  };
+
   // mizarmp-addons in controller mode against the mock, its fence store (and index) under
-  // `tag`, passes every `interval_ms`.
+  // `tag`, or in etcd as `replica`; passes every `interval_ms`.
   bool StartServer(Server& s, const mb::Mock& mock, bool index, const std::string& tag,
-                   int interval_ms) const {
+                   int interval_ms, const EtcdReplica* replica = nullptr) const {
     s.socket = o_.work_dir + "/" + tag + ".sock";
     s.metrics_port = FreeTcpPort();
     std::vector<std::string> flags = {"--dialect",
@@ -306,8 +339,19 @@ class Bench {
     const std::string dir = o_.work_dir + "/" + tag;
     fs::create_directories(dir);
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
-    const bool up = mb::StartAddons(
-        s.daemon, {o_.bin_dir, s.socket, mock.url(), dir + "/state", dir + "/fence.db", flags});
+    std::string store = dir + "/fence.db";
+    if (replica != nullptr) {
+      store = o_.etcd;
+      // The server refuses a lease shorter than twice Mizar-MP's connect + request timeouts (a
+      // leader finishes a port update within its lease): they are cut to fit it.
+      flags.insert(flags.end(),
+                   {"--etcd-prefix", replica->prefix, "--replica-id", replica->id,
+                    "--lease-ttl-seconds", std::to_string(o_.lease_ttl), "--mp-connect-timeout-ms",
+                    std::to_string(kEtcdConnectTimeoutMs), "--mp-request-timeout-ms",
+                    std::to_string(EtcdRequestTimeoutMs())});
+    }
+    const bool up =
+        mb::StartAddons(s.daemon, {o_.bin_dir, s.socket, mock.url(), dir + "/state", store, flags});
     if (up) {
       s.fencing = ::fence::FenceController::NewStub(mb::NewChannel("unix:" + s.socket, 0));
     }
@@ -322,7 +366,7 @@ class Bench {
       if (!StartServer(s, mock, index, tag, 3600000)) {
         return Failed(way, "mizarmp-addons did not come up (" + s.socket + ".log)");
       }
-      if (index && !Publish(s, c, way)) return way;
+      if (index && !Publish({&s}, c, way)) return way;
       const SimulatedPort& one = c.all[c.all.size() / 2];
       if (!FenceOne(s, mock, one, way)) return way;
       if (!FenceMany(s, mock, c, many, way)) return way;
@@ -335,7 +379,7 @@ class Bench {
     if (!StartServer(idle, mock, index, tag, o_.idle_interval_ms)) {
       return Failed(way, "mizarmp-addons did not come up again (" + idle.socket + ".log)");
     }
-    if (!MeasureIdle(idle, mock, way)) return way;
+    if (!MeasureIdle({&idle}, mock, way)) return way;
     way["idle_peak_rss_kib"] = StatusKib(idle.daemon.pid(), "VmHWM");
     // Every port up again, so the next way (or check) starts from the same ports.
     json lift = OneRpc(idle, mock, many, /*unfence=*/true, std::chrono::minutes(10));
@@ -345,6 +389,231 @@ class Bench {
     if (!down || !down->empty()) return Failed(way, "ports left down after the last unfence");
     way["measured"] = true;
     return way;
+  }
+
+  // ------------------------------------------------------------------------- the etcd way
+  // Two replicas, so that one leads and the other stands by, as a deployment runs them.
+  using Replicas = std::array<std::unique_ptr<Server>, 2>;
+
+  // Each size's keys under a prefix of their own, deleted after the size.
+  static std::string EtcdPrefix(int size) {
+    return "/bench/fence-scale/n" + std::to_string(size) + "/";
+  }
+
+  bool StartReplicas(Replicas& r, const mb::Mock& mock, const std::string& tag, int interval_ms,
+                     const std::string& prefix) const {
+    for (size_t i = 0; i < r.size(); ++i) {
+      const std::string name = tag + "-" + static_cast<char>('a' + i);
+      r[i] = std::make_unique<Server>();
+      const EtcdReplica replica{prefix, name};
+      if (!StartServer(*r[i], mock, /*index=*/true, name, interval_ms, &replica)) return false;
+    }
+    return true;
+  }
+
+  // Whether the server's leader gauge says it leads; nullopt when its metrics cannot be read.
+  std::optional<bool> Leads(const Server& s) const {
+    httplib::Client http("127.0.0.1", s.metrics_port);
+    auto answer = http.Get("/metrics");
+    if (!answer || answer->status != 200) return std::nullopt;
+    std::istringstream in(answer->body);
+    for (std::string line; std::getline(in, line);) {
+      const std::string gauge = "mizarmp_addons_leader";
+      if (line.rfind(gauge, 0) == 0 && (line[gauge.size()] == ' ' || line[gauge.size()] == '{')) {
+        return std::atof(line.substr(line.rfind(' ') + 1).c_str()) == 1;
+      }
+    }
+    return false;
+  }
+
+  // Which replica leads, once one does (its gauge is set by its store poll, every 200 ms).
+  std::optional<size_t> AwaitLeader(const Replicas& r, std::chrono::seconds timeout) const {
+    const auto end = mb::Clock::now() + timeout;
+    while (mb::Clock::now() < end) {
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (Leads(*r[i]) == std::optional<bool>(true)) return i;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
+  static std::vector<Server*> Both(const Replicas& r) { return {r[0].get(), r[1].get()}; }
+
+  json MeasureEtcdWay(const mb::Mock& mock, const Cluster& c, bool largest) {
+    json way = {{"measured", false}, {"replicas", 2}, {"lease_ttl_s", o_.lease_ttl}};
+    const std::string tag = "etcd-" + std::to_string(c.size);
+    const std::string prefix = EtcdPrefix(c.size);
+    const std::vector<std::string> many = SpreadAddresses(c, o_.cidrs);
+    const auto lead_timeout = std::chrono::seconds(4 * o_.lease_ttl + 30);
+    {
+      Replicas r;
+      if (!StartReplicas(r, mock, tag, 3600000, prefix)) {
+        return Failed(way,
+                      "an etcd replica did not come up (" + o_.work_dir + "/" + tag + "-*.log)");
+      }
+      const std::optional<size_t> leader = AwaitLeader(r, lead_timeout);
+      if (!leader) return Failed(way, "no etcd replica leads");
+      Server& lead = *r[*leader];
+      Server& standby = *r[1 - *leader];
+      if (!Publish(Both(r), c, way)) return way;
+      const SimulatedPort& one = c.all[c.all.size() / 2];
+      if (!FenceOne(lead, mock, one, way)) return way;
+      if (!FenceMany(lead, mock, c, many, way)) return way;
+      way["peak_rss_kib"] = StatusKib(lead.daemon.pid(), "VmHWM");
+      way["rss_kib"] = StatusKib(lead.daemon.pid(), "VmRSS");
+      way["standby_peak_rss_kib"] = StatusKib(standby.daemon.pid(), "VmHWM");
+      way["etcd_rss_kib"] = EtcdRssKib();
+    }
+    // The idle reconcile on a pair whose passes come every --idle-interval-ms: the leader's
+    // passes, and the standby's polls of the store meanwhile.
+    Replicas idle;
+    if (!StartReplicas(idle, mock, tag + "-idle", o_.idle_interval_ms, prefix)) {
+      return Failed(way, "an etcd replica did not come up again");
+    }
+    std::optional<size_t> leader = AwaitLeader(idle, lead_timeout);
+    if (!leader) return Failed(way, "no etcd replica leads the idle pair");
+    if (!MeasureIdle(Both(idle), mock, way)) return way;
+    way["idle_peak_rss_kib"] = StatusKib(idle[*leader]->daemon.pid(), "VmHWM");
+    way["idle_standby_peak_rss_kib"] = StatusKib(idle[1 - *leader]->daemon.pid(), "VmHWM");
+    if (largest && !MeasureFailover(idle, *leader, mock, c, tag, prefix, way)) return way;
+    json lift = OneRpc(*idle[*leader], mock, many, /*unfence=*/true, std::chrono::minutes(10));
+    if (lift.contains("why")) {
+      return Failed(way, "the last unfence: " + lift["why"].get<std::string>());
+    }
+    const std::optional<std::set<std::string>> down = DownPorts(mock);
+    if (!down || !down->empty()) return Failed(way, "ports left down after the last unfence");
+    for (auto& replica : idle) replica.reset();
+    way["etcd_cleanup"] = ForgetEtcdKeys(prefix);
+    way["measured"] = true;
+    return way;
+  }
+
+  // A port whose address is none of the large fence's (SpreadAddresses takes every stride-th
+  // port from the first): its fence is a change to make. Another one each run.
+  const SimulatedPort& UnfencedPort(const Cluster& c, int run) const {
+    const size_t stride = std::max<size_t>(1, c.all.size() / static_cast<size_t>(o_.cidrs));
+    const size_t at = (c.all.size() / 5 + static_cast<size_t>(run) * 997 * stride) % c.all.size();
+    return c.all[stride > 1 ? (at - at % stride + 1) % c.all.size() : at];
+  }
+
+  // --failovers times: kill -9 of the leader, and at once a fence of one port's /32 through the
+  // other replica; the times from the kill until that replica leads and until the fence
+  // answered OK and the port is down. The killed replica comes back as the next standby.
+  bool MeasureFailover(Replicas& r, size_t& leader, const mb::Mock& mock, const Cluster& c,
+                       const std::string& tag, const std::string& prefix, json& way) {
+    std::vector<double> to_leads, to_fenced;
+    for (int run = 0; run < o_.failovers; ++run) {
+      const SimulatedPort& port = UnfencedPort(c, run);
+      const size_t survivor = 1 - leader;
+      const auto killed = mb::Clock::now();
+      ::kill(r[leader]->daemon.pid(), SIGKILL);
+      std::atomic<double> fenced_ms{-1};
+      json answer;
+      std::thread fence([&] {
+        answer = OneRpc(*r[survivor], mock, {port.ip}, /*unfence=*/false,
+                        std::chrono::seconds(4 * o_.lease_ttl + 120));
+        fenced_ms = mb::Ms(mb::Clock::now() - killed);
+      });
+      r[leader]->daemon.Wait(std::chrono::seconds(10));
+      double leads_ms = -1;
+      while (leads_ms < 0 &&
+             mb::Clock::now() - killed < std::chrono::seconds(4 * o_.lease_ttl + 120)) {
+        if (Leads(*r[survivor]) == std::optional<bool>(true))
+          leads_ms = mb::Ms(mb::Clock::now() - killed);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      fence.join();
+      if (leads_ms < 0) return Fail(way, "failover: the other replica never led");
+      if (answer.contains("why")) {
+        return Fail(way, "failover: the fence through the other replica: " +
+                             answer["why"].get<std::string>());
+      }
+      if (AdminStateUp(mock, port.id) != std::optional<bool>(false)) {
+        return Fail(way, "failover: the port is not down after the fence");
+      }
+      to_leads.push_back(leads_ms);
+      to_fenced.push_back(fenced_ms.load());
+      std::cerr << "   failover " << run << ": leads after " << leads_ms << " ms, fence OK after "
+                << fenced_ms.load() << " ms\n";
+      json lift = OneRpc(*r[survivor], mock, {port.ip}, /*unfence=*/true, std::chrono::minutes(5));
+      if (lift.contains("why")) return Fail(way, "failover: the unfence after it failed");
+      const std::string name = tag + "-r" + std::to_string(run);
+      r[leader] = std::make_unique<Server>();
+      const EtcdReplica replica{prefix, name};
+      if (!StartServer(*r[leader], mock, true, name, o_.idle_interval_ms, &replica)) {
+        return Fail(way, "failover: the killed replica did not come back");
+      }
+      leader = survivor;
+    }
+    way["failover"] = {{"runs", o_.failovers},
+                       {"to_leads_ms", to_leads},
+                       {"to_fence_ok_ms", to_fenced},
+                       {"leads", mb::StatsJson(mb::Summarize(to_leads))},
+                       {"fence_ok", mb::StatsJson(mb::Summarize(to_fenced))}};
+    return true;
+  }
+
+  // Deletes the size's fence store and index keys and compacts etcd's history past them, so
+  // the next size starts from a cluster no bigger than at the start. What was done, as JSON.
+  json ForgetEtcdKeys(const std::string& prefix) const {
+    const std::vector<std::string> endpoints = EtcdEndpoints();
+    auto kv = etcdserverpb::KV::NewStub(
+        grpc::CreateChannel(endpoints.front(), grpc::InsecureChannelCredentials()));
+    int64_t deleted = 0, revision = 0;
+    // The store under the prefix, the index beside it (fence::PortIndexPrefix).
+    const std::string base = prefix.substr(0, prefix.size() - 1);
+    for (const std::string& range : {prefix, base + "-index/"}) {
+      etcdserverpb::DeleteRangeRequest req;
+      req.set_key(range);
+      std::string end = range;
+      end.back() = static_cast<char>(end.back() + 1);
+      req.set_range_end(end);
+      etcdserverpb::DeleteRangeResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+      if (!kv->DeleteRange(&ctx, req, &resp).ok()) return {{"deleted", deleted}, {"ok", false}};
+      deleted += resp.deleted();
+      revision = resp.header().revision();
+    }
+    // etcdctl: the trimmed etcd proto here has no Compact.
+    std::string joined;
+    for (const std::string& e : endpoints) joined += (joined.empty() ? "" : ",") + e;
+    const std::string command = "ETCDCTL_API=3 etcdctl --endpoints=" + joined + " compact " +
+                                std::to_string(revision) + " >/dev/null 2>&1";
+    const bool compacted = std::system(command.c_str()) == 0;
+    return {{"deleted", deleted}, {"compacted_at", revision}, {"ok", compacted}};
+  }
+
+  std::vector<std::string> EtcdEndpoints() const {
+    std::string list = o_.etcd;
+    if (list.rfind("etcd://", 0) == 0) list = list.substr(7);
+    return mb::Split(list, ',');
+  }
+
+  std::vector<pid_t> EtcdPids() const {
+    std::vector<pid_t> pids;
+    for (const std::string& p : mb::Split(o_.etcd_pids, ',')) pids.push_back(std::atoi(p.c_str()));
+    return pids;
+  }
+
+  double EtcdCpuMs() const {
+    double ms = 0;
+    for (const pid_t pid : EtcdPids()) ms += ProcessCpuMs(pid);
+    return ms;
+  }
+
+  // The members' RSS together; 0 without --etcd-pids.
+  int64_t EtcdRssKib() const {
+    int64_t kib = 0;
+    for (const pid_t pid : EtcdPids()) kib += std::max<int64_t>(0, StatusKib(pid, "VmRSS"));
+    return kib;
+  }
+
+  static double CpuMs(const std::vector<Server*>& servers) {
+    double ms = 0;
+    for (const Server* s : servers) ms += ProcessCpuMs(s->daemon.pid());
+    return ms;
   }
 
   // --cidrs addresses spread evenly over the cluster (so over its nodes).
@@ -357,14 +626,16 @@ class Bench {
     return out;
   }
 
-  // The simulated node agents: --publishers at a time, each node's ports in one Publish.
-  bool Publish(Server& s, const Cluster& c, json& way) {
+  // The simulated node agents: --publishers at a time, each node's ports in one Publish, agent
+  // w publishing to servers[w % servers.size()] (agents spread over the replicas).
+  bool Publish(const std::vector<Server*>& servers, const Cluster& c, json& way) {
     std::atomic<size_t> next{0};
     std::atomic<int> failed{0};
     std::vector<std::vector<double>> took(static_cast<size_t>(o_.publishers));
     std::string error;
     std::mutex error_mu;
     auto agent = [&](size_t worker) {
+      const Server& s = *servers[worker % servers.size()];
       auto stub = mizarmp::v1::PortIndex::NewStub(
           mb::NewChannel("unix:" + s.socket, 100 + static_cast<int>(worker)));
       for (size_t n = next++; n < c.nodes.size(); n = next++) {
@@ -388,7 +659,8 @@ class Bench {
         }
       }
     };
-    const double cpu0 = ProcessCpuMs(s.daemon.pid());
+    const double cpu0 = CpuMs(servers);
+    const double etcd_cpu0 = EtcdCpuMs();
     const auto t0 = mb::Clock::now();
     std::vector<std::thread> agents;
     for (size_t w = 0; w < static_cast<size_t>(o_.publishers); ++w) agents.emplace_back(agent, w);
@@ -398,7 +670,8 @@ class Bench {
     for (const auto& v : took) all.insert(all.end(), v.begin(), v.end());
     way["publish"] = {{"nodes", c.nodes.size()},
                       {"s", seconds},
-                      {"addons_cpu_ms", ProcessCpuMs(s.daemon.pid()) - cpu0},
+                      {"addons_cpu_ms", CpuMs(servers) - cpu0},
+                      {"etcd_cpu_ms", EtcdCpuMs() - etcd_cpu0},
                       {"per_node", mb::StatsJson(mb::Summarize(all))},
                       {"failed", failed.load()}};
     std::cerr << "   published " << c.nodes.size() << " nodes in " << seconds << " s\n";
@@ -514,20 +787,23 @@ class Bench {
     return ids;
   }
 
-  // Passes of the server for --idle-seconds: per pass, its CPU and what it asked of the mock.
-  bool MeasureIdle(Server& s, const mb::Mock& mock, json& way) {
+  // Passes of the servers (one, or the replicas of which one leads) for --idle-seconds: per
+  // pass, the servers' CPU (and etcd's, given its pids) and what was asked of the mock.
+  bool MeasureIdle(const std::vector<Server*>& servers, const mb::Mock& mock, json& way) {
     // The first pass runs at start-up, before the window; the window starts after one.
-    const auto first = WaitForPasses(s, 1, std::chrono::minutes(5));
+    const auto first = WaitForPasses(servers, 1, std::chrono::minutes(5));
     if (!first) return Fail(way, "idle: no enforcement pass within 5 minutes (metrics)");
     const MockCounters mock0 = Counters(mock);
-    const double addons_cpu0 = ProcessCpuMs(s.daemon.pid()), mock_cpu0 = ProcessCpuMs(mock.pid());
-    const auto passes0 = Passes(s);
+    const double addons_cpu0 = CpuMs(servers), mock_cpu0 = ProcessCpuMs(mock.pid());
+    const double etcd_cpu0 = EtcdCpuMs();
+    const auto passes0 = Passes(servers);
     const auto t0 = mb::Clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(o_.idle_seconds));
-    const auto passes1 = Passes(s);
+    const auto passes1 = Passes(servers);
     const double window_s = mb::Ms(mb::Clock::now() - t0) / 1000;
-    const double addons_cpu = ProcessCpuMs(s.daemon.pid()) - addons_cpu0;
+    const double addons_cpu = CpuMs(servers) - addons_cpu0;
     const double mock_cpu = ProcessCpuMs(mock.pid()) - mock_cpu0;
+    const double etcd_cpu = EtcdCpuMs() - etcd_cpu0;
     const MockCounters mock1 = Counters(mock);
     const double requests = static_cast<double>(mock1.requests - mock0.requests);
     const double bytes = static_cast<double>(mock1.response_bytes - mock0.response_bytes);
@@ -541,6 +817,7 @@ class Bench {
                    {"failed_passes", failed_passes},
                    {"addons_cpu_ms_per_pass", addons_cpu / passes},
                    {"mock_cpu_ms_per_pass", mock_cpu / passes},
+                   {"etcd_cpu_ms_per_pass", etcd_cpu / passes},
                    {"requests_per_pass", requests / passes},
                    {"bytes_per_pass", bytes / passes},
                    {"addons_core_share", addons_cpu / (window_s * 1000)}};
@@ -549,6 +826,18 @@ class Bench {
               << way["idle"]["bytes_per_pass"] << " bytes per pass\n";
     if (failed_passes > 0) return Fail(way, "idle: some passes failed");
     return true;
+  }
+
+  // (ok, failed) passes so far of all `servers`, from their metrics.
+  std::optional<std::pair<double, double>> Passes(const std::vector<Server*>& servers) const {
+    std::pair<double, double> total{0, 0};
+    for (const Server* s : servers) {
+      const auto counts = Passes(*s);
+      if (!counts) return std::nullopt;
+      total.first += counts->first;
+      total.second += counts->second;
+    }
+    return total;
   }
 
   // (ok, failed) passes so far, from the server's metrics.
@@ -568,11 +857,12 @@ class Bench {
     return counts;
   }
 
-  std::optional<std::pair<double, double>> WaitForPasses(const Server& s, double at_least,
+  std::optional<std::pair<double, double>> WaitForPasses(const std::vector<Server*>& servers,
+                                                         double at_least,
                                                          std::chrono::minutes timeout) const {
     const auto end = mb::Clock::now() + timeout;
     while (mb::Clock::now() < end) {
-      auto p = Passes(s);
+      auto p = Passes(servers);
       if (p && p->first + p->second >= at_least) return p;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -667,6 +957,14 @@ FlagTable Flags(Options& o) {
         &o.idle_seconds);
   t.Int("lease-seconds", "S", "the server's publication lease (default 3600, its maximum)", 3, 3600,
         &o.lease_seconds);
+  t.String("etcd", "LOCATION",
+           "etcd://HOST:PORT,... of a running cluster: measure two replicas on it too", &o.etcd);
+  t.String("etcd-pids", "PID,...", "etcd's members, whose CPU and RSS are reported", &o.etcd_pids);
+  t.Int("lease-ttl", "S",
+        "the etcd replicas' leader lease (default 7; Mizar-MP's timeouts are cut to half of it)", 4,
+        60, &o.lease_ttl);
+  t.Int("failovers", "N", "kills of the etcd leader at the largest size (default 3)", 1, 20,
+        &o.failovers);
   return t;
 }
 

@@ -1322,8 +1322,11 @@ def failover_section(run):
 
 
 # ------------------------------------------------------------------------- fencing at scale
-# The two ways a pass finds ports, as fence-scale.json names them, and as the report does.
-SCALE_WAYS = (("index", "port index"), ("whole_list", "whole list"))
+# The ways measured, as fence-scale.json names them, and as the report does: on SQLite with the
+# port index and with the whole list, and (given --etcd) two replicas on etcd with its port index.
+SCALE_WAYS = (("index", "port index"), ("whole_list", "whole list"), ("etcd", "etcd, 2 replicas"))
+# The ways with a port index: their publications and their ratios.
+SCALE_INDEX_WAYS = (("index", "port index"), ("etcd", "etcd, 2 replicas"))
 
 
 def scale_rows(run):
@@ -1338,35 +1341,41 @@ def scale_way(row, way, *keys):
     return g(w, *keys) if w.get("measured") else None
 
 
-def scale_peak_rss(row, way):
+def scale_peak_rss(row, way, keys=("peak_rss_kib", "idle_peak_rss_kib")):
     """mizarmp-addons' peak RSS (VmHWM) of one way: the larger of its two servers' (the one that
-    took the publication and the fences, the one that ran the idle passes)."""
-    peaks = [scale_way(row, way, k) for k in ("peak_rss_kib", "idle_peak_rss_kib")]
+    took the publication and the fences, the one that ran the idle passes; on etcd, the leader of
+    each pair)."""
+    peaks = [scale_way(row, way, k) for k in keys]
     peaks = [p for p in peaks if p is not None]
     return max(peaks) if peaks else None
 
 
-def scale_ends(run):
-    """(smallest, largest) sizes with the index measured; None with fewer than two."""
-    rows = [r for r in scale_rows(run) if g(r, "index", "measured")]
+def scale_standby_rss(row):
+    """The etcd way's standby replica: the larger peak RSS of the two pairs' standbys."""
+    return scale_peak_rss(row, "etcd", ("standby_peak_rss_kib", "idle_standby_peak_rss_kib"))
+
+
+def scale_ends(run, way="index"):
+    """(smallest, largest) sizes with `way` measured; None with fewer than two."""
+    rows = [r for r in scale_rows(run) if g(r, way, "measured")]
     return (rows[0], rows[-1]) if len(rows) >= 2 else None
 
 
-def scale_ratio(run, figure):
-    """figure(largest) / figure(smallest) over the index's sizes, with both rows; (None, ...) without."""
-    ends = scale_ends(run)
+def scale_ratio(run, figure, way="index"):
+    """figure(largest) / figure(smallest) over the way's sizes, with both rows; (None, ...) without."""
+    ends = scale_ends(run, way)
     if not ends:
         return None, None, None
     a, b = figure(ends[0]), figure(ends[1])
     return (b / a if a and b is not None else None), ends[0], ends[1]
 
 
-def scale_fence_one(row):
-    return scale_way(row, "index", "fence_one", "ms")
+def scale_fence_one(way):
+    return lambda row: scale_way(row, way, "fence_one", "ms")
 
 
-def scale_index_rss(row):
-    return scale_peak_rss(row, "index")
+def scale_addons_rss(way):
+    return lambda row: scale_peak_rss(row, way)
 
 
 def fence_scale_minutes(run):
@@ -1376,19 +1385,22 @@ def fence_scale_minutes(run):
 
 
 def fence_scale_target_rows(run):
-    why = "no fence-scale results with the index at two sizes (fence-scale.json)"
     rows = []
-    for label, figure, unit in (("fence of one /32", scale_fence_one, ms),
-                                ("mizarmp-addons peak RSS", scale_index_rss, kib)):
-        ratio, small, large = scale_ratio(run, figure)
-        name = f"issue 35: {label} with the port index, largest size over smallest"
-        if ratio is None:
-            rows.append(unmeasured_row(name, f"<= {FENCE_SCALE_RATIO_TARGET}x", why))
-            continue
-        rows.append((f"issue 35: {label} with the port index, {large['ports']:,} over {small['ports']:,} ports",
-                     f"<= {FENCE_SCALE_RATIO_TARGET}x",
-                     f"{unit(figure(large))} / {unit(figure(small))} = **{ratio:.2f}x**",
-                     verdict(ratio <= FENCE_SCALE_RATIO_TARGET)))
+    for way, way_name in SCALE_INDEX_WAYS:
+        if way == "etcd" and not g(run.fence_scale, "config", "etcd"):
+            continue  # run without --etcd: no etcd rows to miss
+        why = f"no fence-scale results of the {way_name} way at two sizes (fence-scale.json)"
+        for label, figure, unit in (("fence of one /32", scale_fence_one(way), ms),
+                                    ("mizarmp-addons peak RSS", scale_addons_rss(way), kib)):
+            ratio, small, large = scale_ratio(run, figure, way)
+            name = f"issue 35: {label}, {way_name}, largest size over smallest"
+            if ratio is None:
+                rows.append(unmeasured_row(name, f"<= {FENCE_SCALE_RATIO_TARGET}x", why))
+                continue
+            rows.append((f"issue 35: {label}, {way_name}, {large['ports']:,} over {small['ports']:,} ports",
+                         f"<= {FENCE_SCALE_RATIO_TARGET}x",
+                         f"{unit(figure(large))} / {unit(figure(small))} = **{ratio:.2f}x**",
+                         verdict(ratio <= FENCE_SCALE_RATIO_TARGET)))
     return rows
 
 
@@ -1437,7 +1449,10 @@ def scale_latency_lines(run, rows):
         scale_series(rows, "whole_list", lambda r, w: scale_way(r, w, "fence_one", "ms"), "fence 1 /32, whole list"),
         scale_series(rows, "index", lambda r, w: scale_way(r, w, "fence_many", "ms"), "fence 1,000 /32, port index"),
         scale_series(rows, "whole_list", lambda r, w: scale_way(r, w, "fence_many", "ms"),
-                     "fence 1,000 /32, whole list")])
+                     "fence 1,000 /32, whole list"),
+        scale_series(rows, "etcd", lambda r, w: scale_way(r, w, "fence_one", "ms"), "fence 1 /32, etcd, 2 replicas"),
+        scale_series(rows, "etcd", lambda r, w: scale_way(r, w, "fence_many", "ms"),
+                     "fence 1,000 /32, etcd, 2 replicas")])
     return (["### Fence and unfence time", "", picture, ""]
             + table(["ports", "way", "fence 1 /32", "REST calls", "unfence 1 /32", "fence 1,000 /32", "REST calls",
                      "CPU mizarmp-addons", "CPU mock"], table_rows)
@@ -1447,20 +1462,27 @@ def scale_latency_lines(run, rows):
 
 def scale_memory_lines(run, rows):
     table_rows = [(f"{r['ports']:,}", f"{r.get('nodes', 0):,}", kib(scale_peak_rss(r, "index")),
-                   kib(scale_peak_rss(r, "whole_list")), kib(r.get("mock_rss_kib")), kib(r.get("mock_hwm_kib")),
-                   fmt(r.get("create_s"), "s", 1), fmt(r.get("create_ports_per_s"), "/s", 0)) for r in rows]
+                   kib(scale_peak_rss(r, "whole_list")), kib(scale_peak_rss(r, "etcd")), kib(scale_standby_rss(r)),
+                   kib(scale_way(r, "etcd", "etcd_rss_kib") or None), kib(r.get("mock_rss_kib")),
+                   kib(r.get("mock_hwm_kib")), fmt(r.get("create_s"), "s", 1),
+                   fmt(r.get("create_ports_per_s"), "/s", 0)) for r in rows]
 
     def mib(v):
         return None if v is None else v / 1024
     picture = scale_plot(run, "fence_scale_rss.png", "Peak RSS", "MiB (log)", [
         scale_series(rows, "index", lambda r, w: mib(scale_peak_rss(r, w)), "mizarmp-addons, port index"),
         scale_series(rows, "whole_list", lambda r, w: mib(scale_peak_rss(r, w)), "mizarmp-addons, whole list"),
+        scale_series(rows, "etcd", lambda r, w: mib(scale_peak_rss(r, w)), "mizarmp-addons, etcd, the leader"),
+        scale_series(rows, "etcd", lambda r, w: mib(scale_standby_rss(r)), "mizarmp-addons, etcd, the standby"),
         ("mizarmp-mock (Alcor's side)", [r["ports"] for r in rows], [mib(r.get("mock_rss_kib")) for r in rows])])
     return (["### Memory", "", picture, ""]
-            + table(["ports", "nodes", "mizarmp-addons peak RSS, index", "whole list", "mock RSS after creation",
-                     "mock peak RSS", "creation", "ports created"], table_rows)
+            + table(["ports", "nodes", "mizarmp-addons peak RSS, index", "whole list", "etcd, leader",
+                     "etcd, standby", "etcd's 3 members (RSS)", "mock RSS after creation", "mock peak RSS",
+                     "creation", "ports created"], table_rows)
             + ["", "mizarmp-addons: VmHWM of each way's two servers (the one that took the publication and the "
-                   "fences, the one that ran the idle passes), the larger. The mock: its ports created by Alcor's "
+                   "fences, the one that ran the idle passes), the larger; on etcd, of the two pairs' leaders and "
+                   "of their standbys. etcd's members: their VmRSS together after the fences (their history of "
+                   "the earlier sizes compacted away). The mock: its ports created by Alcor's "
                    "bulk create (`POST /ports/bulk`) over one kept-alive connection.", ""])
 
 
@@ -1470,9 +1492,11 @@ def scale_idle_lines(run, rows):
         for way, name in SCALE_WAYS:
             idle = scale_way(r, way, "idle")
             if idle:
+                etcd_cpu = idle.get("etcd_cpu_ms_per_pass") if way == "etcd" else None
                 table_rows.append((f"{r['ports']:,}", name, f"{idle.get('passes', 0):.0f}",
                                    ms(idle.get("addons_cpu_ms_per_pass"), 2), ms(idle.get("mock_cpu_ms_per_pass"), 2),
-                                   num(idle.get("requests_per_pass"), 1), bytes_text(idle.get("bytes_per_pass"))))
+                                   ms(etcd_cpu, 2) if etcd_cpu else "", num(idle.get("requests_per_pass"), 1),
+                                   bytes_text(idle.get("bytes_per_pass"))))
     cpu = scale_plot(run, "fence_scale_idle_cpu.png", "Idle reconcile: CPU of mizarmp-addons per pass",
                      "ms per pass (log)", [
                          scale_series(rows, way, lambda r, w: scale_way(r, w, "idle", "addons_cpu_ms_per_pass"), name)
@@ -1483,25 +1507,54 @@ def scale_idle_lines(run, rows):
                           for way, name in SCALE_WAYS])
     cfg = run.fence_scale.get("config", {})
     return (["### The idle reconcile, per pass", "", cpu, "", sent, ""]
-            + table(["ports", "way", "passes watched", "CPU mizarmp-addons", "CPU mock", "requests to the mock",
-                     "bytes the mock answered"], table_rows)
+            + table(["ports", "way", "passes watched", "CPU mizarmp-addons", "CPU mock", "CPU etcd",
+                     "requests to the mock", "bytes the mock answered"], table_rows)
             + ["", f"With the {cfg.get('cidrs', 1000):,} /32 fences in place: a second mizarmp-addons on the same "
                    f"store passing every {cfg.get('idle_interval_ms')} ms, watched for {cfg.get('idle_seconds')} s "
                    "after its first pass (passes counted by its `mizarmp_addons_enforcement_passes_total`). Requests "
                    "and bytes (the bodies of the answers) as the mock counts them (`/mock/state`). At the default interval of 10 s, a core's share is the CPU "
-                   "per pass / 10 s.", ""])
+                   "per pass / 10 s. On etcd a second pair of replicas on the same keys: the CPU is both replicas' "
+                   "(the leader's passes, the standby's polls of the store), and etcd's is its three members' "
+                   "together.", ""])
 
 
 def scale_publication_lines(rows):
-    table_rows = [(f"{r['ports']:,}", f"{g(r, 'index', 'publish', 'nodes', default=0):,}",
-                   fmt(scale_way(r, "index", "publish", "s"), "s", 2),
-                   ms(scale_way(r, "index", "publish", "per_node", "median_ms"), 2),
-                   ms(scale_way(r, "index", "publish", "per_node", "p99_ms"), 2),
-                   ms(scale_way(r, "index", "publish", "addons_cpu_ms"), 0)) for r in rows
-                  if scale_way(r, "index", "publish")]
+    table_rows = []
+    for r in rows:
+        for way, name in SCALE_INDEX_WAYS:
+            if not scale_way(r, way, "publish"):
+                continue
+            etcd_cpu = scale_way(r, way, "publish", "etcd_cpu_ms") if way == "etcd" else None
+            table_rows.append((f"{r['ports']:,}", name, f"{g(r, way, 'publish', 'nodes', default=0):,}",
+                               fmt(scale_way(r, way, "publish", "s"), "s", 2),
+                               ms(scale_way(r, way, "publish", "per_node", "median_ms"), 2),
+                               ms(scale_way(r, way, "publish", "per_node", "p99_ms"), 2),
+                               ms(scale_way(r, way, "publish", "addons_cpu_ms"), 0),
+                               ms(etcd_cpu, 0) if etcd_cpu else ""))
     return (["### Publication of every node", ""]
-            + table(["ports", "nodes", "all nodes", "per node, median", "p99", "CPU mizarmp-addons"], table_rows)
-            + [""])
+            + table(["ports", "way", "nodes", "all nodes", "per node, median", "p99", "CPU mizarmp-addons",
+                     "CPU etcd"], table_rows)
+            + ["", "On etcd the agents publish through both replicas, half each; the CPU is both replicas'.", ""])
+
+
+def scale_failover_lines(run, rows):
+    """The etcd replicas' failover at the largest size the etcd way was measured at."""
+    measured = [r for r in rows if scale_way(r, "etcd", "failover")]
+    if not measured:
+        return []
+    r = measured[-1]
+    f = scale_way(r, "etcd", "failover")
+    runs = [(str(i + 1), ms(a), ms(b)) for i, (a, b) in
+            enumerate(zip(f.get("to_leads_ms", []), f.get("to_fence_ok_ms", [])))]
+    runs.append(("median", ms(g(f, "leads", "median_ms")), ms(g(f, "fence_ok", "median_ms"))))
+    ttl = g(run.fence_scale, "config", "etcd_lease_ttl_s")
+    return (["### Failover of the etcd replicas", ""]
+            + table(["run", "to the other replica leading", "to its FenceClusterNetwork answering OK"], runs)
+            + ["", f"At {r['ports']:,} ports, the {g(run.fence_scale, 'config', 'cidrs', default=0):,} /32 fences "
+                   f"in place, leader lease {ttl} s: kill -9 of the leader, and at once a FenceClusterNetwork of one "
+                   "more port's /32 through the other replica, which answers once a leader's pass enforced it "
+                   "(checked at the mock). Leading: its `mizarmp_addons_leader` gauge, polled every 10 ms. The "
+                   "killed replica is started again as the standby of the next run.", ""])
 
 
 def scale_refusal_lines(run, rows):
@@ -1537,7 +1590,11 @@ def fence_scale_section(run):
               f"`mizarmp.v1.PortIndex/Publish`, {cfg.get('publishers')} at a time, the publication lease "
               f"{cfg.get('lease_seconds')} s so that every node stays live) and, below the row limit, with the "
               f"whole list. Fence + unfence of one /32: median of {cfg.get('rounds')} pairs; fence of "
-              f"{cfg.get('cidrs', 0):,} /32s: median of {cfg.get('many_rounds')}. Every RPC is checked at the mock "
+              f"{cfg.get('cidrs', 0):,} /32s: median of {cfg.get('many_rounds')}. "
+              + ("The same on the same ports with two replicas on the etcd fence store and its port index (a "
+                 "3-member etcd cluster on loopback), the publications spread over both replicas, the RPCs "
+                 "through the leader. " if cfg.get("etcd") else "Not on etcd (the driver was given no --etcd). ")
+              + "Every RPC is checked at the mock "
               "(the fenced ports down, the rest up). The machine was shared with other engineers' builds.", ""]
     lines += error_lines(run.fence_scale)
     measured = {r["ports"] for r in rows}
@@ -1546,7 +1603,7 @@ def fence_scale_section(run):
         lines += [f"- **not measured**: {', '.join(f'{n:,}' for n in missing)} ports (asked for, but the driver "
                   "stopped before it wrote them; the log of the run says where).", ""]
     lines += (scale_latency_lines(run, rows) + scale_memory_lines(run, rows) + scale_idle_lines(run, rows)
-              + scale_publication_lines(rows) + scale_refusal_lines(run, rows))
+              + scale_publication_lines(rows) + scale_failover_lines(run, rows) + scale_refusal_lines(run, rows))
     return block(lines)
 
 

@@ -115,12 +115,30 @@ class FullRun(unittest.TestCase):
         for row in sizes:
             index = row["index"]
             self.assertIn(f"| {row['ports']:,} | port index | {index['fence_one']['ms']:.1f} ms |", section)
-            self.assertIn(f"| {row['ports']:,} | {row['nodes']:,} | {index['publish']['s']:.2f} s |", section)
+            self.assertIn(f"| {row['ports']:,} | port index | {row['nodes']:,} | {index['publish']['s']:.2f} s |",
+                          section)
         below = [r for r in sizes if r["whole_list"].get("measured")]
         self.assertTrue(below, "the fixture has a size below the row limit")
         whole = below[0]["whole_list"]
         self.assertIn(f"| {below[0]['ports']:,} | whole list | {whole['fence_one']['ms']:.1f} ms |", section)
         self.assertIn("(**refused**)", section)
+
+    def test_the_etcd_way_is_beside_the_others(self):
+        sizes = sorted(fixture("fence-scale.json")["sizes"], key=lambda r: r["ports"])
+        section = self.section("## Fencing at scale: the port index vs the whole list")
+        for row in sizes:
+            etcd = row["etcd"]
+            self.assertIn(f"| {row['ports']:,} | etcd, 2 replicas | {etcd['fence_one']['ms']:.1f} ms |", section)
+            self.assertIn(f"| {row['ports']:,} | etcd, 2 replicas | {row['nodes']:,} | {etcd['publish']['s']:.2f} s |",
+                          section)
+            self.assertIn(f"| {etcd['idle']['etcd_cpu_ms_per_pass']:.2f} ms |", section)
+        failover = sizes[-1]["etcd"]["failover"]
+        self.assertIn("### Failover of the etcd replicas", section)
+        self.assertIn(f"| median | {failover['leads']['median_ms']:.1f} ms | {failover['fence_ok']['median_ms']:.1f} ms |",
+                      section)
+        ratio = sizes[-1]["etcd"]["fence_one"]["ms"] / sizes[0]["etcd"]["fence_one"]["ms"]
+        row = next(line for line in self.out.splitlines() if line.startswith("| issue 35: fence of one /32, etcd"))
+        self.assertIn(f"= **{ratio:.2f}x**", row)
 
     def test_the_fence_scale_targets_are_checked(self):
         sizes = sorted(fixture("fence-scale.json")["sizes"], key=lambda r: r["ports"])

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -185,6 +186,18 @@ TYPED_TEST(PortIndexTest, ARepublicationRemovesTheEntriesItNoLongerHas) {
   EXPECT_EQ(publications[0].entries, 2u);
 }
 
+TYPED_TEST(PortIndexTest, ARenewalOfAnEarlierSetAfterAChangeRestoresItsEntries) {
+  auto index = this->Open();
+  ASSERT_NE(index, nullptr);
+  const std::vector<AddressedPort> first = {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}};
+  ASSERT_TRUE(index->Publish("node-a", first, At(1000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", first, At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.3"), "a3"}}, At(3000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", first, At(4000)).ok());
+  EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2"}));
+  EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(4000), 2}}));
+}
+
 TYPED_TEST(PortIndexTest, APortMovedToAnotherNodeStaysWhenItsOldNodeRepublishes) {
   auto index = this->Open();
   ASSERT_NE(index, nullptr);
@@ -339,6 +352,31 @@ class EtcdPortIndex : public ::testing::Test {
     auto done = client->Txn(txn);
     ASSERT_TRUE(done.ok()) << done.status().ToString();
   }
+  void Delete(const std::string& name) {
+    auto client = EtcdIndex::Client();
+    ASSERT_NE(client, nullptr);
+    etcdserverpb::TxnRequest txn;
+    txn.add_success()->mutable_request_delete_range()->set_key(EtcdIndex::Prefix(dir_.path()) +
+                                                               name);
+    auto done = client->Txn(txn);
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+  }
+  // The keys under this test's prefix (without it) written after `revision`, and their values.
+  std::map<std::string, std::string> WrittenAfter(int64_t revision) {
+    auto client = EtcdIndex::Client();
+    if (client == nullptr) return {};
+    const std::string prefix = EtcdIndex::Prefix(dir_.path());
+    etcdserverpb::RangeRequest range;
+    range.set_key(prefix);
+    range.set_range_end(prefix.substr(0, prefix.size() - 1) + "0");  // '0' follows '/'
+    range.set_min_mod_revision(revision + 1);
+    auto answer = client->Range(range);
+    EXPECT_TRUE(answer.ok()) << answer.status().ToString();
+    std::map<std::string, std::string> written;
+    if (!answer.ok()) return written;
+    for (const auto& kv : answer->kvs()) written[kv.key().substr(prefix.size())] = kv.value();
+    return written;
+  }
   // The store's revision: it moves once per transaction that wrote.
   int64_t Revision() {
     auto client = EtcdIndex::Client();
@@ -377,6 +415,14 @@ TEST_F(EtcdPortIndex, KeysThatDoNotDecodeAreSkippedNeverACrash) {
            {"n/", R"({"at_ms":1,"entries":[]})"}}) {
     Put(name, value);
   }
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"l/node-h", "not json"},
+           {"l/node-i", R"({"at_ms":1})"},
+           {"l/node-j", R"({"at_ms":1,"entries":-1})"},
+           {"l/node-k", R"({"at_ms":1,"entries":0,"digest":7})"},
+           {"l/", R"({"at_ms":1,"entries":0})"}}) {
+    Put(name, value);
+  }
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(1000), 1}}));
   // A node whose record does not decode publishes over it, and can be forgotten.
   ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.7"), "b7"}}, At(2000)).ok());
@@ -392,10 +438,70 @@ TEST_F(EtcdPortIndex, ARenewalOfAnUnchangedSetIsOneWrite) {
   ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000)).ok());
   const int64_t before = Revision();
   ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000)).ok());
-  // etcd's revision counts transactions that wrote: the renewal took exactly one.
+  // etcd's revision counts transactions that wrote: the renewal took exactly one, of the
+  // node's lease key alone, a value whose size does not follow the node's entries.
   EXPECT_EQ(Revision(), before + 1);
+  const auto written = WrittenAfter(before);
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_EQ(written.begin()->first, "l/node-a");
+  EXPECT_LT(written.begin()->second.size(), 200u);
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(2000), 1000}}));
   EXPECT_EQ(IdsInside(*index, {Net("10.1.0.0/16")}).size(), 1000u);
+}
+
+TEST_F(EtcdPortIndex, PublicationsAreReadFromTheLeaseKeysAlone) {
+  auto index = Open();
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000)).ok());
+  // The node key, 1,000 entries long, is not what a pass reads: its loss does not show.
+  Put("n/node-a", "not json");
+  EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(2000), 1000}}));
+}
+
+// What a replica of the first layout (node keys without lease keys) does in a rolling upgrade:
+// it rewrites a node's node key and entries, not its lease key.
+TEST_F(EtcdPortIndex, ANodeKeyRewrittenWithoutItsLeaseKeySendsTheRenewalTheLongWay) {
+  auto index = Open();
+  ASSERT_NE(index, nullptr);
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000)).ok());
+  Put("n/node-a", R"({"at_ms":2000,"entries":["040a000002/a2"]})");
+  Put("a/040a000002/a2/node-a", "");
+  Delete("a/040a000001/a1/node-a");
+  // The lease key's digest is that of {a1}, but it no longer vouches for the node key.
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(3000)).ok());
+  EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), std::vector<std::string>{"a1"});
+  EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(3000), 1}}));
+}
+
+// An index the first layout wrote: node keys and entries, no lease keys, no layout key.
+TEST_F(EtcdPortIndex, AnIndexOfTheFirstLayoutGetsItsLeaseKeysWhenOpened) {
+  Put("n/node-a", R"({"at_ms":1000,"entries":["040a000001/a1","040a000002/a2"]})");
+  Put("a/040a000001/a1/node-a", "");
+  Put("a/040a000002/a2/node-a", "");
+  // Interrupted: a3 named, never put.
+  Put("n/node-b", R"({"at_ms":1500,"entries":["040a000003/b3"],"partial":true})");
+  Put("n/node-c", "not json");
+  auto index = Open();
+  ASSERT_NE(index, nullptr);
+  // A node that died before the upgrade is known all the same, so it lapses.
+  EXPECT_EQ(PublicationsOf(*index),
+            (std::vector<Publication>{{"node-a", At(1000), 2}, {"node-b", At(1500), 1}}));
+  EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2"}));
+
+  // Its lease key vouches for its set: the renewal writes the lease key alone.
+  int64_t before = Revision();
+  ASSERT_TRUE(
+      index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}, At(2000)).ok());
+  EXPECT_EQ(WrittenAfter(before).size(), 1u);
+  // A partial node key vouches for nothing: its renewal puts every entry.
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b3"}}, At(2000)).ok());
+  EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2", "b3"}));
+
+  // Once upgraded, opening again writes nothing.
+  before = Revision();
+  ASSERT_NE(Open(), nullptr);
+  EXPECT_EQ(Revision(), before);
 }
 
 // What a batched publication that died after its first transaction leaves: the node key naming
