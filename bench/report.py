@@ -35,6 +35,9 @@ FENCE_TARGET_MS = 150
 # Issue 35: fence of one /32 and mizarmp-addons' peak RSS at the largest size within this factor
 # of the smallest (a million ports against 10,000 in a full run).
 FENCE_SCALE_RATIO_TARGET = 1.5
+# Issue 35 target 7 names no bound; this report holds ADD and DEL (medians) on a node with 10,000
+# attachment records to within this factor of the same on a node with 10.
+RECORDS_RATIO_TARGET = 1.5
 
 # Every latency side whose ADD peak RSS the RSS target covers, in the order the report names them.
 ADD_RSS_SIDES = ("mizarmp", "agent_unplugs_later", "https_ca_file", "https_system_store",
@@ -404,6 +407,7 @@ class Run:
         self.soak = load_json(os.path.join(work, "soak.json"))
         self.store = load_json(os.path.join(work, "store.json"))
         self.fence_scale = load_json(os.path.join(work, "fence-scale.json"))
+        self.records = load_json(os.path.join(work, "records.json"))
         # The addons' fence section again on the etcd fence store (run.sh, beside the store benchmark).
         addons_etcd = load_json(os.path.join(work, "addons-etcd.json"))
         self.latency = self.cni.get("latency", {})
@@ -759,7 +763,7 @@ def targets_section(run):
     rows = (latency_target_rows(run) + version_target_rows(run) + peak_rss_target_rows(run)
             + readiness_target_rows(run) + burst_target_rows(run) + footprint_target_rows(run)
             + rpc_target_rows(run) + getclients_target_rows(run) + fence_target_rows(run) + soak_target_rows(run)
-            + fence_scale_target_rows(run))
+            + fence_scale_target_rows(run) + records_target_rows(run))
     return block(["## Figures against their targets", ""]
                  + table(["figure", "target", "measured (this run)", ""], rows) + [""])
 
@@ -1607,6 +1611,102 @@ def fence_scale_section(run):
     return block(lines)
 
 
+# ------------------------------------------------------------------------- records at scale
+def records_rows(run, section):
+    """One section's rows of the records driver, by record count, smallest first."""
+    rows = g(run.records, section, "by_size", default=[]) or []
+    return sorted((r for r in rows if isinstance(r, dict) and r.get("records")), key=lambda r: r["records"])
+
+
+def records_ends(run, section):
+    """(baseline, largest) rows of one section; None with fewer than two sizes."""
+    rows = records_rows(run, section)
+    return (rows[0], rows[-1]) if len(rows) >= 2 else None
+
+
+def records_ratio(run, section, *keys):
+    """(largest's figure / baseline's, baseline, largest); (None, ...) without both."""
+    ends = records_ends(run, section)
+    if not ends:
+        return None, None, None
+    a, b = g(ends[0], *keys), g(ends[1], *keys)
+    return (b / a if a and b is not None else None), ends[0], ends[1]
+
+
+def records_target_rows(run):
+    target = f"ADD and DEL median <= {RECORDS_RATIO_TARGET}x the baseline's (set here: the issue states none)"
+    ratios = {op: records_ratio(run, "adddel", op, "median_ms") for op in ("add", "del")}
+    if any(r[0] is None for r in ratios.values()):
+        return [unmeasured_row("7. CNI at 10,000 records", target,
+                               "no ADD/DEL at two sizes in records.json")]
+    small, large = ratios["add"][1], ratios["add"][2]
+    text = "; ".join(f"{op.upper()} {ms(g(large, op, 'median_ms'))} / {ms(g(small, op, 'median_ms'))} = "
+                     f"**{ratio:.2f}x**" for op, (ratio, _, _) in ratios.items())
+    for label, section, keys in (("GC, nothing to delete", "gc", ("keep_all", "median_ms")),
+                                 ("`mizarmpctl attachments`", "attachments", ("latency", "median_ms")),
+                                 ("GetFenceClients after a change", "getclients", ("after_change", "median_ms"))):
+        ratio, a, b = records_ratio(run, section, *keys)
+        if ratio is not None:
+            text += f"; {label} {ms(g(b, *keys))} ({ratio:.0f}x)"
+    ok = all(r[0] <= RECORDS_RATIO_TARGET for r in ratios.values())
+    return [(f"7. CNI at {large['records']:,} records (against {small['records']:,})", target, text, verdict(ok))]
+
+
+def records_table_rows(run):
+    """(operation, figure per size...) for every measured operation."""
+    def row(label, section, *keys, unit=ms):
+        values = [g(r, *keys) for r in records_rows(run, section)]
+        ratio = values[-1] / values[0] if len(values) >= 2 and values[0] and values[-1] is not None else None
+        return [label] + [unit(v) for v in values] + [f"{ratio:.2f}x" if ratio is not None else "n/a"]
+
+    rows = [row("ADD, median", "adddel", "add", "median_ms"), row("ADD, p99", "adddel", "add", "p99_ms"),
+            row("DEL, median", "adddel", "del", "median_ms"), row("DEL, p99", "adddel", "del", "p99_ms"),
+            row("`mizarmpctl attachments -o json`, median", "attachments", "latency", "median_ms", unit=lambda x: ms(x, 0)),
+            row("... attachments listed", "attachments", "listed", unit=lambda x: fmt(x, "", 0)),
+            row("GetFenceClients (node mode), first call", "getclients", "first_ms"),
+            row("GetFenceClients, state dir unchanged, median", "getclients", "unchanged", "median_ms", unit=lambda x: ms(x, 2)),
+            row("GetFenceClients, one record just rewritten, median", "getclients", "after_change", "median_ms"),
+            row("GC, every record valid, median", "gc", "keep_all", "median_ms", unit=lambda x: ms(x, 0)),
+            row("GC collecting the stale records", "gc", "collect_ms", unit=lambda x: ms(x, 0)),
+            row("... stale records collected", "gc", "collect_check", "stale", unit=lambda x: fmt(x, "", 0)),
+            row("... attachments left wrong (record, lock or port)", "gc", "collect_check", "attachments_wrong",
+                unit=lambda x: fmt(x, "", 0))]
+    return [r for r in rows if len(r) > 2]
+
+
+def records_section(run):
+    lines = ["## The CNI side on a node holding many attachment records", ""]
+    if not run.records:
+        return block(lines + [not_measured("no records.json in the work directory") + ".", ""])
+    cfg = run.records.get("config", {})
+    sizes = sorted({r["records"] for s in ("adddel", "attachments", "getclients", "gc") for r in records_rows(run, s)})
+    lines += ["`bench/records_driver.cc` (`mizarmp-bench-records`, issue 35 target 7): one node per size, each with "
+              "mizarmp-mock and its agent in a netns of its own and a state dir holding that many attachments as a "
+              "successful ADD leaves them (complete record and lock file, written with `records::RecordStore`; "
+              "its port created at the mock with the id, description and `binding:host_id` ADD gives it, in bulk "
+              "while the mock's `never_ready` fault is on, so its agent makes no veth for them). Every record has a "
+              "netns path of its own, a symlink to one of 8 real namespaces holding an eth0, so `mizarmpctl "
+              "attachments` inspects an interface per record. The sizes take turns: ADD then DEL of a new pod "
+              f"(real plugin, kubelet's `CNI_ARGS`), {cfg.get('iterations')} pairs per size after "
+              f"{cfg.get('warmup')} warm-up pairs; `mizarmpctl attachments -o json` {cfg.get('ctl_rounds')} times; "
+              "GetFenceClients of a node-mode mizarmp-addons: its first call, then "
+              f"{cfg.get('getclients_calls')} calls on an unchanged state dir (its directory cached by the server), "
+              f"then {cfg.get('getclients_calls')} each right after one record was rewritten (the directory read "
+              f"again); GC naming every record valid {cfg.get('gc_rounds')} times, then one GC with "
+              f"one record in {cfg.get('stale_every')} left out of the valid list, checked record by record "
+              "(record, lock file, port at the mock).", ""]
+    lines += error_lines(run.records)
+    rows = records_table_rows(run)
+    if rows:
+        lines += table(["operation"] + [f"{n:,} records" for n in sizes] + ["largest / baseline"], rows) + [""]
+    fill = run.records.get("fill", {})
+    if fill:
+        lines += ["Filling each node (not timed above): " + ", ".join(
+            f"{int(k):,} records in {f.get('ports_s', 0) + f.get('records_s', 0):.1f} s"
+            for k, f in sorted(fill.items(), key=lambda kv: int(kv[0]))) + ".", ""]
+    return block(lines)
+
+
 # ----------------------------------------------------------------------------------- misses
 def profiles_intro(run):
     perf_probe = read_text(run.profile_path("perf-probe.txt"))
@@ -1943,7 +2043,7 @@ def misses_section(run):
 # -------------------------------------------------------------------------------------- main
 SECTIONS = (header_section, this_run_section, targets_section, what_changed_section, how_measured_section,
             latency_section, readiness_section, burst_section, footprint_section, addons_section, soak_section,
-            store_section, failover_section, fence_scale_section, misses_section)
+            store_section, failover_section, fence_scale_section, records_section, misses_section)
 
 
 def render(run):

@@ -2,7 +2,8 @@
 # Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
 # bench/RESULTS.md and its plots (bench/*.png). Needs root (network namespaces), Debian's
 # containernetworking-plugins (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional),
-# python3 and python3-matplotlib (the plots). Takes about 18 minutes (the soak alone about 7) plus
+# python3 and python3-matplotlib (the plots). Takes about 18 minutes (the soak alone about 7; the
+# records benchmark about 1, filling a node with 10,000 attachment records 35 s of it) plus
 # the fencing-at-scale part: on 2026-11-28 (a shared machine) its sizes up to 300,000 ports took
 # 8 minutes, and the 1,000,000-port size did not finish: the mock's bulk creation slows as it
 # fills (300,000 ports took 4 of those minutes), so it was cut off and its time is not known. The
@@ -50,6 +51,7 @@ if [[ -n ${BENCH_QUICK:-} ]]; then
   STORE_ARGS=(--rounds 3 --seconds 1 --failovers 2)
   # A row limit below the larger size, so the refusal of the whole list is exercised too.
   FENCE_SCALE_ARGS=(--sizes 2000,10000 --row-limit 5000 --rounds 3 --many-rounds 2 --idle-seconds 3 --failovers 2)
+  RECORDS_ARGS=(--iterations 10 --warmup 1 --ctl-rounds 1 --getclients-calls 5 --gc-rounds 1)
 else
   CNI_ARGS=(--iterations 100 --warmup 5 --ready-iterations 20 --burst-rounds 3 --version-iterations 200)
   ADDONS_ARGS=(--seconds 2 --rounds 6 --getclients-calls 30)
@@ -57,6 +59,7 @@ else
   STORE_ARGS=(--rounds 30 --seconds 2 --failovers 5)
   # 10k to 1M ports (the driver's default sizes) at Alcor's row limit of 100,000.
   FENCE_SCALE_ARGS=()
+  RECORDS_ARGS=(--iterations 50 --warmup 3 --ctl-rounds 3 --getclients-calls 20 --gc-rounds 3)
 fi
 
 # ------------------------------------------------------------------------------ machine, build
@@ -71,7 +74,7 @@ M=$WORK/machine.txt
   echo "ptp=$(dpkg-query -W -f '${Package} ${Version}' containernetworking-plugins 2>/dev/null || echo unknown)"
   echo "commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   # The report itself (bench/RESULTS.md) is the output, not a measured source.
-  echo "dirty=$(git -C "$ROOT" status --porcelain -- bench ':!bench/RESULTS.md' cni common mizarmp-client netns mock-server fence addons cmd 2>/dev/null | wc -l)"
+  echo "dirty=$(git -C "$ROOT" status --porcelain -- bench ':!bench/RESULTS.md' cni common mizarmp-client netns mock-server fence addons cmd records ctl 2>/dev/null | wc -l)"
   echo "fence_log=$(git -C "$ROOT" log --oneline -1 -- fence 2>/dev/null)"
   echo "health_log=$(git -C "$ROOT" log --oneline -1 -- addons/health.cc 2>/dev/null)"
   echo "client_log=$(git -C "$ROOT" log --oneline -1 -- mizarmp-client 2>/dev/null)"
@@ -81,7 +84,7 @@ M=$WORK/machine.txt
 echo "== build ($BUILD, Release)"
 cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; die "cmake configure failed"; }
-TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmp-bench-cni mizarmp-bench-addons mizarmp-bench-soak mizarmp-bench-store
+TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmpctl mizarmp-bench-cni mizarmp-bench-records mizarmp-bench-addons mizarmp-bench-soak mizarmp-bench-store
          mizarmp-bench-fence-scale mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-dynamic)
 for p in libc libstdcxx nl nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
@@ -103,6 +106,10 @@ BIN=$BUILD/mizarmp/bin
 echo "== CNI benchmarks"
 "$BIN/mizarmp-bench-cni" --bin-dir "$BIN" --work "$WORK/cni" --out "$WORK/cni.json" \
   "${CNI_ARGS[@]}" 2>&1 | tee "$WORK/cni.log" || echo "(some CNI benchmark reported a failure; see the report)"
+
+echo "== CNI on a node holding 10,000 attachment records (against one holding 10)"
+"$BIN/mizarmp-bench-records" --bin-dir "$BIN" --work "$WORK/records" --out "$WORK/records.json" \
+  "${RECORDS_ARGS[@]}" 2>&1 | tee "$WORK/records.log" || echo "(the records benchmark reported a failure; see the report)"
 
 echo "load_after_cni=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
 echo "== profiles"
@@ -180,6 +187,7 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "cmake -S bench -B $BUILD -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON"
   echo "cmake --build $BUILD -j$JOBS --target ${TARGETS[*]}"
   echo "$BIN/mizarmp-bench-cni --bin-dir $BIN --work WORK/cni --out WORK/cni.json ${CNI_ARGS[*]}"
+  echo "$BIN/mizarmp-bench-records --bin-dir $BIN --work WORK/records --out WORK/records.json ${RECORDS_ARGS[*]}"
   echo "$BIN/mizarmp-bench-cni ... --sections profile --profile-wrap 'valgrind --tool=callgrind ...'"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons --out WORK/addons.json ${ADDONS_ARGS[*]}"
   echo "$BIN/mizarmp-bench-soak --bin-dir $BIN --work WORK/soak --out WORK/soak.json ${SOAK_ARGS[*]}"
