@@ -35,6 +35,10 @@ PACKAGES=(
   # file and computes Depends with dpkg-shlibdeps (dpkg-dev); systemd-analyze verify and
   # systemd-tmpfiles (systemd)
   dpkg-dev file systemd
+  # deploy/monitoring/'s tests (tests/monitoring.cmake): promtool checks and unit-tests the alert
+  # rules and parses the dashboard's queries; the checker reads the rule files with PyYAML (on a
+  # systemd host the package also starts prometheus.service on :9090, which no test needs)
+  prometheus python3-yaml
   # the fuzz build (scripts/fuzz.sh): clang, and the compiler-rt runtimes -fsanitize=fuzzer,
   # address and undefined link (libFuzzer itself is in libclang-rt-14-dev; clang-14 only
   # recommends it, and recommends are not installed)

@@ -26,7 +26,7 @@ case $MODE in
     (cd "$MODULES" && npm ci --ignore-scripts --no-audit --no-fund)
     ;;
   valid)
-    cd "$ROOT" && validate deploy deploy/examples
+    cd "$ROOT" && validate deploy deploy/examples deploy/monitoring
     ;;
   broken)
     out=$(cd "$ROOT" && validate tests/deploy/broken tests/deploy/broken-kustomization)
@@ -42,7 +42,10 @@ case $MODE in
       "dials /csi/other.sock, but the server's endpoint is unix:///csi/mizarmp/csi-addons.sock" \
       "socket /csi/other.sock is on no volume both containers mount at one path" \
       "runs as uid 0, the server as uid 65534" \
-      "/spec/provisioner: other.example.com is no driver name of the server configs"; do
+      "/spec/provisioner: other.example.com is no driver name of the server configs" \
+      "/spec/podMetricsEndpoints/0: must have required property 'port'" \
+      "PodMonitor/broken-selector: /spec/selector: selects no pod of the set" \
+      "Deployment/broken-socket has no port named metrics"; do
       grep -qF -- "$expected" <<<"$out" || { echo "FAIL: no problem reported for: $expected"; exit 1; }
     done
     echo "ok: every planted mistake was named"

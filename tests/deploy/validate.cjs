@@ -13,8 +13,8 @@
 // defines (the kubelet would pass it on literally), a container without an image, a ConfigMap or
 // ServiceAccount that is not in the set, a conflist that is not JSON, a csi-addons sidecar that
 // dials another socket than its server's endpoint or one on no volume they share, a fence class
-// or fence naming a driver no server config of the run carries, and a kustomization whose images
-// name no container.
+// or fence naming a driver no server config of the run carries, a PodMonitor selecting no pod or
+// a port its pods do not name, and a kustomization whose images name no container.
 //
 // Prints one line per object checked and a count; exits 1 after listing every problem
 // ("FILE: Kind/name: where: what").
@@ -245,6 +245,39 @@ function checkFenceDrivers(fences, drivers) {
   }
 }
 
+// Whether a label selector (matchLabels, matchExpressions) selects LABELS.
+function selects(selector, labels) {
+  const byLabels = Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const byExpressions = (selector?.matchExpressions ?? []).every(({ key, operator, values }) => {
+    const has = key in labels;
+    if (operator === "Exists") return has;
+    if (operator === "DoesNotExist") return !has;
+    return (has && values.includes(labels[key])) === (operator === "In");
+  });
+  return byLabels && byExpressions;
+}
+
+// A PodMonitor scrapes the named container port of the pods it selects: selecting no pod of the
+// run, or a pod without that port name, leaves Prometheus with no target and no error.
+function checkPodMonitors(monitors, objects) {
+  const pods = objects.filter(({ obj }) => podSpecOf(obj));
+  if (pods.length === 0) return; // no workload in this run to compare with
+  for (const { file, obj } of monitors) {
+    const labelsOf = (w) => w.spec?.template?.metadata?.labels ?? {};
+    const selected = pods.filter(({ obj: w }) => selects(obj.spec?.selector, labelsOf(w)));
+    if (selected.length === 0) problem(file, obj, "/spec/selector", "selects no pod of the set");
+    for (const { port } of obj.spec?.podMetricsEndpoints ?? []) {
+      for (const { obj: w } of selected) {
+        const names = (podSpecOf(w).containers ?? []).flatMap((c) => c.ports ?? []);
+        if (port && !names.some((p) => p.name === port)) {
+          const where = "/spec/podMetricsEndpoints";
+          problem(file, obj, where, `${identity(w)} has no port named ${port}`);
+        }
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------- loading
 
 function parseObjects(file, text) {
@@ -350,6 +383,7 @@ function main(dirs) {
   }
   const fences = all.filter(({ obj }) => ["NetworkFenceClass", "NetworkFence"].includes(obj.kind));
   checkFenceDrivers(fences, driverNamesOf(all));
+  checkPodMonitors(all.filter(({ obj }) => obj.kind === "PodMonitor"), all);
   if (problems.length) {
     problems.forEach((p) => console.log(`PROBLEM ${p}`));
     console.log(`${problems.length} problem(s) in ${count} object(s)`);
