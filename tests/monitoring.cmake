@@ -1,7 +1,9 @@
 # deploy/monitoring/ (label monitoring; promtool from Debian's prometheus package): the rules
 # load, their unit tests make each alert fire and resolve, the PrometheusRule is the rule file's
 # copy, each alert has its runbook section, the dashboard's queries parse, and a live controller
-# and node export every metric the rules, the dashboard and the unit tests name.
+# and node export every metric the rules, the dashboard and the unit tests name. A real prometheus
+# scrapes a controller on a 3-member etcd cluster: Mizar-MP stops answering, then etcd loses
+# quorum, and the matching alerts go pending, fire and resolve (their for: scaled down).
 set(mizarmp_monitoring ${PROJECT_SOURCE_DIR}/deploy/monitoring)
 set(mizarmp_monitoring_check ${MIZARMP_PYTHON3}
     ${CMAKE_CURRENT_SOURCE_DIR}/monitoring/check_monitoring.py)
@@ -19,8 +21,11 @@ add_test(NAME Monitoring.DashboardQueriesParse
 add_test(NAME Monitoring.MetricsExported
          COMMAND ${mizarmp_monitoring_check} live ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE_DIR:mizarmp-addons>)
+add_test(NAME Monitoring.AlertsFireOnFaults
+         COMMAND ${MIZARMP_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/monitoring/alerts_live.py
+                 ${PROJECT_SOURCE_DIR} $<TARGET_FILE_DIR:mizarmp-addons>)
 set_tests_properties(Monitoring.RulesLoad Monitoring.RulesUnitTests
                      Monitoring.PrometheusRuleMatchesRuleFile Monitoring.AlertsAnnotatedAndTested
                      Monitoring.DashboardQueriesParse PROPERTIES LABELS monitoring TIMEOUT 60)
-set_tests_properties(Monitoring.MetricsExported PROPERTIES LABELS "monitoring;integration"
-                     TIMEOUT 120)
+set_tests_properties(Monitoring.MetricsExported Monitoring.AlertsFireOnFaults
+                     PROPERTIES LABELS "monitoring;integration" TIMEOUT 120)
