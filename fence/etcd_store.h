@@ -57,7 +57,7 @@
 
 #include "common/mutex.h"
 #include "etcd/client.h"
-#include "fence/options.h"
+#include "fence/backends.h"
 #include "fence/store.h"
 
 namespace mizarmp::fence {

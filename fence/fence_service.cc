@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "common/version.h"
+#include "fence/backends.h"
 #include "fence/plan.h"
 #include "fence/port_finder.h"
 #include "records/records.h"

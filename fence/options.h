@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "etcd/options.h"
+#include "fence/backends.h"
 #include "mizarmp-client/client.h"
 
 namespace mizarmp::fence {
@@ -18,14 +18,6 @@ inline constexpr const char* kDefaultFenceStore = "/var/lib/mizarmp/fence.db";
 inline constexpr int kDefaultUpdateConnections = 8;
 inline constexpr int kMaxUpdateConnections = 64;
 inline constexpr std::chrono::seconds kDefaultPublicationLease{30};
-
-// An etcd fence store (fenceStore "etcd://host:port,..."): how to reach the cluster (endpoints
-// come from the location), where the state lives in it, and the leader's lease.
-struct EtcdStoreOptions {
-  etcd::Options client;                    // TLS and user authentication files, call timeout
-  std::string prefix = "/mizarmp/fence/";  // every key of the store starts with it
-  std::chrono::seconds lease_ttl{15};      // the leader's lease (etcd/election.h)
-};
 
 struct FenceOptions {
   client::ClientConfig mizarmp;                  // base_url, project, dialect, TLS, token file

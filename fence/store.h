@@ -14,10 +14,10 @@
 // A write that returned is durable: a crash at any later point loses no acknowledged fence, and
 // a crash in the middle of a write leaves the state before it. Implementations are thread-safe.
 //
-// Backends: OpenFenceStore() picks one from the configured location: a file path is kept in
-// SQLite (fence/sqlite_store.h), "etcd://host:port,..." in an etcd cluster shared by several
-// replicas (fence/etcd_store.h). A new backend is one FenceStore class and one line in
-// OpenFenceStore(). The backend also chooses which replica enforces (JoinElection).
+// Backends: OpenFenceStore() (fence/backends.h) picks one from the configured location: a file
+// path is kept in SQLite (fence/sqlite_store.h), "etcd://host:port,..." in an etcd cluster shared
+// by several replicas (fence/etcd_store.h). The backend also chooses which replica enforces
+// (JoinElection).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,6 @@
 #include "common/ipaddr.h"
 #include "common/status.h"
 #include "fence/leadership.h"
-#include "fence/options.h"
 #include "fence/port_index.h"
 
 namespace mizarmp::fence {
@@ -136,24 +135,5 @@ class FenceStore {
   // at once. The store must outlive it.
   virtual std::unique_ptr<Leadership> JoinElection(const std::string& candidate) = 0;
 };
-
-// Opens (creating when missing) the store at `location`; `etcd` configures an etcd:// location.
-// Errors name the location: INVALID_ARGUMENT for a location no backend accepts, otherwise the
-// backend's (see fence/sqlite_store.h, fence/etcd_store.h).
-Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
-                                                   const EtcdStoreOptions& etcd = {});
-
-// The port index kept beside the store at `location` (fence/port_index.h): for a SQLite store,
-// the file kPortIndexFile in the store's directory; for etcd, the keys under PortIndexPrefix
-// (fence/etcd_port_index.h), so that every replica reads what node agents published through any
-// of them.
-inline constexpr const char* kPortIndexFile = "ports.db";
-inline constexpr const char* kPortIndexSuffix = "-index/";
-// "/mizarmp/fence/" -> "/mizarmp/fence-index/": beside the store's prefix, not under it, since
-// the store reads and counts every key under its prefix (fence/etcd_store.h) and the index holds
-// one key per published address.
-std::string PortIndexPrefix(const std::string& store_prefix);
-Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
-                                                 const EtcdStoreOptions& etcd);
 
 }  // namespace mizarmp::fence

@@ -629,17 +629,30 @@ void Relay::Impl::Observe(RelayOutcome outcome, std::chrono::nanoseconds upstrea
 
 namespace {
 
-// The options' own fields (INVALID_ARGUMENT naming the one that is wrong).
-Status CheckOptions(const RelayOptions& o) {
-  if (o.socket_path.empty() || o.socket_path[0] != '/') {
-    return InvalidArgumentError("relay socket_path " + Quoted(o.socket_path) +
-                                " must be an absolute path");
+// The upstream checked as the client checks it (URL, timeouts, TLS files), but for the fields
+// the relay does not use.
+Status CheckUpstream(client::ClientConfig upstream) {
+  upstream.token_file.clear();
+  upstream.observer = nullptr;
+  upstream.relay_socket.clear();
+  if (upstream.project_id.empty()) upstream.project_id = client::kDefaultProjectId;
+  upstream.max_attempts = std::max(upstream.max_attempts, 1);
+  return client::Client::Create(std::move(upstream)).status().WithContext("mpurl");
+}
+
+Status CheckSocketPath(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return InvalidArgumentError("relaySocket " + Quoted(path) + ": must be an absolute path");
   }
-  if (o.socket_path.size() > kMaxUnixPath) {
-    return InvalidArgumentError("relay socket_path " + Quoted(o.socket_path) + " is longer than " +
-                                std::to_string(kMaxUnixPath) + " bytes");
+  if (path.size() > kMaxUnixPath) {
+    return InvalidArgumentError("relaySocket " + Quoted(path) + ": longer than " +
+                                std::to_string(kMaxUnixPath) + " bytes (a unix socket's limit)");
   }
-  if (o.upstream.base_url.empty()) return InvalidArgumentError("relay upstream base_url is empty");
+  return Status::Ok();
+}
+
+// The limits mizarmp-addons leaves at their defaults: named as the fields they are.
+Status CheckLimits(const RelayOptions& o) {
   if (o.max_connections < 1) {
     return InvalidArgumentError("relay max_connections must be at least 1, got " +
                                 std::to_string(o.max_connections));
@@ -653,26 +666,23 @@ Status CheckOptions(const RelayOptions& o) {
   return Status::Ok();
 }
 
-// The upstream configuration checked as the client checks it (URL, timeouts, TLS files), but
-// for the fields the relay does not use.
-Status CheckUpstream(client::ClientConfig upstream) {
-  upstream.token_file.clear();
-  upstream.observer = nullptr;
-  upstream.relay_socket.clear();
-  if (upstream.project_id.empty()) upstream.project_id = client::kDefaultProjectId;
-  upstream.max_attempts = std::max(upstream.max_attempts, 1);
-  return client::Client::Create(std::move(upstream)).status();
-}
-
 }  // namespace
+
+Status RelayOptions::Validate() const {
+  MZ_RETURN_IF_ERROR(CheckSocketPath(socket_path));
+  if (upstream.base_url.empty()) {
+    return InvalidArgumentError("relaySocket: needs mpurl, the controller it relays to");
+  }
+  MZ_RETURN_IF_ERROR(CheckLimits(*this));
+  return CheckUpstream(upstream);
+}
 
 Relay::Relay(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Relay::~Relay() { Stop(); }
 
 Result<std::unique_ptr<Relay>> Relay::Start(RelayOptions options) {
-  MZ_RETURN_IF_ERROR(CheckOptions(options));
-  MZ_RETURN_IF_ERROR(CheckUpstream(options.upstream));
+  MZ_RETURN_IF_ERROR(options.Validate());
   MZ_ASSIGN_OR_RETURN(client::Endpoint endpoint, client::ParseBaseUrl(options.upstream.base_url));
   auto impl = std::make_unique<Impl>(std::move(options), std::move(endpoint));
   MZ_RETURN_IF_ERROR(impl->Listen());

@@ -69,11 +69,18 @@ struct RelayOptions {
   // Called once per request, on the thread serving its connection: must be thread-safe and
   // cheap. Empty: none.
   std::function<void(const RelayObservation&)> observer;
+
+  // What Start() refuses before it binds anything, INVALID_ARGUMENT naming the configuration
+  // key: relaySocket not absolute or too long for a unix socket, no mpurl to relay to, an
+  // upstream the client would refuse (prefixed "mpurl"). The fields mizarmp-addons does not
+  // configure are named as fields ("relay max_connections"). The configuration check asks the
+  // same.
+  Status Validate() const;
 };
 
 class Relay {
  public:
-  // Checks the options (INVALID_ARGUMENT naming the field), prepares and binds the socket
+  // Checks the options (RelayOptions::Validate), prepares and binds the socket
   // (PrepareUnixSocket's errors as they are: ALREADY_EXISTS when another server listens on it)
   // and starts serving.
   static Result<std::unique_ptr<Relay>> Start(RelayOptions options);

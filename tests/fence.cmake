@@ -1,11 +1,11 @@
 # fence/: CIDR parsing and merging and the enforcement plan (unit: no servers); the fence store
 # contract per backend (SQLite, and etcd on a real etcd member on loopback: in integration/).
 mizarmp_add_test(NAME fence_cidrset_test SOURCES unit/fence_cidrset_test.cc
-                 LIBS mizarmp_fence LABELS unit)
+                 LIBS mizarmp_fence_core LABELS unit)
 mizarmp_add_test(NAME fence_store_test SOURCES integration/fence_store_test.cc
-                 LIBS mizarmp_fence sqlite3 LABELS "integration;concurrency" TIMEOUT 180)
+                 LIBS mizarmp_fence_etcd sqlite3 LABELS "integration;concurrency" TIMEOUT 180)
 mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
-                 LIBS mizarmp_fence LABELS unit)
+                 LIBS mizarmp_fence_core LABELS unit)
 # The FenceController against the in-process mizarmp-mock (loopback HTTP, no agent, no root),
 # and its wiring into Identity.
 mizarmp_add_test(NAME fence_service_test SOURCES integration/fence_service_test.cc
@@ -48,7 +48,7 @@ mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
 # The port index's contract on both backends (SQLite, and etcd on a real etcd member on loopback)
 # and what each promises of its own: SQLite's private file, etcd's batches and hostile keys.
 mizarmp_add_test(NAME port_index_test SOURCES integration/port_index_test.cc
-                 LIBS mizarmp_fence sqlite3 LABELS integration TIMEOUT 120)
+                 LIBS mizarmp_fence_etcd sqlite3 LABELS integration TIMEOUT 120)
 
 # The port index fed by node agents end to end in one process: the controller's publication
 # endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.

@@ -10,3 +10,7 @@ mizarmp_add_test(NAME client_relay_test SOURCES integration/client_relay_test.cc
                  LIBS mizarmp_relay mizarmp_client mizarmp_mock
                  LABELS "integration;concurrency" TIMEOUT 120)
 add_dependencies(client_relay_test mizarmp-addons)
+# What the relay's options refuse (RelayOptions::Validate), as Relay::Start and the server's
+# configuration see it: no socket, no server, no root.
+mizarmp_add_test(NAME relay_options_test SOURCES unit/relay_options_test.cc
+                 LIBS mizarmp_relay LABELS unit)

@@ -353,7 +353,7 @@ const std::vector<Key>& Keys() {
                 "node mode: relay the CNI plugin's requests to an https mpurl from this unix "
                 "socket (0600) over kept TLS connections, so that no plugin process sets TLS up "
                 "(the plugin's relaySocket; default: no relay)",
-                [](ServerConfig& c) -> std::string& { return c.relay_socket; }),
+                [](ServerConfig& c) -> std::string& { return c.relay.socket_path; }),
       StringKey("stateDir", "DIR", "the CNI plugin's attachment records",
                 [](ServerConfig& c) -> std::string& { return c.fence.state_dir; }),
       StringKey("fenceStore", "FILE|etcd://HOST:PORT,...",
@@ -630,6 +630,7 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   c.mizarmp_check.mizarmp = c.mizarmp;
   c.mizarmp_check.subnet_id = c.subnet_id;
   c.fence.mizarmp = c.mizarmp;
+  c.relay.upstream = c.mizarmp;
   if (c.fence.replica_id.empty()) c.fence.replica_id = HostName();
   // A node answers GetFenceClients under its own name; on a Kubernetes node (hostNetwork) the
   // host name is the node's name unless the kubelet was told otherwise: set hostId then.
@@ -644,20 +645,13 @@ void ShareCommonSettings(const std::map<std::string, std::string>& secrets, Serv
   c.keyrotation.driver_name = c.identity.drivername;
 }
 
-// The relay serves the plugin on its node, and relays to mpurl only.
+// The relay serves the plugin on its node; what it relays to, and where, is its own to check.
 Status ValidateRelay(const ServerConfig& c) {
-  if (c.relay_socket.empty()) return Status::Ok();
+  if (c.relay.socket_path.empty()) return Status::Ok();
   if (c.identity.mode != addons::Mode::kNode) {
     return InvalidArgumentError("relaySocket: only in node mode (the plugin's node)");
   }
-  if (c.relay_socket[0] != '/') {
-    return InvalidArgumentError("relaySocket " + Quoted(c.relay_socket) +
-                                ": must be an absolute path");
-  }
-  if (c.mizarmp.base_url.empty()) {
-    return InvalidArgumentError("relaySocket: needs mpurl, the controller it relays to");
-  }
-  return Status::Ok();
+  return c.relay.Validate();
 }
 
 // The port index's publication: served by the controller, made by node agents. A publication

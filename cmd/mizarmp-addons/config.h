@@ -1,6 +1,6 @@
 // mizarmp-addons' configuration: a JSON file (--config PATH) with flags overriding it. It
-// composes the options of the components main() builds (addons/, fence/, keyrotation/) and
-// is included by cmd/mizarmp-addons/main.cc only.
+// composes the options of the components main() builds (addons/, fence/, keyrotation/, relay/)
+// and is included by cmd/mizarmp-addons/main.cc only.
 //
 // Every key is one entry of a table in config.cc: its camelCase JSON name, its kebab-case flag,
 // its help line and how a value is applied. The JSON reader, the flag parser and --help
@@ -22,6 +22,7 @@
 #include "keyrotation/options.h"
 #include "mizarmp-client/client.h"
 #include "mizarmp-client/mizarmp_check.h"
+#include "relay/relay.h"
 
 namespace mizarmp::cmd {
 
@@ -32,7 +33,7 @@ struct ServerConfig {
   keyrotation::KeyRotationOptions keyrotation;  // node mode
   fence::PublisherOptions publisher;            // node mode: publication to the port index
 
-  // Settings several components share; ParseCommandLine copies them into fence and
+  // Settings several components share; ParseCommandLine copies them into fence, relay and
   // mizarmp_check (Mizar-MP, subnet), into identity (the URL it shows) and into fence and
   // keyrotation (the secrets).
   client::ClientConfig mizarmp;  // base_url, project_id, dialect, tls, token_file
@@ -41,9 +42,9 @@ struct ServerConfig {
   // FenceController, the node's relay), each of which owns one.
   client::MizarMpCheckOptions mizarmp_check;
   std::string secrets_file;  // loaded once by ParseCommandLine
-  // Node mode: the unix socket of the node's relay to Mizar-MP (relay/relay.h) for the plugin;
-  // empty: none.
-  std::string relay_socket;
+  // Node mode: the node's relay to Mizar-MP (relay/relay.h) for the plugin; an empty
+  // socket_path: none.
+  relay::RelayOptions relay;
 
   log::Level log_level = log::Level::kInfo;
   std::string log_file;  // empty: stderr

@@ -128,9 +128,8 @@ int main(int argc, char** argv) {
     auto made = NodeServices(config);
     if (!made.ok()) return CannotStart("cannot start key rotation", made.status());
     services = std::move(made).value();
-    if (!config.relay_socket.empty()) {
-      auto started = mz::relay::RelayComponent::Start(
-          {.socket_path = config.relay_socket, .upstream = config.mizarmp}, config.mizarmp_check);
+    if (!config.relay.socket_path.empty()) {
+      auto started = mz::relay::RelayComponent::Start(config.relay, config.mizarmp_check);
       if (!started.ok()) return CannotStart("cannot start the relay", started.status());
       relay = std::move(*started);
     }

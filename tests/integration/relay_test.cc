@@ -630,20 +630,19 @@ TEST_F(RelayTest, TheSocketIsTheOwnersAloneAndNotTakenOver) {
   EXPECT_TRUE(successor.ok()) << successor.status().ToString();
 }
 
-TEST_F(RelayTest, StartRefusesBadOptionsNamingTheField) {
+TEST_F(RelayTest, StartRefusesBadOptionsNamingTheKey) {
   RelayOptions relative = Options("https://127.0.0.1:1");
   relative.socket_path = "run/relay.sock";
   auto started = Relay::Start(relative);
   ASSERT_FALSE(started.ok());
   EXPECT_TRUE(started.status().IsInvalidArgument()) << started.status().ToString();
-  EXPECT_NE(started.status().message().find("socket_path"), std::string::npos);
+  EXPECT_NE(started.status().message().find("relaySocket"), std::string::npos);
 
   for (const std::string url : {"", "ftp://controller", "https://"}) {
     auto bad = Relay::Start(Options(url));
     ASSERT_FALSE(bad.ok()) << url;
     EXPECT_TRUE(bad.status().IsInvalidArgument()) << bad.status().ToString();
-    EXPECT_NE(bad.status().message().find("base_url"), std::string::npos)
-        << bad.status().ToString();
+    EXPECT_NE(bad.status().message().find("mpurl"), std::string::npos) << bad.status().ToString();
   }
   RelayOptions missing_ca = Options("https://127.0.0.1:1");
   missing_ca.upstream.tls.ca_file = dir_.path() + "/no-such-ca.pem";

@@ -215,11 +215,15 @@ TEST(AddonsConfig, TheRelayServesTheNodeAndNeedsTheController) {
   auto r = Parse({"--mode", "node", "--mpurl", "https://mp.example:9443", "--relay-socket",
                   "/run/mizarmp/relay.sock"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->config.relay_socket, "/run/mizarmp/relay.sock");
+  EXPECT_EQ(r->config.relay.socket_path, "/run/mizarmp/relay.sock");
   ExpectInvalid({"--mode", "node", "--relay-socket", "/run/mizarmp/relay.sock"}, "needs mpurl");
   ExpectInvalid({"--mode", "node", "--mpurl", "https://mp.example", "--relay-socket", "relay.sock"},
                 "relaySocket \"relay.sock\": must be an absolute path");
   ExpectInvalid(Valid({"--relay-socket", "/run/mizarmp/relay.sock"}), "only in node mode");
+  // The relay's own check (RelayOptions::Validate), which Relay::Start asks too.
+  ExpectInvalid({"--mode", "node", "--mpurl", "https://mp.example", "--relay-socket",
+                 "/" + std::string(200, 'r')},
+                "bytes (a unix socket's limit)");
 }
 
 TEST(AddonsConfig, TokensOnlyFromFiles) {
