@@ -445,8 +445,13 @@ Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& s
                                     .more = [this] { return NewClient(); },
                                     .count = options_.update_connections};
   MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications, index->Publications());
-  const std::vector<std::string> lapsed =
+  std::vector<std::string> lapsed =
       LapsedNodes(publications, options_.publication_lease, std::chrono::system_clock::now());
+  MZ_ASSIGN_OR_RETURN(const std::vector<client::Node> registered,
+                      registered_nodes_.Current(*mp));
+  for (std::string& host : UnpublishedNodes(registered, publications)) {
+    lapsed.push_back(std::move(host));
+  }
   metrics_.ObserveLapsedNodes(lapsed.size());
   auto ports = FindFencedPorts(snap, *index, lapsed, connections);
   return PortListing{std::move(mp), std::move(ports)};
