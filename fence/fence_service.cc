@@ -205,7 +205,12 @@ void FenceService::Tick() {
   if (shared) {
     auto read = opened->store->Revision();
     NoteStoreError(read.status());
-    if (!read.ok()) return;
+    if (!read.ok()) {
+      // A replica that cannot reach the store cannot act as leader: its gauge says so, or
+      // a quorum loss would leave the last leader's 1 standing.
+      metrics_.ObserveLeader(false);
+      return;
+    }
     revision = *read;
   }
   const bool leads = opened->leadership->LeadsFor(UpdateBudget());
