@@ -206,7 +206,12 @@ void FenceService::Tick() {
   if (shared) {
     auto read = opened->store->Revision();
     NoteStoreError(read.status());
-    if (!read.ok()) return;
+    if (!read.ok()) {
+      // A replica that cannot reach the store cannot act as leader: its gauge says so, or
+      // a quorum loss would leave the last leader's 1 standing.
+      metrics_.ObserveLeader(false);
+      return;
+    }
     revision = *read;
   }
   const bool leads = opened->leadership->LeadsFor(UpdateBudget());
@@ -446,8 +451,13 @@ Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& s
                                     .more = [this] { return NewClient(); },
                                     .count = options_.update_connections};
   MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications, index->Publications());
-  const std::vector<std::string> lapsed =
+  std::vector<std::string> lapsed =
       LapsedNodes(publications, options_.publication_lease, std::chrono::system_clock::now());
+  MZ_ASSIGN_OR_RETURN(const std::vector<client::Node> registered,
+                      registered_nodes_.Current(*mp));
+  for (std::string& host : UnpublishedNodes(registered, publications)) {
+    lapsed.push_back(std::move(host));
+  }
   metrics_.ObserveLapsedNodes(lapsed.size());
   auto ports = FindFencedPorts(snap, *index, lapsed, connections);
   return PortListing{std::move(mp), std::move(ports)};

@@ -94,6 +94,7 @@
 #include "fence/options.h"
 #include "fence/plan.h"
 #include "fence/port_index.h"
+#include "fence/registered_nodes.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
 #include "mizarmp-client/mizarmp_check.h"
@@ -273,6 +274,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   FenceMetrics metrics_;
   client::MizarMpCheck mizarmp_check_;
   FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
+  // With the port index: the nodes a pass covers although they never published.
+  mutable RegisteredNodes registered_nodes_{options_.publication_lease};
 
   // Taken inside enforce_mu_ (a pass reads the store), never around it.
   mutable Mutex store_mu_;

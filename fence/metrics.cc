@@ -41,8 +41,9 @@ void FenceMetrics::Register(std::shared_ptr<prometheus::Registry> registry) {
   lapsed_nodes_ = &prometheus::BuildGauge()
                        .Name("mizarmp_addons_lapsed_nodes")
                        .Help(
-                           "Nodes whose publication lease had lapsed at the last pass through "
-                           "the port index: the controller lists their ports itself")
+                           "Host ids whose publication lease had lapsed, or that Mizar-MP "
+                           "knows but that never published, at the last pass through the port "
+                           "index: the controller lists their ports itself")
                        .Register(*registry_)
                        .Add({});
   auto& publications = prometheus::BuildCounter()

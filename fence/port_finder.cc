@@ -100,4 +100,18 @@ std::vector<std::string> LapsedNodes(const std::vector<Publication>& publication
   return lapsed;
 }
 
+std::vector<std::string> UnpublishedNodes(const std::vector<client::Node>& registered,
+                                          const std::vector<Publication>& publications) {
+  std::set<std::string> published;
+  for (const Publication& p : publications) published.insert(p.node);
+  std::set<std::string> hosts;
+  for (const client::Node& n : registered) {
+    if (published.contains(n.id) || published.contains(n.name)) continue;
+    for (const std::string* host : {&n.id, &n.name}) {
+      if (!host->empty()) hosts.insert(*host);
+    }
+  }
+  return {hosts.begin(), hosts.end()};
+}
+
 }  // namespace mizarmp::fence

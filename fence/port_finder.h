@@ -27,6 +27,12 @@ Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const Po
                                          const std::vector<std::string>& lapsed,
                                          const PassConnections& connections);
 
+// The host ids to list, as for lapsed nodes, of the `registered` nodes that never published:
+// those whose id and name are both missing from `publications`, by each of the two (a port
+// names its node by one of them).
+std::vector<std::string> UnpublishedNodes(const std::vector<client::Node>& registered,
+                                          const std::vector<Publication>& publications);
+
 // The nodes whose last publication is older than `lease` at `now`.
 std::vector<std::string> LapsedNodes(const std::vector<Publication>& publications,
                                      std::chrono::seconds lease,

@@ -880,6 +880,16 @@ Result<Subnet> Client::GetSubnet(const std::string& subnet_id) {
   return ResourceOf(r, "subnet", SubnetFromJson);
 }
 
+Result<std::vector<Node>> Client::ListNodes() {
+  MZ_ASSIGN_OR_RETURN(Response r, impl_->Call(Method::kGet, "/nodes", nullptr, true));
+  if (r.http == 404 || r.http == 405) {
+    return Status(Code::kUnimplemented, r.call + ": HTTP " + std::to_string(r.http) +
+                                            ": this controller has no node manager");
+  }
+  MZ_RETURN_IF_ERROR(r.ObjectAnswer());
+  return NodesFromJson(r.doc);
+}
+
 Status Client::DeletePort(const std::string& port_id) {
   if (port_id.empty()) return InvalidArgumentError("DeletePort: empty port id");
   // The body does not matter (v0.1 may say {"port":null} for a port already gone): do not parse.

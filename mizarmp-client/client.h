@@ -177,6 +177,11 @@ class Client {
   // same.
   Result<PortList> ListPorts(const std::map<std::string, std::string>& filters = {},
                              const std::vector<std::string>& fields = {});
+  // Alcor's node manager, GET /nodes: every registered node.
+  // Alcor's port manager refuses a port bound to a node it does not know, so every node a port
+  // names is here. A controller without the node manager (v0.1) answers 404 or 405:
+  // UNIMPLEMENTED.
+  Result<std::vector<Node>> ListNodes();
   // PUT /project/{p}/ports/{id}, changing `fields` (e.g. {"admin_state_up": false}) and nothing
   // else. v0.1 replaces the whole record with the body (web/PortController.java at 5ca01ef0),
   // so its port is read, changed and written back whole. Alcor merges what the body leaves

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/json_fields.h"
 #include "common/strings.h"
@@ -181,6 +182,21 @@ Result<Subnet> SubnetFromJson(const json& j) {
   }
   s.ip_version = static_cast<int>(version);
   return s;
+}
+
+Result<std::vector<Node>> NodesFromJson(const json& j) {
+  std::vector<Node> out;
+  // NodesWebJson() answers a null list.
+  if (const auto list = j.find("nodeInfos"); list == j.end() || list->is_null()) return out;
+  const JsonFields answer(j, kAnswerFields);
+  MZ_ASSIGN_OR_RETURN(const std::vector<JsonFields> nodes, answer.Objects("nodeInfos"));
+  for (const JsonFields& node : nodes) {
+    Node n;
+    MZ_RETURN_IF_ERROR(node.String("node_id", &n.id));
+    MZ_RETURN_IF_ERROR(node.String("node_name", &n.name));
+    if (!n.id.empty() || !n.name.empty()) out.push_back(std::move(n));
+  }
+  return out;
 }
 
 json SubnetToJson(const Subnet& subnet) {

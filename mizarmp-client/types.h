@@ -93,12 +93,24 @@ struct Subnet {
   int ip_version = 4;
 };
 
+// A node Alcor's node manager knows. Its ports name it in binding:host_id by one of the two
+// (NodeProcessor matches node_name; FetchNodeRequest looks up node_id).
+struct Node {
+  std::string id;
+  std::string name;
+  friend bool operator==(const Node&, const Node&) = default;
+};
+
 // JSON <-> structs. FromJson accepts both dialects and fails with INTERNAL naming the field
 // for a document that has the wrong shape ("port.fixed_ips[0].ip_address is not a string").
 nlohmann::json PortSpecToJson(const PortSpec& spec);
 Result<Port> PortFromJson(const nlohmann::json& j);
 nlohmann::json PortToJson(const Port& port);
 Result<Subnet> SubnetFromJson(const nlohmann::json& j);
+// The nodes of Alcor's GET /nodes answer, {"nodeInfos":[{"node_id","node_name",...}]}
+// (web/entity/node/NodesWebJson.java, NodeInfo.java); null or no "nodeInfos" is none. `j` is an
+// object; INTERNAL naming the field of a malformed answer.
+Result<std::vector<Node>> NodesFromJson(const nlohmann::json& j);
 nlohmann::json SubnetToJson(const Subnet& subnet);
 
 }  // namespace mizarmp::client

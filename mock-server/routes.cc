@@ -195,6 +195,9 @@ void Routes::InstallStrict(httplib::Server& s) {
     s.Get(p + "/ports", [=, this](const Request& q, Response& r) {
       Serve(q, r, [&] { return Strict(strict_.List(query(q), q.path)); });
     });
+    s.Get("/nodes", [this](const Request& q, Response& r) {
+      Serve(q, r, [&] { return Strict(strict_.Nodes()); });
+    });
   } else {
     s.Post(p + "/portgroup", [this](const Request& q, Response& r) {
       Serve(q, r, [&] { return Strict(strict_.CreateGroup(q.path)); });

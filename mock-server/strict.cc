@@ -334,6 +334,9 @@ StrictReply StrictController::CreateAlcor(const std::string& project, const json
     if (ip["subnet_id"] == options_.subnet_id) ips.push_back(ip);
   }
   port["fixed_ips"] = std::move(ips);
+  if (const auto host = port.find("binding:host_id"); host != port.end() && host->is_string()) {
+    if (!host->get<std::string>().empty()) nodes_.insert(host->get<std::string>());
+  }
   documents_[id] = port;
   order_.push_back(id);
   *stored = std::move(port);
@@ -586,8 +589,26 @@ size_t StrictController::leaked_addresses() const {
   return leaked_;
 }
 
+// NodeController.getAllNodes (services/node_manager): NodesWebJson, {"nodeInfos":[NodeInfo]}.
+// The mock's node manager knows each node a port was bound to, under its name as both id and
+// name, as the port manager admits a port only on a registered node (NodeProcessor).
+StrictReply StrictController::Nodes() const {
+  json nodes = json::array();
+  MutexLock lk(mu_);
+  for (const std::string& name : nodes_) {
+    nodes.push_back(json{{"node_id", name},
+                         {"node_name", name},
+                         {"local_ip", ""},
+                         {"mac_address", ""},
+                         {"veth", ""},
+                         {"server_port", 0}});
+  }
+  return StrictReply{200, json{{"nodeInfos", std::move(nodes)}}};
+}
+
 void StrictController::Clear() {
   MutexLock lk(mu_);
+  nodes_.clear();
   documents_.clear();
   order_.clear();
   leaked_ = 0;

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,8 @@ class StrictController {
                      const std::string& path);
   StrictReply Delete(const std::string& project, const std::string& id, const std::string& path);
   StrictReply GetSubnet(const std::string& id) const;
+  // Alcor's node manager, GET /nodes: every node a port has been bound to.
+  StrictReply Nodes() const;
 
   size_t leaked_addresses() const;  // addresses an overwriting POST left allocated (Alcor)
   void Clear();                     // /mock/reset
@@ -85,6 +88,7 @@ class StrictController {
   std::map<std::string, nlohmann::json> documents_ MZ_GUARDED_BY(mu_);  // by port id
   std::vector<std::string> order_ MZ_GUARDED_BY(mu_);  // port ids in creation order
   size_t leaked_ MZ_GUARDED_BY(mu_) = 0;
+  std::set<std::string> nodes_ MZ_GUARDED_BY(mu_);  // Alcor: the node manager's nodes
 };
 
 }  // namespace mizarmp::mock

@@ -293,6 +293,23 @@ TEST_F(PublicationTest, ADeadNodesPortsAreCoveredOnceItsLeaseLapses) {
 }
 
 // Host links, as plug mode leaves them (the veth's host end), made for a test and removed after.
+// A node Mizar-MP knows but whose agent never published (not deployed yet, or crashed before
+// its first publication) has no lease to lapse; Alcor's node list names it all the same.
+TEST_F(PublicationTest, ANodeThatNeverPublishedIsCoveredThroughMizarMpsNodeList) {
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p1", "node-p", "10.240.0.60", true));
+  auto agent = StartPublisher("node-p");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(AddPort("z1", "node-z", "10.240.0.61", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("z2", "node-z", "10.240.7.61", false));
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  EXPECT_FALSE(Up("p1"));
+  EXPECT_FALSE(Up("z1")) << "the fence missed a port of a node that never published";
+  EXPECT_TRUE(Up("z2"));
+}
+
 class HostLinks {
  public:
   HostLinks() {

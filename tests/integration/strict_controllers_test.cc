@@ -234,6 +234,22 @@ TEST_P(StrictAlcorTest, AlcorRefusesAListAtItsRowLimit) {
   EXPECT_EQ(http_->Get(kPorts + "?id=a")->status, 200);  // a filtered list is under it
 }
 
+// Alcor's node manager lists every node a port may name (NodeController.getAllNodes); v0.1 has
+// no node manager, which the client reports as UNIMPLEMENTED.
+TEST_P(StrictControllerTest, NodeListsAsEachGenerationHasThem) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_EQ(Post(kPorts, PortBody("on-a"))->status, 201);
+  auto mp = MakeClient(Config());
+  ASSERT_NE(mp, nullptr);
+  auto nodes = mp->ListNodes();
+  if (!alcor()) {
+    EXPECT_EQ(nodes.status().code(), Code::kUnimplemented) << nodes.status().ToString();
+    return;
+  }
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_EQ(*nodes, (std::vector<client::Node>{{"node-a", "node-a"}}));
+}
+
 // v0.1: an unknown port is 200 {"port":null}; DELETE answers {"id": ...}, null when unknown.
 // Alcor: 404 "Port not found" for both, and DELETE answers nothing.
 TEST_P(StrictControllerTest, UnknownPortsAndDeletes) {

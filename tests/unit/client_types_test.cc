@@ -336,6 +336,21 @@ TEST(SubnetFromJson, ReadsSeedResponseAndRoundTrips) {
   EXPECT_EQ(back->ip_version, 4);
 }
 
+TEST(NodesFromJson, ReadsAlcorsNodeListAndNamesAMalformedField) {
+  auto nodes = NodesFromJson(json::parse(R"({"nodeInfos":[
+      {"node_id":"1f0c","node_name":"worker-1","local_ip":"10.0.0.5","server_port":50001},
+      {"node_id":"","node_name":""}]})"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_EQ(*nodes, (std::vector<Node>{{"1f0c", "worker-1"}}));  // a nameless entry names none
+  auto none = NodesFromJson(json::parse(R"({"nodeInfos":null})"));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  auto bad = NodesFromJson(json::parse(R"({"nodeInfos":[{"node_id":7}]})"));
+  EXPECT_EQ(bad.status().code(), Code::kInternal);
+  EXPECT_NE(bad.status().message().find("nodeInfos[0].node_id"), std::string::npos)
+      << bad.status().ToString();
+}
+
 TEST(SubnetFromJson, OptionalGatewayAndV6) {
   auto s = SubnetFromJson(json::parse(R"({"subnet":{"id":"s6","cidr":"fd00::/64",
                                            "gateway_ip":null}})"));
