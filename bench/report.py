@@ -490,7 +490,7 @@ def header_section(run):
     lines = ["# Benchmarks",
              "",
              "**Run them all:** `sudo bash bench/run.sh` (from the repository root; builds a Release build in",
-             "`../build-bench`, runs every benchmark, rewrites this file; about 18 minutes, the soak 7 of them).",
+             "`../build-bench`, runs every benchmark, rewrites this file; about 25 minutes besides fencing at scale, the soak 7 of them).",
              "`BENCH_QUICK=1` makes a smoke run; `BENCH_BUILD_DIR`, `BENCH_WORK_DIR`, `BENCH_OUT` move things;",
              "`BENCH_PREVIOUS` names the earlier run this one is compared with (default `bench/previous.json`).",
              ""]

@@ -2,14 +2,11 @@
 # Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
 # bench/RESULTS.md and its plots (bench/*.png). Needs root (network namespaces), Debian's
 # containernetworking-plugins (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional),
-# python3 and python3-matplotlib (the plots). Takes about 18 minutes (the soak alone about 7; the
-# records benchmark about 1, filling a node with 10,000 attachment records 35 s of it) plus
-# the fencing-at-scale part: on 2026-11-28 (a shared machine) its sizes up to 300,000 ports took
-# 8 minutes, and the 1,000,000-port size did not finish: the mock's bulk creation slows as it
-# fills (300,000 ports took 4 of those minutes), so it was cut off and its time is not known. The
-# mock held 1.9 GiB at 300,000 ports, some 6.5 GiB at a million by that rate. Its etcd way (two
-# replicas on a 3-member cluster of its own) adds a publication, the fences, an idle window and,
-# at the largest size, the failovers per size: not yet timed at the full sizes.
+# python3 and python3-matplotlib (the plots). On 2026-11-28 (a shared machine, load 4 to 11) the
+# whole run took 44 minutes: the soak about 7, the records benchmark about 1, and fencing at scale
+# 20 (10,000 to 1,000,000 ports, each size with the index, the whole list below the row limit
+# and two replicas on etcd; the million ports alone 11, of which creating them 4 and publishing
+# them to etcd 2.5). The mock holds some 6 GiB at a million ports, etcd's members 4.5 GiB.
 #
 #   sudo bash bench/run.sh
 #
