@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Two Debian packages built by CPack from the install components of cmake/install.cmake:
 #   mizarmp         (component plugin)
 #   mizarmp-addons  (component addons)

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Installs every Debian package the build, the tests and the demo need.
 #
 # Idempotent: when every package is already installed it runs no apt command at all, so a

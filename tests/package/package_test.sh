@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The Debian packages as an operator uses them: built by cpack, installed with apt-get, every file
 # where README.md "Install" says, the unit accepted by systemd-analyze, the installed server
 # answering Probe with the installed config, the installed plugin doing ADD/DEL through podman,
