@@ -37,6 +37,9 @@ PACKAGES=(
   # file and computes Depends with dpkg-shlibdeps (dpkg-dev); systemd-analyze verify and
   # systemd-tmpfiles (systemd)
   dpkg-dev file systemd
+  # lintian: the package test (tests/package) fails on any error or warning it reports on the
+  # two .deb files (it pulls in man-db, whose `man` the test reads the manual pages with)
+  lintian
   # the fuzz build (scripts/fuzz.sh): clang, and the compiler-rt runtimes -fsanitize=fuzzer,
   # address and undefined link (libFuzzer itself is in libclang-rt-14-dev; clang-14 only
   # recommends it, and recommends are not installed)
