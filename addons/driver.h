@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What the CSI-Addons driver mizarmp-addons presents itself as: its name and its mode. The mode
 // decides which services the server runs (controller: FenceController; node:
 // EncryptionKeyRotationController) and which service type Identity advertises.

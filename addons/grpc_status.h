@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The one mapping from mizarmp::Status to what a gRPC client sees.
 #pragma once
 

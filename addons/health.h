@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The standard gRPC health service (grpc.health.v1.Health, proto/health.proto), served
 // synchronously by mizarmp-addons' own server threads.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CSI-Addons Identity service.
 //
 // GetIdentity: the configured driver name, the project version and a manifest

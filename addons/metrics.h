@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-addons' Prometheus metrics (Debian's prometheus-cpp): one registry for the process,
 // served as Prometheus text at http://<metricsAddress>/metrics when the address is set. The
 // framework records every RPC here (by full method name and gRPC code, and its latency); each

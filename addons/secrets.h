@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The `secrets` check every CSI-Addons service of mizarmp-addons applies (FenceController,
 // EncryptionKeyRotationController): the server is configured with the secrets a request must
 // carry (secretsFile); a request passes when it carries every one of them with the same value.

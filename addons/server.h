@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mizarmp-addons gRPC server framework: owns the grpc::Server, its listening endpoint, the
 // standard health service (grpc.health.v1.Health, our own sync implementation in
 // addons/health.h; gRPC's default one stays off, so this sync server runs no callback-queue

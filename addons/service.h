@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The contract between the mizarmp-addons server framework (addons/) and the CSI-Addons
 // services it serves (fence/, keyrotation/) or the components it runs beside them (relay/).
 // The framework knows no service: main() builds the services the mode asks for and registers

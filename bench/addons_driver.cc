@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-addons: mizarmp-addons over its unix socket.
 //
 // Sections (--sections, comma separated; default all):

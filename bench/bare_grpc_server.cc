@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-bare-grpc: the baseline for mizarmp-addons' RPC figures. A plain gRPC C++ sync
 // server (default ServerBuilder settings) on a unix socket whose Identity.Probe and
 // FenceController.ListClusterFence answer an empty response at once.

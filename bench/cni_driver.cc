@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-cni: times CNI plugins exec'd exactly as a container runtime execs them
 // (fork/execve, CNI_* environment only, network config on stdin, stdout read to EOF, reaped with
 // wait4 for the child's rusage). Both sides of every comparison run in the same process, in turn.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-fence-scale: fencing as the cluster grows to a million ports (issue 35).
 //
 // For each of --sizes N: mizarmp-mock answering as Alcor really does (--strict --dialect alcor,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // gRPC helpers of the mizarmp-addons benchmarks: channels, status names, and mizarmp-addons
 // started on a unix socket and waited for until it is ready.
 #pragma once

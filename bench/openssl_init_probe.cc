@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What OpenSSL's initialisations cost a one-shot process, one at a time. Exec'd in turn with the
 // other start-up probes (time, peak RSS) and run under `valgrind --tool=callgrind` by
 // bench/run.sh (instructions above mode "none" are that mode's cost). Linked against libssl and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """The report's pictures: line plots of a run's figures drawn with Debian's matplotlib
 (python3-matplotlib) into PNG files beside the report. report.py decides what to draw; this
 module only draws it, so a machine without matplotlib still gets every table."""

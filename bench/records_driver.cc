@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-records: the CNI side of a node that holds many attachment records (issue 35,
 // target 7). Each --sizes count N (default 10, the baseline, and 10,000) gets a node of its own:
 // a host netns with mizarmp-mock and its agent, and a state dir holding N attachments exactly as

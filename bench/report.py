@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """Renders bench/RESULTS.md from what bench/run.sh collected in its work directory.
 
 Every figure comes from the JSON the drivers wrote in this run; a figure that was not measured

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
 # bench/RESULTS.md and its plots (bench/*.png). Needs root (network namespaces), Debian's
 # containernetworking-plugins (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional),

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-soak: does anything grow under sustained use?
 //
 // Sections (--sections, comma separated; default both):

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-bench-store: mizarmp-addons on its two fence stores, SQLite (a file) and etcd (a
 // 3-member cluster on loopback, started by run.sh: --etcd), both measured in one run.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Benchmark helpers: order statistics and durations, mizarmp-mock (with or without its host
 // agent) and the plugin's network config for it. Running programs (a CNI plugin exec'd as a
 // runtime does, servers, netns) is the tests' own support code (tests/support/process.h), named

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Where `cmake --install` and the Debian packages (cmake/packaging.cmake) put each file; README.md
 # "Install" has the same table. Two components, one per package:
 #   plugin  -> mizarmp:        the CNI plugin and the example network configs

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Two Debian packages built by CPack from the install components of cmake/install.cmake:
 #   mizarmp         (component plugin)
 #   mizarmp-addons  (component addons)
@@ -12,7 +14,13 @@ set(MIZARMP_PACKAGE_VERSION "${PROJECT_VERSION}+g${MIZARMP_GIT_COMMIT}")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME mizarmp)
 set(CPACK_PACKAGE_VERSION ${MIZARMP_PACKAGE_VERSION})
-set(CPACK_PACKAGE_CONTACT "mizarmp maintainers <mizarmp-maintainers@localhost>")
+# The project has no mailing list or domain, so no address would reach its maintainers. The
+# default says so in the address itself: .invalid is the top-level domain reserved (RFC 6761)
+# for names that can never resolve, unlike a made-up domain someone could register. Whoever
+# distributes the packages sets their own address here; it is the only place that names one.
+set(MIZARMP_PACKAGE_MAINTAINER "mizarmp maintainers <maintainers@mizarmp.invalid>" CACHE STRING
+    "The packages' Maintainer field and changelog signature: 'Name <address>'")
+set(CPACK_PACKAGE_CONTACT "${MIZARMP_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_COMPONENTS_ALL plugin addons)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
@@ -27,12 +35,14 @@ set(CPACK_DEBIAN_PACKAGE_SUGGESTS logrotate)
 
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_NAME mizarmp)
 set(CPACK_DEBIAN_PLUGIN_PACKAGE_SECTION net)
+# Each description: the synopsis, then the extended description's lines (CPack indents them).
 set(CPACK_COMPONENT_PLUGIN_DESCRIPTION
-    "CNI plugin for the Mizar-MP network\n The mizarmp CNI plugin in /opt/cni/bin: creates a Mizar-MP port per container\n interface and configures the interface in the pod's network namespace.\n Example network configs are in /usr/share/doc/mizarmp/examples.")
+    "CNI plugin for the Mizar-MP network\nThe mizarmp CNI plugin in /opt/cni/bin creates a Mizar-MP port per container\ninterface and configures the interface in the pod's network namespace.\nExample network configs are in /usr/share/doc/mizarmp/examples.")
+set(MIZARMP_ADDONS_SUMMARY "CSI-Addons gRPC server for the Mizar-MP network")
 set(CPACK_DEBIAN_ADDONS_PACKAGE_NAME mizarmp-addons)
 set(CPACK_DEBIAN_ADDONS_PACKAGE_SECTION admin)
 set(CPACK_COMPONENT_ADDONS_DESCRIPTION
-    "CSI-Addons gRPC server for the Mizar-MP network\n mizarmp-addons serves Identity, FenceController (controller mode) and\n EncryptionKeyRotationController (node mode) on a unix socket; systemd unit\n mizarmp-addons@controller.service or mizarmp-addons@node.service.")
+    "${MIZARMP_ADDONS_SUMMARY}\nmizarmp-addons serves Identity, FenceController (controller mode) and\nEncryptionKeyRotationController (node mode) on a unix socket; systemd unit\nmizarmp-addons@controller.service or mizarmp-addons@node.service.\nmizarmpctl, the operator's command-line tool, asks nodes and servers.")
 set(CPACK_DEBIAN_ADDONS_PACKAGE_SUGGESTS "logrotate, cryptsetup-bin")
 
 # mizarmp_debian_control(COMPONENT PACKAGE TMPFILES LOG_GLOB UNITS PURGE_STATE CONFFILES...):
@@ -42,7 +52,7 @@ function(mizarmp_debian_control component package tmpfiles log_glob units purge_
   set(MZ_PACKAGE ${package})
   set(MZ_TMPFILES ${tmpfiles})
   set(MZ_LOG_GLOB ${log_glob})
-  set(MZ_UNITS ${units})
+  set(MZ_UNITS "${units}")
   set(MZ_PURGE_STATE ${purge_state})
   set(dir ${PROJECT_BINARY_DIR}/packaging/${package})
   set(extra "")
@@ -62,10 +72,13 @@ endfunction()
 
 mizarmp_debian_control(plugin mizarmp mizarmp.conf "mizarmp.log*" "" no
                        ${MIZARMP_LOGROTATE_DIR}/mizarmp)
+# The units are the template's two instances, the only modes there are: deb-systemd-invoke
+# takes unit names, not the glob systemctl would.
 mizarmp_debian_control(addons mizarmp-addons mizarmp-addons.conf "mizarmp-addons*.log*"
-                       "mizarmp-addons@*.service" yes
+                       "mizarmp-addons@controller.service mizarmp-addons@node.service" yes
                        ${MIZARMP_CONFIG_DIR}/mizarmp-addons-controller.json
                        ${MIZARMP_CONFIG_DIR}/mizarmp-addons-node.json
                        ${MIZARMP_LOGROTATE_DIR}/mizarmp-addons)
 
+include(cmake/package_docs.cmake)
 include(CPack)

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // ADD: create the attachment's port at the controller, wait until it is ready, configure the
 // interface in the pod's namespace, record the attachment and print the result. In plug mode
 // "ovs" (Alcor) the plugin plugs the pod into Open vSwitch between the create and the wait,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // How the plugin names one attachment (network, container, interface) at the controller: the
 // port id it chooses and the description it gives the port.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // CHECK: is the attachment still what ADD made? Compared in three steps, each against the
 // record: the runtime's prevResult, the port at the controller, and the interface in the pod.
 #include <algorithm>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Internal to cni/: what one plugin invocation shares between plugin.cc (which parses and
 // dispatches) and the command files (add.cc, del.cc, check.cc, gc.cc, status.cc), one per CNI
 // command, like containernetworking/plugins' cmdAdd/cmdDel/... .

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mizarmp network configuration (stdin JSON). Every key is listed in the README (plugin
 // configuration).
 #pragma once

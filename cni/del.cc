@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // DEL: unplug the pod from Open vSwitch in plug mode, delete the attachment's port at the
 // controller, then its record and lock. Idempotent: an attachment with no record still has its
 // derived port (and OVS port and veth) deleted, as a crashed ADD may have made them, and what is

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CNI_* environment: which command, for which container, netns and interface.
 #pragma once
 

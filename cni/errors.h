@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // CNI errors: the error type the plugin prints, the CNI error codes, the one mapping from a
 // mizarmp::Status to a CNI code (by the stage of the command the Status came from), and the
 // constructors of the errors commands report without a Status. Every CniError the plugin prints

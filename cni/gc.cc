@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // GC: remove every attachment of this network that the runtime no longer lists as valid: first
 // the stale records (port, record, lock), then the ports of this network on this host that no
 // record knows about (state lost in a crash). Failures are collected, not fatal: GC does what it

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Plug mode "ovs": on Alcor the plugin puts the pod's NIC in place itself, as nova does for a VM,
 // because Alcor's host agent never does. Since alcor@d1869084 (schema/proto3/port.proto) the goal
 // state the agent receives has no network_ns or veth_name; outside demo mode the agent

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Run(): read the CNI environment and the network configuration, check the version, dispatch to
 // the command (add.cc, del.cc, check.cc, gc.cc, status.cc) and print what it produced.
 #include "cni/plugin.h"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mizarmp CNI plugin's commands: ADD, DEL, CHECK, VERSION, GC, STATUS.
 //
 // Run() is the whole plugin for one invocation: it reads the CNI_* variables and the network

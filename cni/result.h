@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CNI ADD result, printed in the shape of the config's cniVersion.
 #pragma once
 

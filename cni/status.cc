@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // STATUS: can the plugin serve ADD now? Its state directory must be writable and the controller
 // must answer for the configured subnet; anything else is code 50 (the runtime then reports the
 // network as not ready).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // CNI spec versions this plugin speaks, and comparisons between version strings.
 #pragma once
 

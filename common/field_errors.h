@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The errors of a document's fields, worded one way for every kind of document: "<field> is
 // missing", "<field> is not a string (got number)", "<field> is 70000, want 68..65535". Each
 // kind names its fields its own way (`config key "mtu"`, `record field "ips[0]"`,

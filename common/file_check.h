@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Whether a file a configuration key names can be read, checked when the configuration is, so a
 // typo fails at start-up naming the key rather than at first use.
 #pragma once

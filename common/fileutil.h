@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Durable, permission-aware file helpers shared by the plugin, the mock and the addons server.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A program's command-line options as one table: each entry names its flag once, says what
 // value it takes and how to apply it, and carries its help line. Parsing and --help are both
 // generated from the table, so the two cannot drift.

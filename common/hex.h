@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Hexadecimal digits: bytes as hex text and back, and percent-encoding (RFC 3986 §2.1), so that
 // every folder spells a byte the same way and reads one back with the same checks.
 #pragma once

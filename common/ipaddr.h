@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // IPv4/IPv6 addresses and CIDR prefixes, parsed strictly and printed canonically.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Reading the fields of a JSON document (a tree of nlohmann's) with errors that name the field
 // (field_errors.h): the plugin's network configuration and a CNI result, an attachment record,
 // a controller's subnet and the server's configuration all read through these, so the same

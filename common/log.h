@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Minimal leveled logging to stderr or an append-only 0600 file. One line per record, written
 // with a single write(2) so lines from concurrent processes (many CNI invocations sharing a log
 // file) never interleave. Nothing here ever writes to stdout.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A mutex that clang's thread-safety analysis (-Wthread-safety) can follow, its scoped lock, and
 // the annotations that say which data a mutex guards.
 //

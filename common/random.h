@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Numbers for names and ids that must not collide (temporary files, request ids), not for
 // secrets (UuidV4 and the key rotation read the kernel's CSPRNG themselves).
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Termination signals handled synchronously, for the long-running programs (mizarmp-addons,
 // mizarmp-mock): SIGTERM and SIGINT are blocked and waited for with sigwait(), so no work ever
 // runs in a signal handler. SIGHUP reopens the log file (logrotate's postrotate) and waiting

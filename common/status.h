@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // One error model for every mizarmp library.
 //
 // Codes are numerically identical to the gRPC canonical codes, so the CSI-Addons server maps a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Small string helpers every component shares, so no folder grows its own copy.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Serving on a unix socket safely: the socket's directory is ours alone, and a stale socket
 // left by a crash is cleared while a live one is never taken over. Shared by mizarmp-addons'
 // gRPC endpoint (addons/server.cc) and the node's Mizar-MP relay (relay/relay.h).

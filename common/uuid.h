@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // UUIDs: name-based (RFC 4122 version 5, SHA-1) for deterministic port ids, random (version 4).
 #pragma once
 

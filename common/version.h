@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What this build is: the project version (CMake's project(VERSION)) and the commit it was built
 // from. Only common/version.cc is compiled with them, so a new commit rebuilds one file.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What `mizarmpctl` shows and does on a node: the plugin's attachment records joined with the
 // port each names at Mizar-MP and the interface in the pod's namespace, and the removal of
 // attachments whose pod is gone.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmpctl's side of the mizarmp-addons socket: a gRPC client of Identity and the
 // FenceController, for what the csi-addons CLI does not offer (GetFenceClients,
 // ListClusterFence) and for a quick look at what a server runs.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmpctl's human-readable output: columns padded to their widest cell, two spaces apart,
 // the header in capitals first (`-o json` prints JSON instead, for scripts).
 #pragma once

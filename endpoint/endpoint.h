@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Where the mizarmp-addons server listens, in the notation its configuration and mizarmpctl's
 // --endpoint share. Both ends parse it here, so the CLI links this and not the server.
 #pragma once

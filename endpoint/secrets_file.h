@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The secrets file: a JSON object of string values. The same file feeds both ends of the
 // CSI-Addons `secrets` check: the server's secretsFile (what requests must carry,
 // addons/secrets.h) and mizarmpctl's --secrets-file (what its requests carry).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A client of etcd's v3 gRPC API (proto/etcd/rpc.proto): the calls the fence store and the
 // leader election need, over plain or TLS channels, with etcd user authentication.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Leader election on etcd: a key held under a lease. The candidate whose transaction creates the
 // key leads for as long as its lease lives; when the leader dies or loses etcd, its lease runs
 // out and the next candidate's attempt succeeds. No two candidates lead at once:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 #include "etcd/options.h"
 
 #include "common/strings.h"

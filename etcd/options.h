@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // How to reach an etcd cluster (etcd/client.h), apart from the client itself so a configuration
 // can hold it without gRPC's headers.
 #pragma once

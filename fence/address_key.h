@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // An address as the port index's backends order it: one byte of family (4 or 6), then the
 // address's bytes in network order. Within a family, byte order is address order, so the
 // addresses of a CIDR are the keys from its network's to its last address's; and every IPv4 key

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Where the fence store and the port index live: a file path is kept in SQLite, and
 // "etcd://host:port,..." in an etcd cluster shared by several replicas. Apart from fence/store.h
 // because choosing needs the etcd backends, whose client is gRPC: the store's interface and its

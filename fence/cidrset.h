@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // CIDR handling for the FenceController: parsing what a CSI-Addons request carries, the
 // canonical form the server stores and answers with, and exact merging of address sets.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What GetFenceClients answers, shared by the controller's FenceService (every node) and the
 // node's NodeFenceClients (its own node): the addresses behind each node, gathered per host id
 // and merged into the fewest CIDRs covering exactly them.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Mizar-MP connections one enforcement pass works over, and how a batch of calls is spread
 // across them. Mizar-MP has neither a bulk update nor a bulk read by id, so a pass that updates
 // or reads many ports makes one call per port, over several kept-alive connections at once.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The step that applies an enforcement plan (fence/plan.h) at Mizar-MP.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port index in etcd (fence/etcd_port_index.h: the key layout and the batch rule).
 #include "fence/etcd_port_index.h"
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port index (fence/port_index.h) in etcd, beside an etcd fence store (fence/etcd_store.h):
 // whichever replica leads sees what every node agent published through any replica.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The fence store in an etcd cluster (etcd/client.h): the backend for "etcd://host:port,...",
 // shared by every replica of mizarmp-addons that names the same cluster and prefix.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 #include "fence/etcd_util.h"
 
 namespace mizarmp::fence {

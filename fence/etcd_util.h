@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What the fence's etcd users share (the fence store, fence/etcd_store.h, and the port index,
 // fence/etcd_port_index.h): connecting to a location, prefix ranges, and which errors mean that
 // etcd could not answer or that a write was refused before it was applied.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CSI-Addons FenceController of mizarmp-addons (controller mode), one addons::AddonsService.
 //
 // FenceClusterNetwork: the CIDRs are validated (INVALID_ARGUMENT naming the value; a missing or

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Which replica enforces. Every replica of mizarmp-addons stores fences and answers RPCs, but only
 // the leader changes ports at Mizar-MP (the reconcile and the enforcement passes), so two replicas
 // never flip the same port. The fence store's backend decides how the leader is chosen

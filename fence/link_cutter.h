@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node's own cut of fenced pods' data plane, where Mizar-MP's agent makes none: Alcor's host
 // agent does not act on admin_state_up=false (DESIGN.md, "Plug mode"), so on an Alcor node a
 // fenced port would keep its traffic. In plug mode the plugin made the pod's veth, and its host

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The FenceController's metrics (on the server's registry, addons/metrics.h): the fences stored
 // by state and the pending unfences (as of the end of the last pass), enforcement passes by
 // result, whether this replica leads, the port index's publications and lapsed nodes, and its

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The FenceController of mizarmp-addons in node mode: GetFenceClients for this node only, the
 // way a CSI-Addons node plugin reports the clients on its node (the CSI-Addons controller asks
 // every CSIAddonsNode that advertises GET_CLIENTS_TO_FENCE, through that node's own sidecar, and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The FenceController's options: what mizarmp-addons' configuration sets for fencing. The
 // server's config (cmd/mizarmp-addons) composes this struct; nothing here knows about flags or
 // files.

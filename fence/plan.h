@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What an enforcement pass has to change at Mizar-MP, worked out without doing it.
 //
 // A port with a fixed IP inside a stored fence must be down, and is then held down on behalf of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // How a pass finds the ports it must look at through the port index (fence/port_index.h)
 // instead of listing every port at Mizar-MP.
 #pragma once

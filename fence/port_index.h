@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port index: the attachments each node agent published (address, port id, node), ordered by
 // address so that the ports inside a CIDR are one range read, O(log n + m), instead of a list of
 // every port at Mizar-MP (docs/decisions/2026-11-28-fencing-at-scale.md). Mizar-MP can find a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The controller's side of the port index's publication: the gRPC service mizarmp.v1.PortIndex
 // (proto/mizarmp/port_index.proto) that node agents (fence/publisher.h) call with their node's
 // attachments. It checks every field of a request, which comes from the network, and hands the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node agent's side of the port index (fence/port_index.h): mizarmp-addons in node mode
 // publishes the attachments the plugin recorded on this node to the controller
 // (mizarmp.v1.PortIndex/Publish, fence/publication_service.h), so that a fence finds this node's

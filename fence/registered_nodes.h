@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The nodes Mizar-MP knows (Alcor's node manager: client::Client::ListNodes), so that a pass
 // through the port index also covers a node whose agent never published: its ports are in no
 // index entry and under no lease, yet Alcor admits a port only on a registered node.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port index in SQLite (fence/port_index.h).
 //
 // attachments(ip BLOB, port_id TEXT, node TEXT; PRIMARY KEY (ip, port_id)) WITHOUT ROWID, and an

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The fence store in SQLite (libsqlite3): the backend for a file path.
 //
 // One database file (default /var/lib/mizarmp/fence.db), created 0600 in a directory created

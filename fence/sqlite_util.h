@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What the SQLite-backed files of fence/ (the fence store, the port index) share: a prepared
 // statement, and a database file created private (0600 in a 0700 directory) before SQLite opens
 // it, so SQLite never creates it with the umask's mode.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The fence store: what is fenced, durably, behind one interface so the FenceController does not
 // know where its state lives.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What mizarmp-install does on a node (the init container of the installer DaemonSet): puts the
 // CNI plugins into the host's plugin directory and the network configuration into its config
 // directory. Every file is written beside its destination and renamed over it, so a runtime

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Test hooks of the key rotation: a seam through which a test build watches or interrupts a
 // rotation and makes new keyslots cheap. Production has none (a null RotationHooks*), and the
 // production binary cannot get any: RotationHooksFromEnvironment() has two definitions in two

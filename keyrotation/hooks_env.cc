@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // RotationHooksFromEnvironment() of test builds: the crash and PBKDF hooks from the variables
 // named in hooks.h. Each hook in force is logged as a warning, so a log shows it was a test run.
 #include <signal.h>

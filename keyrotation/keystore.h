@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node's key store: the LUKS passphrase(s) of each encrypted volume, by volume id.
 //
 // A record holds the device the volume lives on (and the UUID of its LUKS header, which

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Finding a CSI volume on the node from its volume_id alone, where kubelet staged it.
 //
 // The CSI-Addons sidecar's EncryptionKeyRotateRequest carries the PV's volumeHandle as

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Finding a LUKS device again by its header's UUID, after a reboot renamed it (/dev/sdb became
 // /dev/sdc, /dev/dm-3 became /dev/dm-5) or an image file was moved: a device path recorded in
 // the key store is only a hint; the UUID recorded beside it says which header it must be.

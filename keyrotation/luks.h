@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A LUKS2 header through libcryptsetup (no cryptsetup binary is ever run).
 //
 // Passphrases are opaque bytes; nothing here logs them. libcryptsetup's own messages are routed

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The EncryptionKeyRotationController's options: what mizarmp-addons' configuration sets for
 // key rotation in node mode. The server's config (cmd/mizarmp-addons) composes this struct.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Finding the LUKS device behind a CSI volume_path on the node.
 //
 //   block volume       volume_path is the LUKS device (or an image file) itself; a device node

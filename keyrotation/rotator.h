@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Crash-safe rotation of a LUKS2 volume's passphrase (the key-encryption key; the volume key
 // and the data are untouched).
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Key material in memory: passphrases and keys are held in SecretString, whose bytes are
 // overwritten (explicit_bzero, which the compiler may not drop) when it is destroyed, cleared,
 // overwritten or moved from, so a key does not linger in freed heap memory or a core dump

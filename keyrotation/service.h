@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CSI-Addons EncryptionKeyRotationController on the node, and NodeKeyRotation, the
 // addons::AddonsService mizarmp-addons registers in node mode.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The six durable steps of a key rotation (keyrotation/rotator.h), by number and by name. The
 // names are what logs print and what the test hook MIZARMP_KEYROT_CRASH_AFTER takes.
 #pragma once

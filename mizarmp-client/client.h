@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Mizar-MP REST client (nlohmann_json over Boost.Beast + OpenSSL, see transport.h).
 //
 // One Client owns one HTTP connection (kept alive, TLS session included), so calls made through

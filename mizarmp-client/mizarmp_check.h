@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Whether Mizar-MP answers and holds the configured subnet: the readiness check that each part
 // of mizarmp-addons calling Mizar-MP (the FenceController, the node's relay) owns and reports to
 // Identity's Probe under the dependency name kMizarMpDependency. The framework itself (addons/)

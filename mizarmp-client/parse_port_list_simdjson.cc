@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // ParsePortList on simdjson (see port_list_reader.h): its DOM parser validates the whole body and
 // builds a flat tape at several GB/s; a walk of that tape then gives the reader the events
 // nlohmann's SAX parser would. A body simdjson refuses goes to nlohmann's parser, which decides.

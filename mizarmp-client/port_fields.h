@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A port's members as read from JSON, before they are checked. Two readers fill them: a tree's
 // port (PortFromJson) and a port list streamed from the parser's events (ParsePortList, no tree).
 // PortFromFields makes the checks for both, so both say the same about the same document.

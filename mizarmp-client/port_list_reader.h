@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Reads a port list answer ({"ports":[...]} or a bare [...]) from a JSON parser's events: each
 // entry's members go into PortFields and become a Port (or a line in `unreadable`) as the entry
 // ends, so no JSON tree is built, not even of one entry. A 10,000-port list is every fence

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // TLS sessions kept between processes. The plugin is a new process for every ADD and DEL, so
 // each would make a full handshake: read the CA, check the server's chain, verify its signature.
 // A session kept by an earlier process lets the handshake resume instead (RFC 8446 2.2): the

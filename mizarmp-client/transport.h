@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Mizar-MP client's HTTP transport (Boost.Beast + Boost.Asio over OpenSSL): one HTTP/1.1
 // exchange at a time over one kept-alive connection, each bounded by a deadline. It knows
 // nothing of REST: client.cc builds the requests and reads their answers.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Where the transport finds the CA certificates it verifies Mizar-MP against: a configured CA
 // file, or the host's trust store. Loading a distribution's whole bundle parses every CA in it
 // (some 140 certificates, tens of milliseconds), which a plugin process pays on every ADD and DEL;

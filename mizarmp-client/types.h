@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Mizar-MP resources as the plugin and the addons server see them, independent of the wire
 // dialect (v0.1 controller or the later Alcor port manager).
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's host agent (private to mock-server/): the bridge holding the gateway, and one veth
 // pair per ready port whose pod end sits in the port's network namespace.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // JSON as the mock writes it on the wire and in messages (private to mock-server/).
 #pragma once
 

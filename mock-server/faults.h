@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's fault-injection knobs at run time (private to mock-server/): the Faults document of
 // POST /mock/faults and the counters that requests consume.
 #pragma once

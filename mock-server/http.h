@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's cpp-httplib server (private to mock-server/): plain HTTP or TLS (optionally
 // requiring client certificates), its thread pool and timeouts, a widened listen backlog and
 // the thread that serves. It knows no route: Start() takes the function that installs them.

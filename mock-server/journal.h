@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's journal of port updates (private to mock-server/): every PUT of a port, in the
 // order answered, with the admin_state_up it asked for, who sent it (User-Agent) and the HTTP
 // status. Tests read it through GET /mock/requests to prove, for example, that no port was

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // MockServer puts the parts together: the model (controller and agent), the fault injector,
 // the routes over both, and the HTTP server that serves the routes.
 #include "mock-server/mock.h"

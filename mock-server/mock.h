@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-mock: a Mizar-MP controller and host-agent simulator over HTTP (cpp-httplib).
 // Used by the tests, the benchmarks and the one-box demo; never in production.
 //

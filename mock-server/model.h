@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's Mizar-MP controller (private to mock-server/): one project with its IPv4 (and
 // optional IPv6) subnet, the port table, address and MAC allocation, port readiness, and the host
 // agent that plugs a veth for each port going ready. No HTTP: the routes (routes.h) turn

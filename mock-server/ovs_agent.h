@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's host agent on Open vSwitch (private to mock-server/), as Alcor's host agent
 // (futurewei-cloud/alcor-control-agent) runs outside demo mode: it places no NIC. Nova (or a
 // test, or the CNI plugin) creates the device and its OVS port; the agent waits for the port

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Address and MAC allocation for mizarmp-mock (private to mock-server/).
 #pragma once
 

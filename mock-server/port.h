@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // One port of the mock controller (private to mock-server/): its record, the document it reads
 // back as, and the rules for what a create or an update request may say about it. Nothing here
 // allocates or locks; the model (model.h) does both.

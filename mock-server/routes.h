@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mock's HTTP API (private to mock-server/): the REST routes of both wire dialects (v0.1
 // and Alcor), the bearer token, the injected faults on the way in and out, and the control
 // endpoints (/mock/state, /mock/faults, /mock/requests, /mock/reset, /healthz). See mock.h for the

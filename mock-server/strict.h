@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The strict modes of the mock (private to mock-server/): the REST surface of each real
 // controller generation as its code behaves, not as the seed's README describes it.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What the plugin does inside a pod's namespace: configure one interface, or report its state.
 #include <net/if.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Pieces shared by the netns sources; not part of the library's interface.
 #pragma once
 

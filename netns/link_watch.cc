@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // LinkWatch: link notifications of one name, read off a raw netlink socket subscribed to
 // RTMGRP_LINK inside the namespace (libnl's caches would re-read every link on each change).
 #include <linux/if_link.h>

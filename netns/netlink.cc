@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Netlink: a libnl-route-3 socket bound to one network namespace.
 #include <arpa/inet.h>
 #include <linux/if.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Network namespaces: open one by path, and run a netlink socket inside it.
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // ovsdb::Connection: RFC 7047's JSON-RPC 1.0 over ovsdb-server's unix socket, with every wait
 // bounded by poll(2) and the caller's deadline.
 #include <fcntl.h>

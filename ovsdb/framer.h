@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Splits the byte stream of an RFC 7047 connection into whole JSON-RPC messages. ovsdb-server
 // sends one JSON object after another with nothing in between to mark where one ends (no
 // newline, no length), so the end of a message is found by tracking the nesting depth of

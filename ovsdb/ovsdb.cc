@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The operations on the Open_vSwitch schema (vswitch.ovsschema): Bridge.ports refers to Port
 // rows, Port.interfaces to Interface rows; Port and Interface are not root tables, so a port
 // whose uuid leaves its bridge's "ports" is garbage-collected with its interface in the same

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Open vSwitch's configuration database, spoken as RFC 7047 JSON-RPC over ovsdb-server's unix
 // socket: the few operations a node needs on the Open_vSwitch schema
 // (/usr/share/openvswitch/vswitch.ovsschema). The plugin plugs a pod's veth into the

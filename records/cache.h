@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The plugin's attachment records as GetFenceClients reads them, kept between calls.
 //
 // The plugin changes a record only by renaming a complete file into its network directory or

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Attachment records: one JSON file per (network, container, interface) under the state dir,
 //   <stateDir>/<network>/<containerId>:<ifname>.json   (dirs 0700, files 0600, atomic writes)
 // with a lock file beside it (<same>.lock) that serialises every command on the attachment.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node's Mizar-MP relay: a small HTTP/1.1 server on a 0600 unix socket that sends every
 // request it receives on to ONE configured controller (usually https://) over kept-alive
 // connections, and returns the controller's answer.

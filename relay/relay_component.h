@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node's relay as a part of mizarmp-addons (addons::AddonsComponent, Server::Attach):
 // Probe fails naming "relay" once its socket is gone, and naming "Mizar-MP" while the controller
 // it relays to is unreachable (mizarmp-client/mizarmp_check.h); /metrics counts its requests by

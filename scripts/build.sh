@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Configures and builds the whole tree.
 #   scripts/build.sh [normal]   -> build/       RelWithDebInfo (-O2, line tables), warnings are errors
 #   scripts/build.sh asan       -> build-asan/  clang, -O1 -g1, AddressSanitizer + UBSan, -Werror,

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The one-box demo (README's main command): two podman containers on a Mizar-MP network.
 #
 #   1. installs the Debian packages and builds build/ (skipped quickly when already done),

@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The one-box demo on Alcor (MIZARMP_DEMO_DIALECT=alcor), sourced by scripts/demo.sh:
 #   - Open vSwitch in its userspace datapath (ovsdb-server and ovs-vswitchd run by the demo from
 #     its own directory, bridge br-int with datapath_type=netdev),

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The demo's HA part (MIZARMP_DEMO_HA=1 bash scripts/demo.sh), sourced by demo.sh: two
 # mizarmp-addons replicas share their fence state in a 3-member etcd cluster on loopback.
 #   1. starts the etcd members (Debian's etcd-server) and waits for a quorum,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # A 3-member etcd cluster on loopback (Debian's etcd-server), for the HA demo and the benchmarks;
 # sourced. The tests use their own C++ fixture (tests/support/etcd_cluster.h).
 #   mz_etcd_start DIR BASE_PORT   members m0..m2, client ports BASE, BASE+2, BASE+4 (peers +1),

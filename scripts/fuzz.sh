@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Builds the libFuzzer targets (tests/fuzz) in build-asan/ (scripts/build.sh asan: clang, ASan +
 # UBSan, coverage-instrumented libraries; the test suite's sanitizer tree) and runs each:
 #   1. every input saved under tests/fuzz/regressions/<target>/ once (a crasher found earlier

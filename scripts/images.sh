@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Builds the two container images of a Kubernetes deployment (deploy/) with podman, offline: both
 # start FROM scratch, so no registry is needed.
 #

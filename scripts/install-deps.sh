@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Installs every Debian package the build, the tests and the demo need.
 #
 # Idempotent: when every package is already installed it runs no apt command at all, so a
@@ -39,6 +41,9 @@ PACKAGES=(
   # rules and parses the dashboard's queries; the checker reads the rule files with PyYAML (on a
   # systemd host the package also starts prometheus.service on :9090, which no test needs)
   prometheus python3-yaml
+  # lintian: the package test (tests/package) fails on any error or warning it reports on the
+  # two .deb files (it pulls in man-db, whose `man` the test reads the manual pages with)
+  lintian
   # the fuzz build (scripts/fuzz.sh): clang, and the compiler-rt runtimes -fsanitize=fuzzer,
   # address and undefined link (libFuzzer itself is in libclang-rt-14-dev; clang-14 only
   # recommends it, and recommends are not installed)

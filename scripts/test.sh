@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The project's test command (README; CI runs it through .ci/run):
 #   1. installs the Debian packages (scripts/install-deps.sh; nothing to do when all are there),
 #   2. builds build/ (warnings are errors) and runs the whole ctest suite,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # mizarmp-addons: its configuration (unit), the server framework (addons/) over a real gRPC unix
 # socket with the in-process mock and the binary as a subprocess (integration), and an
 # independent Python gRPC client generating its stubs from proto/ at test time (python).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # bench/report.py (what bench/run.sh renders bench/RESULTS.md with) on a committed, trimmed quick
 # run: every section is there with the run's figures, the earlier run's come from
 # bench/previous.json, and a driver that left no results reads "not measured" instead of a crash.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # mizarmp-client: JSON conversions (unit) and the REST client against the in-process mock
 # (integration; loopback only, agent disabled, so no root needed).
 mizarmp_add_test(NAME client_types_test SOURCES unit/client_types_test.cc

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # cni: the CNI protocol pieces and the errors module (unit), and the plugin's commands run
 # in-process (cni::Run) against the in-process mock over loopback with its agent disabled
 # (integration; no root, no netns).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 mizarmp_add_test(NAME common_test SOURCES unit/common_test.cc LIBS mizarmp_common
                  LABELS "unit;concurrency")
 mizarmp_add_test(NAME log_test SOURCES unit/log_test.cc LIBS mizarmp_common LABELS unit)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # kubelet's path (integration/cri_test.cc): Debian's containerd, isolated by
 # tests/support/containerd.h and driven through the CRI runtime v1 API (proto/cri), runs pod
 # sandboxes on the mizarmp network (the built plugin chained with portmap and bandwidth) against

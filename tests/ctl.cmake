@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # ctl/ and mizarmpctl: the operator CLI checked against the plugin's records, the mock and a
 # running mizarmp-addons.
 if(TARGET mizarmpctl)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # deploy/ validated offline as `kubectl apply -k` would send it (kubectl kustomize renders it):
 # Kubernetes' kinds against the API schema of the release the pinned kubernetes-models carries
 # (1.27.1), the CSI-Addons kinds against tests/deploy/schemas, plus what an API server, kubelet

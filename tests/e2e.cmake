@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # End to end through a real container runtime: podman's CNI backend invokes the built mizarmp
 # plugin (chained with the reference portmap plugin) against mizarmp-mock as controller and
 # host agent. Needs root and podman: exits 77 (skipped) without them, fails under CI=true.

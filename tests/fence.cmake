@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # fence/: CIDR parsing and merging and the enforcement plan (unit: no servers); the fence store
 # contract per backend (SQLite, and etcd on a real etcd member on loopback: in integration/).
 mizarmp_add_test(NAME fence_cidrset_test SOURCES unit/fence_cidrset_test.cc

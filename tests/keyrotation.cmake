@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # keyrotation/: LUKS2 key rotation on image files made with libcryptsetup (unit: the library,
 # the service and both definitions of the test hooks in-process), the real server in node mode
 # (integration: mizarmp-addons-testhooks killed after each rotation step; the production

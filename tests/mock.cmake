@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # mizarmp-mock: the controller at the HTTP level with a raw cpp-httplib client (loopback, no
 # root), and its host agent in real network namespaces (root).
 mizarmp_add_test(NAME mock_test SOURCES integration/mock_test.cc

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # deploy/monitoring/ (label monitoring; promtool from Debian's prometheus package): the rules
 # load, their unit tests make each alert fire and resolve, the PrometheusRule is the rule file's
 # copy, each alert has its runbook section, the dashboard's queries parse, and a live controller

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Open vSwitch: the ovsdb library against a real ovsdb-server in a sandbox of its own
 # (tests/support/ovs_sandbox.h; root for its network namespace).
 mizarmp_add_test(NAME ovsdb_test SOURCES integration/ovsdb_test.cc

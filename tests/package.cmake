@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The Debian packages end to end (tests/package/package_test.sh): cpack in a scratch dir,
 # apt-get install, files where README.md "Install" says, systemd-analyze verify, the installed
 # server's Probe, the installed plugin's ADD/DEL through podman, apt-get purge. Normal builds

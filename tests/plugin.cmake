@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The plugin binary end to end in real network namespaces (root).
 if(TARGET mizarmp)
   mizarmp_add_test(NAME plugin_netns_test SOURCES integration/plugin_netns_test.cc

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # README.md's command lines held to the programs' own --help (tests/readme/check_readme.py): a
 # README that shows a subcommand or flag a program does not have fails, and the self-test plants
 # one such mistake of each kind in a copy and fails unless each is reported.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # relay/: the node's Mizar-MP relay over its unix socket, in front of the in-process mock served
 # over TLS (loopback, agent disabled, no root): relaying, refusals, hostile clients, Stop().
 mizarmp_add_test(NAME relay_test SOURCES integration/relay_test.cc

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-addons' configuration: a JSON file (--config PATH) with flags overriding it. It
 // composes the options of the components main() builds (addons/, fence/, keyrotation/, relay/)
 // and is included by cmd/mizarmp-addons/main.cc only.

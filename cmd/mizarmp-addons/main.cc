@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-addons: the CSI-Addons gRPC server. Parses the configuration, builds the services the
 // mode asks for (and the node's relay), registers them and Identity with the server, serves until
 // SIGTERM/SIGINT, then drains and exits 0. Exit 2 on a bad configuration, 1 when the server cannot

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-install: the installer DaemonSet's two containers. `install` (the init container) puts
 // the plugins and the network configuration onto the node (install/installer.h); `wait` (the main
 // container) only keeps the pod running until it is deleted, so a new image re-runs `install`.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-mock: flags -> mock::Options, serve until SIGTERM/SIGINT.
 #include <chrono>
 #include <functional>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp: the CNI plugin. Wires the process's environment, stdin and stdout to cni::Run();
 // everything else lives in the mizarmp_cni library.
 #include <signal.h>

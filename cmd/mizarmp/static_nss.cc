@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Linked into the static plugin only (MIZARMP_STATIC_PLUGIN). A static glibc still reads
 // /etc/nsswitch.conf and dlopens the NSS module of every service named there that it does not
 // carry (libnss_systemd, libnss_sss, libnss_mymachines, ...): the host's modules, built for the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmpctl: what an operator asks a node (the plugin's attachments, joined with Mizar-MP and
 // the pod's namespace; the stale ones; their removal) and a mizarmp-addons server (probe, fence
 // clients, fences, fence and unfence). Tables by default, `-o json` for scripts. Exit 0 on

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Writes prometheusrule.yaml from rules.yml: the same groups under a PrometheusRule's spec, so
 # the Prometheus operator and a plain Prometheus load one set of alerts.
 #

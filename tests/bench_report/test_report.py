@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """bench/report.py rendered on a committed work directory (a trimmed quick run of bench/run.sh,
 tests/bench_report/work): every section is there, the run's figures are in it, the earlier run's
 figures come from bench/previous.json, and a driver that left no results makes the report say

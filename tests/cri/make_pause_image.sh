@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Builds the CRI test's sandbox image offline: a Docker image archive (the `docker save` layout,
 # which `ctr images import` reads) with one layer holding the static pause program at /pause.
 #

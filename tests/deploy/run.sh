@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The deploy/ validation tests (tests/deploy.cmake):
 #
 #   run.sh npm-ci MODULES_DIR   installs the validator's packages from the committed lock file

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # The container images of deploy/ (scripts/images.sh), built offline with an isolated podman:
 #
 #   tests/e2e/images_e2e.sh BIN_DIR

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Installs the plugin into a host directory the way a Kubernetes node gets it: builds the images
 # (scripts/images.sh) in an isolated podman, runs the installer image against HOST_DIR with
 # TEMPLATE as its conflist (tests/e2e/podman_env.sh mz_install_by_image), removes the podman

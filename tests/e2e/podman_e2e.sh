@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # End to end through a real container runtime: podman's CNI backend runs the mizarmp plugin
 # (chained with the reference portmap plugin) against mizarmp-mock acting as the Mizar-MP
 # controller and host agent.

@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 # Helpers shared by tests/e2e/podman_e2e.sh and scripts/demo.sh: an isolated podman (its own
 # storage, run dir, tmp dir, containers.conf and CNI config dir, all under one temp dir, so the
 # user's podman state is never touched), an offline busybox image, and small HTTP/JSON helpers.

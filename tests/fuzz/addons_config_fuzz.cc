@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-addons' configuration file: ApplyConfigJson onto the defaults, then ValidateConfig.
 #include <cstdint>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The secrets file (mizarmp-addons' secretsFile, mizarmpctl's --secrets-file): the input written
 // to a file and read by endpoint::ReadSecretsFile. Errors must never echo a secret: a value of the
 // input never appears in the error message.

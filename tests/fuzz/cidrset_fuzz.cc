@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The FenceController's CIDRs: ParseFenceCidr on every line of the input, then MergeCidrs and a
 // CidrSet over what parsed. Checked: a canonical CIDR parses back to itself; the merged blocks
 // cover every input and nothing else (they are disjoint, cover each input's first and last

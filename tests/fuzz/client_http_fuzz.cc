@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Mizar-MP client reading whatever a controller answers: a Client (one per dialect, kept
 // alive) against an in-process cpp-httplib server that answers every request with the status and
 // body taken from the input.

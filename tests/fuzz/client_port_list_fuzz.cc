@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A port list answer: ParsePortList, which reads it from a parser's events without a tree (on
 // simdjson, or nlohmann's SAX parser in client_port_list_nlohmann), against the tree it stands for
 // (nlohmann::json::parse, then PortFromJson on each entry of the "ports" member or of the bare

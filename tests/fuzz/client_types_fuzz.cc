@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Mizar-MP documents of both dialects: PortFromJson and SubnetFromJson on the input (and on what
 // it carries under "port"/"subnet"/"ports"). A port or subnet that parses must print and read
 // back.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The plugin's network configuration (stdin): DecodeJson, ConfigVersion, ParseNetConf, and the
 // prevResult it carries (ResultFromJson), printed back in every supported version.
 #include <cstdint>

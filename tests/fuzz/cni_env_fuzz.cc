@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CNI_* environment and CNI_ARGS.
 //
 // Input: lines "NAME=VALUE" ('\n' separated; a line without '=' is skipped) become the

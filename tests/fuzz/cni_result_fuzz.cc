@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A prevResult on its own: ResultFromJson; a result it accepts must print (ResultToJson) in every
 // supported version and read back.
 #include <cstdint>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Helpers shared by the libFuzzer targets in this folder (see README.md here).
 #pragma once
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Key store files: the input written as a volume's record in a LocalKeyStore directory and read
 // by Get and List; HexDecoded on the input. A record that reads must write back (Put) and read
 // back the same; hex must round-trip.

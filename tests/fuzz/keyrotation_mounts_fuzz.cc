@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Mount tables (/proc/self/mountinfo or /proc/mounts format): the input written as the table and
 // MountSource asked for a few fixed mount points and for the mount point fields of the input's
 // first lines, as the key rotation resolves a filesystem volume's device.

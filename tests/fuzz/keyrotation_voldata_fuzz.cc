@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // kubelet's vol_data.json: the input written as the file in each place kubelet keeps one (the
 // hashed staging directory of Kubernetes >= 1.24, pv/<PV>/ and volumeDevices/<PV>/data/) under a
 // scratch kubelet root, and FindStagedVolume asked for the volume, as a key rotation request

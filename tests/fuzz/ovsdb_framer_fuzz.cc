@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // ovsdb-server's byte stream (ovsdb/framer.h): the input, read by the connection in pieces whose
 // sizes its first byte chooses, is split into messages, each then parsed as the connection does.
 // Reading it whole or in pieces must give the same messages, and no message may pass the bounds.

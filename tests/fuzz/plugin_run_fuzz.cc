@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The whole plugin for one invocation: cni::Run() given an environment and stdin, with the
 // controller an in-process mock (mock-server/mock.h, no host agent) started once per dialect.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Attachment records: RecordFromJson on the input, and the input as the file on disk read back
 // through RecordStore (Find, Read, List, ListAll) and RecordCache, as the plugin and the fencing
 // server read it. A record that parses must print (RecordToJson) and read back the same.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Kept TLS sessions (mizarmp-client/tls_session.h): the input as the session file a plugin
 // process finds in its state dir (anything may have written it). Load must accept or refuse it
 // without a crash; a session it accepts must be kept again by Save (which takes the server's

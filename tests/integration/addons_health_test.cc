@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // grpc.health.v1.Health as mizarmp-addons serves it (addons/health.h): Check and Watch over a
 // real gRPC unix socket with stubs generated from proto/health.proto, Watch ending on cancel
 // and on shutdown (never holding the drain up), and no callback-queue ("nexting") threads in

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Identity service over a real gRPC unix socket (in-process server, generated C++ stub),
 // the server's socket handling, health service and service lifecycle, and the mizarmp-addons
 // binary's shutdown.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What an operator's Prometheus and Kubernetes' probes see of the real mizarmp-addons binary:
 // the metrics endpoint's families move with the RPCs made (controller and node mode), the
 // health listener answers grpc.health.v1 and nothing else until the server stops, every log

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Mizar-MP REST client against the in-process mock controller over loopback, for both
 // controller generations, including every fault the mock can inject, bearer tokens and TLS.
 // The mock's host agent is disabled, so no root is needed.

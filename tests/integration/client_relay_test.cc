@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The Mizar-MP client through a node's relay (ClientConfig::relay_socket, relay/relay.h), as a
 // plugin process sees it: each Client stands for one process, against the in-process mock over
 // TLS playing the real Alcor controller, whose API gateway requires a token.

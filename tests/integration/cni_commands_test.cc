@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The plugin's commands run in-process (cni::Run) against the in-process mock controller with its
 // agent disabled: everything a command does before it touches a pod's namespace, and everything
 // DEL, GC and STATUS do. No root, no netns. The mock plays each real controller generation

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // kubelet's path: containerd's CRI service (Debian's containerd, driven through the published
 // CRI runtime v1 API as kubelet drives it) runs pod sandboxes on the `mizarmp` network, the
 // project's conf/mizarmp.conflist: the built mizarmp plugin chained with the reference portmap

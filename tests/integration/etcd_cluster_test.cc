@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The EtcdCluster fixture (tests/support/etcd_cluster.h) against the real etcd: a 3-member
 // cluster replicates writes between members, survives the loss of one member, refuses writes
 // without a quorum, and serves again, with nothing lost, once a member comes back. Also the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // etcd/: the client and the leader election against real etcd members on loopback
 // (tests/support/etcd_cluster.h): locations, TLS with client certificates, etcd users, and an
 // election in which two candidates never lead at once, also when the leader loses etcd.

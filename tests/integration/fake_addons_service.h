@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A CSI-Addons service as fence/ or keyrotation/ registers one with the addons framework, and a
 // component that serves no RPC as relay/ attaches one, for the framework's own tests: a
 // generated service base (every method UNIMPLEMENTED), the capabilities and readiness checks

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // FenceController end to end (root): mizarmp-mock runs as a process with its host agent in its
 // own netns, the real mizarmp plugin binary puts pods of two nodes (separate hostId and state
 // dir per node) into real network namespaces, and mizarmp-addons runs as a process, driven

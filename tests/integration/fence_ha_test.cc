@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Replicas of mizarmp-addons sharing one fence state in a real 3-member etcd cluster on loopback
 // (tests/support/etcd_cluster.h), against the in-process mizarmp-mock. The replicas are processes,
 // so they can be killed with SIGKILL; they are driven over their unix sockets through the

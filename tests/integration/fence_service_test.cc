@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The FenceController against the in-process mizarmp-mock (no agent: loopback HTTP only):
 // what each RPC answers and what it does to the ports at Mizar-MP, the store across a restart,
 // faults, the reconcile, secrets, readiness and the Identity wiring.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // fence/store: the FenceStore contract, run against every backend through the interface and
 // OpenFenceStore() (a typed suite: a new backend adds one backend type to Backends), then what
 // only one backend promises: SQLite's file modes, errors and kill -9; etcd's transactions

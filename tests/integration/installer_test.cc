@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-install: the conflist it renders, the files it puts in place, and the property the
 // installer DaemonSet relies on: replacing a plugin while a runtime executes it neither fails
 // ("text file busy") nor disturbs the running process nor leaves a partial file.

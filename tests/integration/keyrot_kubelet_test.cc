@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // keyrotation/kubelet.h: a key rotation request shaped exactly like the CSI-Addons sidecar's
 // (volume_id = the PV's volumeHandle, parameters = its volumeAttributes, the node-stage secret,
 // a volume_capability with an access mode only, no volume_path, no encryption_key) finds a LUKS2

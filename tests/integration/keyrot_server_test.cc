@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // EncryptionKeyRotation through gRPC: the real mizarmp-addons-testhooks --mode node process,
 // killed with SIGKILL after each step of the rotation in turn (the test-only crash hook) and
 // restarted; the production mizarmp-addons, which ignores the test hooks' variables; Identity in

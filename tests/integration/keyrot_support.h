@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Helpers for the key rotation tests: LUKS2 image files made with libcryptsetup (cheap PBKDF2),
 // loop devices over them, checks of which keys open a header and how a keyslot derives its
 // key, and RotationHooks a test fills in.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // keyrotation/: key store, volume resolution and the rotation sequence on real LUKS2 headers
 // (image files formatted through libcryptsetup with cheap PBKDF2).
 #include <libcryptsetup.h>

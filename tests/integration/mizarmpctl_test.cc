@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmpctl as an operator runs it: its answers checked against the plugin's records, the mock
 // controller's ports and the pods' namespaces, and against a running mizarmp-addons. The mock
 // plays the real Alcor controller (strict, mock-server/strict.h), the generation a fence needs:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-mock's host agent in real network namespaces (root): the bridge with the gateway,
 // the veth pair per ready port, admin state on the host end, teardown on delete and on exit.
 #include <gtest/gtest.h>

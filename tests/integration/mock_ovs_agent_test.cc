@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The strict Alcor mock playing Alcor's host agent on Open vSwitch (Options::agent_ovsdb)
 // against a real ovsdb-server and ovs-vswitchd (OvsSandbox): no NIC placed, a port ACTIVE only
 // once its tap port is on br-int, the VPC's VLAN on it, admin state recorded or (beyond the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-mock at the HTTP level: a raw cpp-httplib client (independent of our REST client)
 // asserts exact status codes and bodies for both controller dialects, address allocation,
 // readiness, every injectable fault, the bearer token, and the mizarmp-mock binary itself.

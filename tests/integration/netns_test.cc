@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The netns library against the kernel: namespaces, veth pairs across namespaces, addresses,
 // routes, waiting for a link, and the plugin's configure/inspect pair.
 #include "netns/netns.h"

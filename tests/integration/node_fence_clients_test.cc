@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Node mode's GetFenceClients (fence/node_clients.h): this node's records and configured
 // addresses under this node's id, nothing for another node, the fence RPCs left to the controller.
 #include <grpcpp/server_context.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The ovsdb library against a real ovsdb-server (OvsSandbox, database only), and against
 // servers of its own that misbehave: what the plugin and the mock's OVS agent rely on.
 #include "ovsdb/ovsdb.h"

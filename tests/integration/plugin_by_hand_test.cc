@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mizarmp binary run by hand, as an operator checks what is installed: `mizarmp --version`
 // and a run with no CNI_COMMAND say what it is, which CNI versions it speaks and which libraries
 // it runs on, and exit 0, as the reference plugins do. No server, no root.

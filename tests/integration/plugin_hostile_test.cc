@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mizarmp binary given input a buggy runtime or an attacker could send: it must answer with
 // the CNI error JSON on stdout and a non-zero exit (never a signal), and leave nothing behind
 // (no record, no lock file, no port). Runs the real binary (exec, CNI_* env, config on stdin)

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The mizarmp binary driven exactly as a runtime drives it (exec, CNI_* env, config on stdin)
 // against mizarmp-mock with its host agent, in real network namespaces.
 #include <gtest/gtest.h>

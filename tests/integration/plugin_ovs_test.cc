@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Plug mode on Alcor (cni/ovs_plug.h), with a real Open vSwitch in its userspace datapath and real
 // network namespaces: the mock plays Alcor's controller (--strict) and Alcor's host agent on OVS
 // (it places no NIC, tags tap<id> on br-int and only then reports the port ACTIVE), and the

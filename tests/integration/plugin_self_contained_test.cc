@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The plugin file an installer copies onto a node, run where nothing of the build machine is:
 // a root filesystem holding only that one file, /etc/hosts (the controller's host name), the
 // CA file for https, and mount points for /proc and the pod's netns file (at the same path as on

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The pass that finds ports through the port index (fence/port_finder.h): the plan over what the
 // index finds is the plan over the whole port list, on random clusters at the strict Alcor mock,
 // stale index entries and ports that come and go included. The index's own contract is

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port index (fence/port_index.h): its contract run against every backend through the
 // interface (a typed suite: a new backend adds one type to Backends), then what only one backend
 // promises: SQLite's private file, etcd's batches past --max-txn-ops and its skipping of keys

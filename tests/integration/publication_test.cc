@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port index fed by its node agents, end to end in one process: a controller's server
 // (FenceService and the publication service, its publication endpoint on loopback TCP with
 // client certificates) and node agents' Publishers reading attachment records, against the

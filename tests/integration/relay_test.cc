@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node's Mizar-MP relay (relay/relay.h) as its clients see it: HTTP/1.1 over its unix socket,
 // in front of the in-process mock controller served over TLS with a bearer token. The clients
 // here are test-local (Beast over the unix socket, every step with a deadline so a relay that

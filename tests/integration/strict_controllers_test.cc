@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The real controller generations as the strict mock plays them (mock-server/strict.h), and the
 // client against them.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // TLS sessions kept between processes (mizarmp-client/tls_session.h), as a plugin process sees
 // them: each Client here stands for one plugin process, against the in-process mock over TLS.
 #include <gtest/gtest.h>

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """Fails when a source file includes across the layering DESIGN.md draws, or DESIGN.md drifts.
 
 Every product folder may include only from the folders listed for it below (and from itself);

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """The alerts of deploy/monitoring/rules.yml, evaluated by a real Prometheus on a running
 controller (tests/monitoring.cmake):
 

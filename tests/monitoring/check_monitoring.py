@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """Checks deploy/monitoring/ beyond what promtool sees (tests/monitoring.cmake):
 
   check_monitoring.py alerts ROOT              every alert has a severity, a summary, a

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The Debian packages as an operator uses them: built by cpack, installed with apt-get, every file
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
+# The Debian packages as an operator uses them: built by cpack, lintian-clean (no error or warning
+# but those the packages' overrides give a reason for), installed with apt-get, every file
 # where README.md "Install" says, the unit accepted by systemd-analyze, the installed server
 # answering Probe with the installed config, the installed plugin doing ADD/DEL through podman,
 # then `apt-get purge` leaving nothing of ours but what an operator must keep.
@@ -8,7 +11,7 @@
 #
 # BUILD_DIR is a built normal build (its CPackConfig.cmake and bin/mizarmp-mock), VERSION the
 # package version cpack must give both packages, PYTHON a python3 with grpcio and grpc_tools.
-# Needs root, podman and apt-get: without them it prints why and exits 77 (ctest: skipped),
+# Needs root, podman, apt-get and lintian: without them it prints why and exits 77 (ctest: skipped),
 # except under CI=true where that is a failure. It refuses to run (same way) when either package
 # is already installed: purging it would remove an operator's installation. Whatever happens, the
 # trap purges what it installed and leaves the system paths as it found them.
@@ -31,6 +34,9 @@ PLUGIN_FILES=(
   /usr/share/doc/mizarmp/examples/mizarmp.conflist
   /usr/lib/tmpfiles.d/mizarmp.conf
   /etc/logrotate.d/mizarmp
+  /usr/share/doc/mizarmp/copyright
+  /usr/share/doc/mizarmp/changelog.gz
+  /usr/share/lintian/overrides/mizarmp
 )
 ADDONS_FILES=(
   /usr/bin/mizarmp-addons
@@ -41,6 +47,11 @@ ADDONS_FILES=(
   /lib/systemd/system/mizarmp-addons@node.service.d/node.conf
   /usr/lib/tmpfiles.d/mizarmp-addons.conf
   /etc/logrotate.d/mizarmp-addons
+  /usr/share/man/man8/mizarmp-addons.8.gz
+  /usr/share/man/man8/mizarmpctl.8.gz
+  /usr/share/doc/mizarmp-addons/copyright
+  /usr/share/doc/mizarmp-addons/changelog.gz
+  /usr/share/lintian/overrides/mizarmp-addons
 )
 KEYS=/var/lib/mizarmp/keys
 # System paths the packages or the installed server create; each is put back as it was.
@@ -51,6 +62,7 @@ WORK=""
 NETNS=""
 MOCK_PID=""
 ADDONS_PID=""
+LINTIAN_PID=""
 INSTALLED=0
 KEY_FILE=""
 declare -A EXISTED=()
@@ -131,6 +143,7 @@ restore_system_dirs() {
 cleanup() {
   local rc=$?
   [[ -n "$ADDONS_PID" ]] && stop_process "$ADDONS_PID"
+  [[ -n "$LINTIAN_PID" ]] && stop_process "$LINTIAN_PID"
   mz_podman_cleanup
   [[ -n "$MOCK_PID" ]] && stop_process "$MOCK_PID"
   [[ -n "$NETNS" ]] && ip netns del "$NETNS" 2>/dev/null
@@ -155,7 +168,7 @@ exec 9<"${BASH_SOURCE[0]}"
 flock -w 300 9 || cannot_run "another run of this test held its lock for 5 minutes"
 reason=$(mz_podman_unavailable_reason)
 [[ -z "$reason" ]] || cannot_run "$reason"
-for tool in apt-get dpkg-deb cpack; do
+for tool in apt-get dpkg-deb cpack lintian; do
   command -v "$tool" >/dev/null 2>&1 || cannot_run "'$tool' is not installed"
 done
 [[ -z "$(installed_packages)" ]] ||
@@ -190,6 +203,22 @@ expect_eq "mizarmp-addons: conffiles" \
 expect_eq "mizarmp: conffiles" \
   "$(dpkg-deb --ctrl-tarfile "$WORK/debs/mizarmp_${VERSION}_${ARCH}.deb" | tar -xO ./conffiles)" \
   "/etc/logrotate.d/mizarmp"
+# lintian reads the .deb files only: it runs while step 2 installs them, and is judged after.
+lintian "$WORK"/debs/*.deb >"$WORK/lintian.log" 2>&1 &
+LINTIAN_PID=$!
+
+# expect_lintian_clean: no E: or W: line (an overridden tag prints none); lintian's own failure
+# (a crash, an unreadable package) fails too.
+expect_lintian_clean() {
+  wait "$LINTIAN_PID"
+  local rc=$?
+  LINTIAN_PID=""
+  local complaints
+  complaints=$(grep -E '^[EW]: ' "$WORK/lintian.log")
+  [[ -z "$complaints" ]] || fail "lintian:"$'\n'"$complaints"
+  ((rc == 0)) || fail "lintian exited $rc: $(tail -n 5 "$WORK/lintian.log")"
+  pass "lintian: no error or warning in either package"
+}
 
 # --- 2. install: every file where the README says, nothing else ---------------------------------
 log "2. apt-get install"
@@ -200,6 +229,13 @@ expect_eq "files of mizarmp" "$(listed_files mizarmp | tr '\n' ' ')" \
   "$(printf '%s\n' "${PLUGIN_FILES[@]}" | sort | tr '\n' ' ')"
 expect_eq "files of mizarmp-addons" "$(listed_files mizarmp-addons | tr '\n' ' ')" \
   "$(printf '%s\n' "${ADDONS_FILES[@]}" | sort | tr '\n' ' ')"
+expect_lintian_clean
+# The manual pages are written from --help at build time: each names every flag --help does.
+flags() { grep -oE -- '--[a-z][a-z-]*' | sort -u; }
+for prog in mizarmp-addons mizarmpctl; do
+  expect_eq "$prog: flags of --help missing from man $prog" \
+    "$(comm -23 <("/usr/bin/$prog" --help | flags) <(MANWIDTH=200 man -P cat "$prog" | flags) | tr '\n' ' ')" ""
+done
 for f in /opt/cni/bin/mizarmp /usr/bin/mizarmp-addons /usr/bin/mizarmpctl; do
   [[ -x "$f" ]] || fail "$f is not executable"
 done

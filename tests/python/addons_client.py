@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """An independent Python client for mizarmp-addons, shared by the Python gRPC tests.
 
 Nothing here comes from the C++ build except the binaries under test: the stubs are generated

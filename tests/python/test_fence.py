@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """mizarmp-addons FenceController, seen by an independent Python gRPC client.
 
 Every RPC over the unix socket and over TLS on TCP, against mizarmp-mock as a process (no agent,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """mizarmp-addons' grpc.health.v1.Health, seen by an independent Python gRPC client whose stubs
 are generated from proto/health.proto (the standard health protocol's names and numbers).
 

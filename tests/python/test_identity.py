@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """mizarmp-addons Identity service, seen by an independent Python gRPC client.
 
 Run: MIZARMP_BIN_DIR=build/bin python3 -m unittest -v test_identity   (from tests/python)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """EncryptionKeyRotation through the independent Python gRPC client against a real
 mizarmp-addons-testhooks --mode node process (the server with the test hooks, for cheap PBKDF2
 keyslots): the status codes a CSI-Addons caller sees for a missing

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Copyright The mizarmp Authors
 """Fails when README.md shows a command line one of the project's programs would not accept.
 
 Every invocation of mizarmpctl, mizarmp-addons, mizarmp-mock or mizarmp-install that README.md

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A real containerd (Debian's package) with its CRI plugin, isolated for one test: its own root,
 // state, socket, runc root, config and CNI directories under a temporary directory, started in
 // the network namespace the test gives it (the "node": the CNI plugins containerd execs run

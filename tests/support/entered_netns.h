@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The calling thread moved into a network namespace for a scope (setns(2)), with its loopback up.
 // Threads and processes the thread starts meanwhile are born there: a test that enters a node's
 // namespace first runs its in-process mock, its plugin execs and its clients on that node, where

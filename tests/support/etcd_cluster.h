@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // A real etcd cluster of 1 or 3 members on loopback (/usr/bin/etcd, Debian etcd-server), for
 // the fence store's tests and benchmarks: free ports, fresh data directories, settings tuned
 // for fast elections, optional TLS client certificates and etcd user authentication, and the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // An Open vSwitch of its own for one test or benchmark: ovsdb-server and ovs-vswitchd
 // (userspace datapath) in a fresh network namespace (its loopback up, as a node's), with their
 // database, sockets, pidfiles and logs in a temporary directory, and one bridge

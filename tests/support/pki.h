@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Temporary directories and a throwaway PKI, with no test framework in them: shared by the tests
 // (support.h) and bench/.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The port a test asks Mizar-MP for when only its id matters: header-only, for the tests (and
 // fuzz harnesses) that link mizarmp-client.
 #pragma once

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Running programs the way the project's callers do, for tests and benchmarks alike: a CNI
 // plugin exec'd as a container runtime execs it (fork/exec, exactly the given environment,
 // config on stdin, stdout and stderr read to EOF, optionally inside a netns), background

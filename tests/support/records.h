@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // An attachment record as the plugin writes it, for tests of what reads records (the fence
 // clients, mizarmpctl). Header-only: its users link mizarmp_records themselves.
 #pragma once

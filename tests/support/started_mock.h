@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The in-process mizarmp-mock the integration tests run against, created and started in one
 // step. Header-only: only tests that link mizarmp_mock include it.
 #pragma once

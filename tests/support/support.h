@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // GoogleTest helpers on top of tests/support/process.h (running programs, netns): where the
 // build put the binaries, temporary directories, and the rule for tests that need root.
 #pragma once

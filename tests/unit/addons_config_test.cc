@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // mizarmp-addons configuration: JSON file, flags over it, defaults, validation and the
 // drivername rules.
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // JSON <-> struct conversions of the Mizar-MP client for both controller generations.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // How the plugin names an attachment at the controller: the derived port id and description.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The network configuration: required keys, types, defaults, and the hostId fallback.
 #include <gtest/gtest.h>
 #include <unistd.h>

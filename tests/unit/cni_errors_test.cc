@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // What the runtime sees when something is wrong: the error JSON on stdout, its code and message.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The ADD result, shaped exactly per CNI version.
 #include <gtest/gtest.h>
 

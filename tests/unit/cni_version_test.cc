@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // CNI versions: parsing, the supported set, and the VERSION command.
 #include <gtest/gtest.h>
 

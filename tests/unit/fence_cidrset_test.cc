@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // fence/cidrset: parsing what a FenceClusterNetwork request carries, canonical form, exact
 // merging (IPv4 and IPv6), containment.
 #include <gtest/gtest.h>

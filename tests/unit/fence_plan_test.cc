@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // fence/plan: which port changes an enforcement pass makes and what each fence and pending
 // unfence waits for, from a store snapshot and a port list alone (no servers).
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // keyrotation/hooks_none.cc, what the production mizarmp-addons links: no test hook whatever
 // the environment holds, even a malformed value.
 #include <gtest/gtest.h>

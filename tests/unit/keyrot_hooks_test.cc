@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // keyrotation/hooks_env.cc: the test hooks test builds read from the environment (the crash
 // after a named step, cheap PBKDF2 for new keyslots) and their refusal of malformed values.
 #include <gtest/gtest.h>

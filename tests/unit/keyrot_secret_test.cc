@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // keyrotation/secret.h: key material is overwritten, not just freed. Each check reads a buffer
 // the string still owns after the wipe (Wipe keeps the buffer; a moved-from string keeps its
 // inline one), so it sees exactly what a later reader of that memory would.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The log's file handling: the size cap shared by many writing processes, and reopening.
 #include "common/log.h"
 

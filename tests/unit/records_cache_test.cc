@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // RecordCache: GetFenceClients sees exactly what RecordStore::ListAll() sees, and reads a
 // network directory again only when it changed (or changed too recently to trust its mtime).
 #include <fcntl.h>

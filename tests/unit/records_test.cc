@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Attachment records: atomic files with private modes, lookups that tell a missing record from
 // a corrupt one, and tolerant listing.
 #include "records/records.h"

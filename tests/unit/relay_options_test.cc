@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // RelayOptions::Validate (relay/relay.h): what Relay::Start and mizarmp-addons' configuration
 // refuse, each refusal naming the configuration key a user sets (or, for the limits the server
 // does not configure, the field).
