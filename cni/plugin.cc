@@ -4,11 +4,13 @@
 // the command (add.cc, del.cc, check.cc, gc.cc, status.cc) and print what it produced.
 #include "cni/plugin.h"
 
+#include <chrono>
 #include <optional>
 #include <utility>
 
 #include "cni/command.h"
 #include "cni/version.h"
+#include "common/cni_outcome_log.h"
 #include "common/log.h"
 
 namespace mizarmp::cni {
@@ -118,6 +120,25 @@ void SetUpLogging(const NetConf& conf) {
   }
 }
 
+// Appends the command's outcome to the state dir's outcome log, which the node's mizarmp-addons
+// exports (common/cni_outcome_log.h). A failure to record never changes the command's answer.
+void RecordOutcome(const Invocation& inv, const Outcome& outcome,
+                   std::chrono::steady_clock::time_point started) {
+  const auto took = std::chrono::steady_clock::now() - started;
+  const CniOutcome line{
+      std::string(CommandName(inv.env().command)), outcome.error ? outcome.error->code : 0,
+      std::chrono::duration_cast<std::chrono::microseconds>(took).count()};
+  const std::string& state_dir = inv.conf().state_dir;
+  Status s = AppendCniOutcome(CniOutcomeLogPath(state_dir), line);
+  // A command that made no record (DEL of nothing, STATUS) may run before the dir exists.
+  if (s.IsNotFound() && MakeDirs(state_dir, 0700).ok()) {
+    s = AppendCniOutcome(CniOutcomeLogPath(state_dir), line);
+  }
+  if (!s.ok()) {
+    MZ_LOG(kWarn) << "outcome not recorded: " << s.message();
+  }
+}
+
 Outcome Dispatch(Invocation& inv) {
   switch (inv.env().command) {
     case Command::kAdd:
@@ -140,6 +161,7 @@ Outcome Dispatch(Invocation& inv) {
 
 int Run(const std::map<std::string, std::string>& vars, std::string_view stdin_text,
         std::string* stdout_text, const RunOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
   stdout_text->clear();
   auto env = ParseEnv(vars);
   if (!env.ok()) return Print(Fail(env.status(), Stage::kEnv), VersionOf(stdin_text), stdout_text);
@@ -160,7 +182,10 @@ int Run(const std::map<std::string, std::string>& vars, std::string_view stdin_t
                  << " network=" << conf.name << " args=" << LogEscaped(ArgsText(env->args));
 
   Invocation invocation(std::move(env).value(), std::move(conf), options);
-  return Print(Dispatch(invocation), version, stdout_text);
+  const Outcome outcome = Dispatch(invocation);
+  const int rc = Print(outcome, version, stdout_text);
+  RecordOutcome(invocation, outcome, started);
+  return rc;
 }
 
 }  // namespace mizarmp::cni

@@ -28,4 +28,8 @@ mizarmp_add_test(NAME addons_metrics_test SOURCES integration/addons_metrics_tes
                  LIBS mizarmp_mock mizarmp_client mizarmp_proto mizarmp_common PkgConfig::GRPCPP
                    nlohmann_json::nlohmann_json
                  LABELS "integration;concurrency" TIMEOUT 120)
-add_dependencies(addons_metrics_test mizarmp-addons)
+add_dependencies(addons_metrics_test mizarmp-addons mizarmp)
+
+# The plugin's outcome log as node-mode /metrics counts it (addons/cni_outcomes.h).
+mizarmp_add_test(NAME cni_outcomes_component_test SOURCES unit/cni_outcomes_component_test.cc
+                 LIBS mizarmp_addons LABELS unit)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "addons/cni_outcomes.h"
 #include "addons/identity.h"
 #include "addons/server.h"
 #include "addons/service.h"
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
   Services services;
   std::unique_ptr<mz::relay::RelayComponent> relay;
   std::unique_ptr<mz::fence::Publisher> publisher;
+  std::unique_ptr<mz::addons::CniOutcomesComponent> cni_outcomes;
   if (config.identity.mode == mz::addons::Mode::kController) {
     services = ControllerServices(config);
   } else {
@@ -135,6 +137,9 @@ int main(int argc, char** argv) {
       if (!started.ok()) return CannotStart("cannot start the relay", started.status());
       relay = std::move(*started);
     }
+    // The plugin on this node appends its outcomes in the state dir both read.
+    cni_outcomes = std::make_unique<mz::addons::CniOutcomesComponent>(
+        mz::CniOutcomeLogPath(config.fence.state_dir));
     if (!config.publisher.target.empty()) {
       auto made_publisher = mz::fence::Publisher::Create(config.publisher);
       if (!made_publisher.ok()) {
@@ -146,6 +151,7 @@ int main(int argc, char** argv) {
   std::vector<mz::addons::AddonsComponent*> components;
   if (relay != nullptr) components.push_back(relay.get());
   if (publisher != nullptr) components.push_back(publisher.get());
+  if (cni_outcomes != nullptr) components.push_back(cni_outcomes.get());
   mz::addons::IdentityService identity(config.identity, Pointers(services), components);
 
   mz::addons::Server server(config.server);

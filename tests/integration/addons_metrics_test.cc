@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -510,6 +511,70 @@ TEST(AddonsMetricsNode, TheRelayIsCountedAndProbedOnceItsSocketIsGone) {
   ASSERT_EQ(after.count("mizarmp_addons_ready"), 1u);
   EXPECT_EQ(Value(after, "mizarmp_addons_dependency_ready{dependency=\"relay\"}"), 0);
   EXPECT_EQ(Value(after, "mizarmp_addons_ready"), 0);
+}
+
+// The CNI plugin's outcomes on this node, as the real plugin binary leaves them in the state
+// dir: counted by command, result and code on node mode's /metrics; a hostile line is skipped.
+TEST(AddonsMetricsNode, ThePluginsOutcomesOnThisNodeAreCounted) {
+  mock::Options o;
+  o.agent = false;
+  o.strict = true;
+  std::unique_ptr<mock::MockServer> controller;
+  ASSERT_NO_FATAL_FAILURE(testing::StartMock(o, &controller));
+  NodeServer node;
+  ASSERT_NO_FATAL_FAILURE(node.Start(json::object()));
+  const std::string state_dir = node.dir.path() + "/state";
+  const json conf = {{"cniVersion", "1.1.0"},       {"name", "net1"},
+                     {"type", "mizarmp"},           {"mpurl", controller->base_url()},
+                     {"project", kProject},         {"subnet", kSubnet},
+                     {"hostId", "node-a"},          {"stateDir", state_dir},
+                     {"logLevel", "off"}};
+  const auto run_plugin = [&](const std::map<std::string, std::string>& env) {
+    return testing::RunProcess({testing::BinDir() + "/mizarmp"}, env, conf.dump(),
+                               std::chrono::seconds(30));
+  };
+  const std::map<std::string, std::string> del = {{"CNI_COMMAND", "DEL"},
+                                                  {"CNI_CONTAINERID", "c1"},
+                                                  {"CNI_IFNAME", "eth0"},
+                                                  {"CNI_PATH", "/opt/cni/bin"}};
+  const std::map<std::string, std::string> status = {{"CNI_COMMAND", "STATUS"},
+                                                     {"CNI_PATH", "/opt/cni/bin"}};
+  ASSERT_TRUE(run_plugin(del).ok());
+  ASSERT_TRUE(run_plugin(status).ok());
+  controller.reset();
+  const testing::ProcessResult failed = run_plugin(status);
+  ASSERT_FALSE(failed.ok());
+  const json error = json::parse(failed.out, nullptr, false);
+  ASSERT_TRUE(error.contains("code")) << failed.Describe();
+  const std::string code = std::to_string(error["code"].get<int>());
+  {
+    std::ofstream hostile(state_dir + "/.cni-outcomes.log", std::ios::app);
+    hostile << "not an outcome\n";
+  }
+
+  const std::string failures =
+      "mizarmp_cni_command_errors_total{code=\"" + code + "\",command=\"STATUS\"}";
+  Scrape scraped;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    scraped = ScrapeMetrics(node.metrics_port);
+    if (Value(scraped, failures) == 1 &&
+        Value(scraped, "mizarmp_cni_outcome_log_bad_lines_total") == 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
+  const auto commands = [&](const char* command, const char* result) {
+    return Value(scraped, std::string("mizarmp_cni_commands_total{command=\"") + command +
+                              "\",result=\"" + result + "\"}");
+  };
+  EXPECT_EQ(Value(scraped, failures), 1) << LogAt(node.log);
+  EXPECT_EQ(commands("DEL", "success"), 1);
+  EXPECT_EQ(commands("STATUS", "success"), 1);
+  EXPECT_EQ(commands("STATUS", "error"), 1);
+  EXPECT_EQ(commands("ADD", "error"), 0);
+  EXPECT_EQ(Value(scraped, "mizarmp_cni_command_duration_seconds_count{command=\"STATUS\"}"), 2);
+  EXPECT_EQ(Value(scraped, "mizarmp_cni_outcome_log_bad_lines_total"), 1);
 }
 
 TEST(AddonsMetricsConfig, ABadListenAddressIsRefusedNamingTheKey) {

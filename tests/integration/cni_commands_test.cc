@@ -17,6 +17,7 @@
 
 #include "cni/attachment.h"
 #include "cni/plugin.h"
+#include "common/cni_outcome_log.h"
 #include "common/fileutil.h"
 #include "common/uuid.h"
 #include "mizarmp-client/client.h"
@@ -260,6 +261,49 @@ TEST_P(CniCommandsTest, StatusIs50WhenTheStateDirIsUnusable) {
   EXPECT_NE(r.rc, 0);
   EXPECT_EQ(r.doc["code"], 50) << r.out;
   EXPECT_NE(r.doc["msg"].get<std::string>().find(file + "/state"), std::string::npos) << r.out;
+}
+
+// ---------------------------------------------------------------------------- OUTCOME LOG
+
+// The outcomes the plugin appended to its state dir's log, oldest first.
+std::vector<CniOutcome> LoggedOutcomes(const std::string& state_dir) {
+  std::vector<CniOutcome> out;
+  CniOutcomeLogReader reader(CniOutcomeLogPath(state_dir));
+  const auto counts = reader.ReadNew([&out](const CniOutcome& o) { out.push_back(o); });
+  EXPECT_EQ(counts.bad_lines, 0u);
+  return out;
+}
+
+TEST_P(CniCommandsTest, EachCommandAppendsItsOutcomeWithTheCodeItPrinted) {
+  auto ok = Do(Env("STATUS"), Config("1.1.0"));
+  ASSERT_EQ(ok.rc, 0) << ok.Describe();
+  auto del = Do(Env("DEL", "c1"), Config());
+  ASSERT_EQ(del.rc, 0) << del.Describe();
+  StopMock();
+  auto failed = Do(Env("STATUS"), Config("1.1.0"));
+  ASSERT_NE(failed.rc, 0);
+  // VERSION names no state dir: nothing to record it in.
+  ASSERT_EQ(Do({{"CNI_COMMAND", "VERSION"}}, json::object()).rc, 0);
+
+  const auto logged = LoggedOutcomes(state_.path());
+  ASSERT_EQ(logged.size(), 3u);
+  EXPECT_EQ(logged[0].command, "STATUS");
+  EXPECT_EQ(logged[0].code, 0);
+  EXPECT_EQ(logged[1].command, "DEL");
+  EXPECT_EQ(logged[1].code, 0);
+  EXPECT_EQ(logged[2].command, "STATUS");
+  EXPECT_EQ(logged[2].code, failed.doc["code"].get<int>()) << failed.out;
+  for (const CniOutcome& o : logged) EXPECT_GT(o.micros, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(CniOutcomeLogPath(state_.path()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_P(CniCommandsTest, AnUnwritableOutcomeLogDoesNotChangeTheAnswer) {
+  // A directory where the log would be: the append fails, the command does not.
+  ASSERT_EQ(::mkdir(CniOutcomeLogPath(state_.path()).c_str(), 0700), 0);
+  auto r = Do(Env("DEL", "c1"), Config());
+  EXPECT_EQ(r.rc, 0) << r.Describe();
 }
 
 // -------------------------------------------------------------------------------------- DEL
