@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 #include "addons/cni_outcomes.h"
 
 #include <prometheus/counter.h>

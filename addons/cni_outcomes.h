@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The node's CNI plugin outcomes on /metrics: node-mode mizarmp-addons follows the outcome log
 // the plugin appends to in its state dir (common/cni_outcome_log.h) and counts each command:
 //   mizarmp_cni_commands_total{command,result}        result: success | error

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 #include "common/cni_outcome_log.h"
 
 #include <fcntl.h>

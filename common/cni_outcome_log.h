@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The CNI plugin's outcome log: one fixed-size line per command the plugin ran (its name, the CNI
 // error code or 0, how long it took), appended by each short-lived plugin process to a file in
 // its state dir and read by the node's long-lived mizarmp-addons, which exports the counts to

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // The plugin's outcome log (common/cni_outcome_log.h): the line format, the bounded append with
 // its rotation, and a reader that follows the file across rotations and survives hostile
 // content (garbage, truncated and huge lines, a symlink or FIFO at the path).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
 // Node-mode mizarmp-addons' view of the plugin's outcome log (addons/cni_outcomes.h): the counts
 // a registry holds after the component read a log of good and bad lines, and that history from
 // before the component existed is not counted.
