@@ -19,30 +19,13 @@ namespace {
 // 5ca01ef0), in the order Jackson writes them; Spring's mapper writes null ones as null, and
 // the two primitive booleans default to false.
 const std::vector<std::string>& V01Members() {
-  // clang-format off: a table, a few members a line
-  static const std::vector<std::string> kMembers = {"project_id",
-                                                    "id",
-                                                    "name",
-                                                    "description",
-                                                    "network_id",
-                                                    "tenant_id",
-                                                    "admin_state_up",
-                                                    "mac_address",
-                                                    "veth_name",
-                                                    "fast_path",
-                                                    "device_id",
-                                                    "device_owner",
-                                                    "status",
-                                                    "fixed_ips",
-                                                    "allowed_address_pairs",
-                                                    "extra_dhcp_opts",
-                                                    "security_groups",
-                                                    "binding:host_id",
-                                                    "binding:profile",
-                                                    "binding:vnic_type",
-                                                    "network_ns",
-                                                    "dns_name",
-                                                    "dns_assignment"};
+  // A table, a few members a line.
+  // clang-format off
+  static const std::vector<std::string> kMembers = {
+      "project_id", "id", "name", "description", "network_id", "tenant_id", "admin_state_up",
+      "mac_address", "veth_name", "fast_path", "device_id", "device_owner", "status", "fixed_ips",
+      "allowed_address_pairs", "extra_dhcp_opts", "security_groups", "binding:host_id",
+      "binding:profile", "binding:vnic_type", "network_ns", "dns_name", "dns_assignment"};
   // clang-format on
   return kMembers;
 }
@@ -59,44 +42,17 @@ bool IsAlcorObject(const std::string& key) {
 }
 // Every top-level member of Alcor's PortEntity (and CustomerResource), in its order.
 const std::vector<std::string>& AlcorMembers() {
-  // clang-format off: a table, a few members a line
-  static const std::vector<std::string> kMembers = {"id",
-                                                    "project_id",
-                                                    "tenant_id",
-                                                    "name",
-                                                    "description",
-                                                    "network_id",
-                                                    "admin_state_up",
-                                                    "mac_address",
-                                                    "veth_name",
-                                                    "fast_path",
-                                                    "device_id",
-                                                    "device_owner",
-                                                    "status",
-                                                    "fixed_ips",
-                                                    "allowed_address_pairs",
-                                                    "extra_dhcp_opts",
-                                                    "security_groups",
-                                                    "binding:host_id",
-                                                    "binding:profile",
-                                                    "binding:vif_details",
-                                                    "binding:vif_type",
-                                                    "binding:vnic_type",
-                                                    "network_ns",
-                                                    "dns_name",
-                                                    "dns_domain",
-                                                    "dns_assignment",
-                                                    "create_at",
-                                                    "update_at",
-                                                    "ip_allocation",
-                                                    "port_security_enabled",
-                                                    "qos_network_policy_id",
-                                                    "qos_policy_id",
-                                                    "revision_number",
-                                                    "resource_request",
-                                                    "tags",
-                                                    "uplink_status_propagation",
-                                                    "mac_learning_enabled"};
+  // A table, a few members a line.
+  // clang-format off
+  static const std::vector<std::string> kMembers = {
+      "id", "project_id", "tenant_id", "name", "description", "network_id", "admin_state_up",
+      "mac_address", "veth_name", "fast_path", "device_id", "device_owner", "status", "fixed_ips",
+      "allowed_address_pairs", "extra_dhcp_opts", "security_groups", "binding:host_id",
+      "binding:profile", "binding:vif_details", "binding:vif_type", "binding:vnic_type",
+      "network_ns", "dns_name", "dns_domain", "dns_assignment", "create_at", "update_at",
+      "ip_allocation", "port_security_enabled", "qos_network_policy_id", "qos_policy_id",
+      "revision_number", "resource_request", "tags", "uplink_status_propagation",
+      "mac_learning_enabled"};
   // clang-format on
   return kMembers;
 }
