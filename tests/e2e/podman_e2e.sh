@@ -162,7 +162,8 @@ port_count() { ports_json | mz_json 'len(d["ports"])'; }
 port_ips() { ports_json | mz_json '[ip["ip_address"] for p in d["ports"] for ip in p.get("fixed_ips", [])]'; }
 # Padded, as the plugin reports it: v0.1 writes each byte without its leading zero.
 port_mac_of() { ports_json | mz_json "[':'.join(g.zfill(2) for g in p['mac_address'].split(':')) for p in d['ports'] if any(i['ip_address'] == '$1' for i in p.get('fixed_ips', []))]"; }
-records() { find "$STATE" -type f | sort; }
+# Every file an attachment leaves, but the plugin's outcome log, which outlives attachments.
+records() { find "$STATE" -type f ! -name ".cni-outcomes.log*" | sort; }
 agent_veths() { ip -n "$NETNS" -o link show type veth; }
 cni_cache() { # libcni's result cache is global: look only at this test's containers
   local id
