@@ -84,7 +84,9 @@ TEST(FenceOptions, TheServiceRefusesWhatTheConfigurationWould) {
   const Status s = service.StartAndWait();
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("fenceStore"), std::string::npos) << s.ToString();
-  EXPECT_FALSE(service.StoreReadiness().ready);
+  // Probe then reports the refusal as the store's, as for any store that will not open.
+  const Status readiness = service.StoreReadiness().error;
+  EXPECT_NE(readiness.message().find("fenceStore"), std::string::npos) << readiness.ToString();
 }
 
 }  // namespace
