@@ -26,6 +26,14 @@ struct EtcdStoreOptions {
   std::chrono::seconds lease_ttl{15};      // the leader's lease (etcd/election.h)
 };
 
+// Checks a fence store's location and its etcd settings as the configuration names them
+// (fenceStore, etcd*, leaseTtlSeconds): an etcd:// location's endpoints, its TLS and user file
+// pairs (readable), its prefix (/SOME/PATH/), and that the leader's lease covers `update` (the
+// longest port update: Mizar-MP's connect + request timeouts); for a SQLite store, an absolute
+// path and no etcd setting, which would be silently ignored. INVALID_ARGUMENT naming the key.
+Status ValidateFenceStore(const std::string& location, const EtcdStoreOptions& etcd,
+                          std::chrono::milliseconds update);
+
 // Opens (creating when missing) the store at `location`; `etcd` configures an etcd:// location.
 // Errors name the location: INVALID_ARGUMENT for a location no backend accepts, otherwise the
 // backend's (see fence/sqlite_store.h, fence/etcd_store.h). A new backend is one FenceStore

@@ -122,7 +122,10 @@ std::vector<addons::ReadinessCheck> FenceService::readiness_checks() {
 // ---------------------------------------------------------------------- the store and the loop
 
 Status FenceService::OpenStore() {
-  auto opened = OpenFenceStore(options_.fence_store, options_.etcd);
+  // The configuration asked the same; a caller that built the options itself did not.
+  const Status valid = options_.Validate();
+  auto opened = valid.ok() ? OpenFenceStore(options_.fence_store, options_.etcd)
+                           : Result<std::unique_ptr<FenceStore>>(valid);
   Result<std::unique_ptr<PortIndex>> index = std::unique_ptr<PortIndex>();
   if (opened.ok() && options_.port_index)
     index = OpenPortIndex(options_.fence_store, options_.etcd);
@@ -455,8 +458,7 @@ Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& s
   MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications, index->Publications());
   std::vector<std::string> lapsed =
       LapsedNodes(publications, options_.publication_lease, std::chrono::system_clock::now());
-  MZ_ASSIGN_OR_RETURN(const std::vector<client::Node> registered,
-                      registered_nodes_.Current(*mp));
+  MZ_ASSIGN_OR_RETURN(const std::vector<client::Node> registered, registered_nodes_.Current(*mp));
   for (std::string& host : UnpublishedNodes(registered, publications)) {
     lapsed.push_back(std::move(host));
   }

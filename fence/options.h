@@ -42,6 +42,11 @@ struct FenceOptions {
   // How long a node's publication counts: a node that did not publish again within it is
   // covered by the controller with a list of the node's ports (binding:host_id).
   std::chrono::seconds publication_lease{kDefaultPublicationLease};
+
+  // INVALID_ARGUMENT naming the configuration key: stateDir, fenceStore and its etcd settings
+  // (ValidateFenceStore), hostId, reconcileIntervalMs, updateConnections. The configuration
+  // and FenceService (before it opens the store) both ask it.
+  Status Validate() const;
 };
 
 // A node agent's publication of its node's attachments to the controller (fence/publisher.h).

@@ -8,6 +8,10 @@ mizarmp_add_test(NAME fence_store_test SOURCES integration/fence_store_test.cc
                  LIBS mizarmp_fence_etcd sqlite3 LABELS "integration;concurrency" TIMEOUT 180)
 mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
                  LIBS mizarmp_fence_core LABELS unit)
+# What the fence's options refuse (FenceOptions::Validate), as the configuration and the
+# service see it: no store is opened, no server, no root.
+mizarmp_add_test(NAME fence_options_test SOURCES unit/fence_options_test.cc
+                 LIBS mizarmp_fence LABELS unit)
 # The FenceController against the in-process mizarmp-mock (loopback HTTP, no agent, no root),
 # and its wiring into Identity.
 mizarmp_add_test(NAME fence_service_test SOURCES integration/fence_service_test.cc

@@ -536,86 +536,6 @@ Status ValidateMizarMp(const ServerConfig& c) {
   return CheckReadableFile("tokenFile", c.mizarmp.token_file);
 }
 
-// The etcd settings of a file store: one would be silently ignored, so it is an error.
-Status NoEtcdSettings(const fence::EtcdStoreOptions& e) {
-  const fence::EtcdStoreOptions defaults;
-  const std::pair<const char*, bool> set[] = {
-      {"etcdCaFile", !e.client.ca_file.empty()},
-      {"etcdCertFile", !e.client.cert_file.empty()},
-      {"etcdKeyFile", !e.client.key_file.empty()},
-      {"etcdUsername", !e.client.username.empty()},
-      {"etcdPasswordFile", !e.client.password_file.empty()},
-      {"etcdPrefix", e.prefix != defaults.prefix},
-  };
-  for (const auto& [key, given] : set) {
-    if (given) return InvalidArgumentError(std::string(key) + ": only for an etcd:// fenceStore");
-  }
-  return Status::Ok();
-}
-
-// A leader starts a port update only while its lease covers the update (fence_service.h); the
-// lease is renewed every third of its TTL and counted at nine tenths, so what it covers right
-// before a renewal is 0.9 - 1/3 of the TTL. That must exceed one update's connect + request.
-Status CheckLeaseCoversAnUpdate(const ServerConfig& c) {
-  const auto ttl = std::chrono::duration_cast<std::chrono::milliseconds>(c.fence.etcd.lease_ttl);
-  const auto update = c.mizarmp.connect_timeout + c.mizarmp.request_timeout;
-  const auto covered = ttl * 9 / 10 - ttl / 3;
-  if (covered > update) return Status::Ok();
-  const int64_t need_s = (update.count() * 30 / 17 + 999) / 1000 + 1;
-  return InvalidArgumentError(
-      "leaseTtlSeconds " + std::to_string(c.fence.etcd.lease_ttl.count()) +
-      ": too short for Mizar-MP's connect + request timeouts (" + std::to_string(update.count()) +
-      " ms): a leader must be able to finish a port update within its lease; use at least " +
-      std::to_string(need_s) + " or shorten mpConnectTimeoutMs/mpRequestTimeoutMs");
-}
-
-Status ValidateEtcdStore(const fence::FenceOptions& f) {
-  MZ_RETURN_IF_ERROR(etcd::ParseEndpoints(f.fence_store).status().WithContext("fenceStore"));
-  const etcd::Options& e = f.etcd.client;
-  if (e.cert_file.empty() != e.key_file.empty()) {
-    return InvalidArgumentError("etcdCertFile/etcdKeyFile: set both or neither");
-  }
-  if (e.username.empty() != e.password_file.empty()) {
-    return InvalidArgumentError("etcdUsername/etcdPasswordFile: set both or neither");
-  }
-  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdCaFile", e.ca_file));
-  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdCertFile", e.cert_file));
-  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdKeyFile", e.key_file));
-  MZ_RETURN_IF_ERROR(CheckReadableFile("etcdPasswordFile", e.password_file));
-  const std::string& p = f.etcd.prefix;
-  if (p.size() < 2 || p.front() != '/' || p.back() != '/') {
-    return InvalidArgumentError("etcdPrefix " + Quoted(p) +
-                                ": want /SOME/PATH/ (slash first and last)");
-  }
-  return Status::Ok();
-}
-
-Status ValidateFence(const fence::FenceOptions& f) {
-  if (f.state_dir.empty() || f.state_dir[0] != '/') {
-    return InvalidArgumentError("stateDir " + Quoted(f.state_dir) + ": must be an absolute path");
-  }
-  if (etcd::IsEtcdLocation(f.fence_store)) {
-    MZ_RETURN_IF_ERROR(ValidateEtcdStore(f));
-  } else if (f.fence_store.empty() || f.fence_store[0] != '/') {
-    return InvalidArgumentError("fenceStore " + Quoted(f.fence_store) +
-                                ": must be an absolute path or etcd://HOST:PORT,...");
-  } else if (Status s = NoEtcdSettings(f.etcd); !s.ok()) {
-    return s;
-  }
-  if (!f.host_id.empty() && f.host_id.find_first_of(" \t\n/") != std::string::npos) {
-    return InvalidArgumentError("hostId " + Quoted(f.host_id) + ": must not contain spaces or '/'");
-  }
-  if (f.reconcile_interval.count() <= 0) {
-    return InvalidArgumentError("reconcileIntervalMs: must be > 0");
-  }
-  if (f.update_connections < 1 || f.update_connections > fence::kMaxUpdateConnections) {
-    return InvalidArgumentError("updateConnections: " + std::to_string(f.update_connections) +
-                                " is out of range (1.." +
-                                std::to_string(fence::kMaxUpdateConnections) + ")");
-  }
-  return Status::Ok();
-}
-
 // This machine's name (a pod's name in Kubernetes): the default replica id.
 std::string HostName() {
   char name[256] = {};
@@ -722,10 +642,8 @@ Status ValidateConfig(const ServerConfig& c) {
   MZ_RETURN_IF_ERROR(c.identity.Validate());
   MZ_RETURN_IF_ERROR(ValidateMizarMp(c));
   MZ_RETURN_IF_ERROR(ValidateRelay(c));
-  MZ_RETURN_IF_ERROR(ValidateFence(c.fence));
-  MZ_RETURN_IF_ERROR(c.keyrotation.Validate());
-  if (etcd::IsEtcdLocation(c.fence.fence_store)) return CheckLeaseCoversAnUpdate(c);
-  return Status::Ok();
+  MZ_RETURN_IF_ERROR(c.fence.Validate());
+  return c.keyrotation.Validate();
 }
 
 Result<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {

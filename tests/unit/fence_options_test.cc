@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
+// FenceOptions::Validate (fence/options.h): what mizarmp-addons' configuration and FenceService
+// refuse, each refusal naming the configuration key a user sets.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "common/status.h"
+#include "fence/fence_service.h"
+#include "fence/options.h"
+
+namespace mizarmp::fence {
+namespace {
+
+using namespace std::chrono_literals;
+
+FenceOptions ValidOptions() {
+  FenceOptions o;
+  o.state_dir = "/var/lib/cni/mizarmp";
+  o.fence_store = "/var/lib/mizarmp/fence.db";
+  return o;
+}
+
+void ExpectRefused(const FenceOptions& options, const std::string& needle) {
+  const Status s = options.Validate();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "error \"" << s.message() << "\" does not name \"" << needle << "\"";
+}
+
+TEST(FenceOptions, ValidOptionsPass) {
+  EXPECT_TRUE(ValidOptions().Validate().ok());
+  FenceOptions shared = ValidOptions();
+  shared.fence_store = "etcd://10.0.0.1:2379,10.0.0.2:2379";
+  const Status s = shared.Validate();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(FenceOptions, RefusesEachBadKeyNamingIt) {
+  FenceOptions o = ValidOptions();
+  o.state_dir = "cni";
+  ExpectRefused(o, "stateDir \"cni\": must be an absolute path");
+  o = ValidOptions();
+  o.fence_store = "fence.db";
+  ExpectRefused(o, "fenceStore \"fence.db\": must be an absolute path or etcd://");
+  o = ValidOptions();
+  o.etcd.prefix = "/elsewhere/";
+  ExpectRefused(o, "etcdPrefix: only for an etcd:// fenceStore");
+  o = ValidOptions();
+  o.host_id = "node a";
+  ExpectRefused(o, "hostId \"node a\"");
+  o = ValidOptions();
+  o.reconcile_interval = 0ms;
+  ExpectRefused(o, "reconcileIntervalMs: must be > 0");
+  o = ValidOptions();
+  o.update_connections = 65;
+  ExpectRefused(o, "updateConnections: 65 is out of range (1..64)");
+}
+
+TEST(FenceOptions, RefusesEtcdSettingsThatCannotWork) {
+  FenceOptions o = ValidOptions();
+  o.fence_store = "etcd://10.0.0.1:2379";
+  o.etcd.prefix = "mizarmp";
+  ExpectRefused(o, "etcdPrefix \"mizarmp\": want /SOME/PATH/");
+  o.etcd.prefix = "/mizarmp/fence/";
+  o.etcd.client.cert_file = "/etc/mizarmp/etcd.crt";
+  ExpectRefused(o, "etcdCertFile/etcdKeyFile: set both or neither");
+  o.etcd.client.cert_file.clear();
+  // The lease must cover a port update: 2 s connect + 5 s request does not fit in 5 s.
+  o.etcd.lease_ttl = 5s;
+  o.mizarmp.connect_timeout = 2000ms;
+  o.mizarmp.request_timeout = 5000ms;
+  ExpectRefused(o, "leaseTtlSeconds 5: too short");
+}
+
+// The service asks the same before it opens anything: the options a caller built itself are
+// refused as the configuration would refuse them, and nothing is created.
+TEST(FenceOptions, TheServiceRefusesWhatTheConfigurationWould) {
+  FenceOptions o = ValidOptions();
+  o.fence_store = "relative/fence.db";
+  FenceService service(o);
+  const Status s = service.StartAndWait();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("fenceStore"), std::string::npos) << s.ToString();
+  // Probe then reports the refusal as the store's, as for any store that will not open.
+  const Status readiness = service.StoreReadiness().error;
+  EXPECT_NE(readiness.message().find("fenceStore"), std::string::npos) << readiness.ToString();
+}
+
+}  // namespace
+}  // namespace mizarmp::fence
