@@ -2,7 +2,9 @@
 // Copyright The mizarmp Authors
 #include "fence/options.h"
 
+#include "common/file_check.h"
 #include "common/strings.h"
+#include "endpoint/endpoint.h"
 
 namespace mizarmp::fence {
 
@@ -24,6 +26,28 @@ Status FenceOptions::Validate() const {
                                 ")");
   }
   return Status::Ok();
+}
+
+Status PublisherOptions::Validate() const {
+  auto endpoint = endpoint::ParseEndpoint(target);
+  if (!endpoint.ok() || endpoint->kind != endpoint::Endpoint::Kind::kTcp) {
+    return InvalidArgumentError("publishTo " + Quoted(target) +
+                                ": must be tcp://HOST:PORT (the controller's "
+                                "publicationEndpoint)");
+  }
+  if (node.empty()) {
+    return InvalidArgumentError("hostId: a node agent that publishes must know its node's name");
+  }
+  if (interval.count() <= 0) return InvalidArgumentError("publishIntervalMs: must be > 0");
+  if (insecure) return Status::Ok();
+  if (ca_file.empty() || cert_file.empty() || key_file.empty()) {
+    return InvalidArgumentError(
+        "publishCaFile, publishCertFile and publishKeyFile: all three are needed to publish to " +
+        target + " (the controller authenticates node agents by client certificate)");
+  }
+  MZ_RETURN_IF_ERROR(CheckReadableFile("publishCaFile", ca_file));
+  MZ_RETURN_IF_ERROR(CheckReadableFile("publishCertFile", cert_file));
+  return CheckReadableFile("publishKeyFile", key_file);
 }
 
 }  // namespace mizarmp::fence

@@ -61,6 +61,11 @@ struct PublisherOptions {
   // How often the records are looked at (a stat per network when nothing changed); a change is
   // published at the next look, and the whole set again before a third of the lease is left.
   std::chrono::milliseconds interval{1000};
+
+  // INVALID_ARGUMENT naming the first bad key: publishTo (tcp://HOST:PORT), hostId,
+  // publishIntervalMs, and the three TLS files unless insecure. The configuration and
+  // Publisher::Create both call it.
+  Status Validate() const;
 };
 
 }  // namespace mizarmp::fence

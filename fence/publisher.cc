@@ -21,11 +21,6 @@ constexpr std::chrono::seconds kPublishDeadline{10};
 // endpoint requires (it authenticates node agents by client certificate).
 Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const PublisherOptions& o) {
   if (o.insecure) return grpc::InsecureChannelCredentials();
-  if (o.ca_file.empty() || o.cert_file.empty() || o.key_file.empty()) {
-    return InvalidArgumentError(
-        "publishCaFile, publishCertFile and publishKeyFile: all three are needed to publish to " +
-        o.target + " (the controller authenticates node agents by client certificate)");
-  }
   grpc::SslCredentialsOptions ssl;
   MZ_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile("publishCaFile", o.ca_file));
   MZ_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPemFile("publishCertFile", o.cert_file));
@@ -67,17 +62,10 @@ std::set<std::string> FencedLinks(const std::vector<records::RecordCache::Record
 }
 
 Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
-  if (options.node.empty()) {
-    return InvalidArgumentError("hostId: a node agent that publishes must know its node's name");
-  }
-  auto endpoint = endpoint::ParseEndpoint(options.target);
-  if (!endpoint.ok() || endpoint->kind != endpoint::Endpoint::Kind::kTcp) {
-    return InvalidArgumentError("publishTo \"" + options.target +
-                                "\": must be tcp://HOST:PORT (the controller's "
-                                "publicationEndpoint)");
-  }
+  MZ_RETURN_IF_ERROR(options.Validate());
+  MZ_ASSIGN_OR_RETURN(const endpoint::Endpoint target, endpoint::ParseEndpoint(options.target));
   MZ_ASSIGN_OR_RETURN(auto credentials, Credentials(options));
-  auto channel = grpc::CreateChannel(endpoint->GrpcAddress(), credentials);
+  auto channel = grpc::CreateChannel(target.GrpcAddress(), credentials);
   return std::unique_ptr<Publisher>(new Publisher(std::move(options), std::move(channel)));
 }
 

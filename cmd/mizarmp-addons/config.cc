@@ -599,12 +599,7 @@ Status ValidatePublication(const ServerConfig& c) {
   }
   if (c.publisher.target.empty()) return Status::Ok();
   if (controller) return InvalidArgumentError("publishTo: only in node mode");
-  if (c.publisher.interval.count() <= 0) {
-    return InvalidArgumentError("publishIntervalMs: must be > 0");
-  }
-  MZ_RETURN_IF_ERROR(CheckReadableFile("publishCaFile", c.publisher.ca_file));
-  MZ_RETURN_IF_ERROR(CheckReadableFile("publishCertFile", c.publisher.cert_file));
-  return CheckReadableFile("publishKeyFile", c.publisher.key_file);
+  return c.publisher.Validate();
 }
 
 }  // namespace

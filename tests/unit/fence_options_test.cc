@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright The mizarmp Authors
-// FenceOptions::Validate (fence/options.h): what mizarmp-addons' configuration and FenceService
-// refuse, each refusal naming the configuration key a user sets.
+// FenceOptions::Validate and PublisherOptions::Validate (fence/options.h): what mizarmp-addons'
+// configuration, FenceService and Publisher refuse, each refusal naming the configuration key a
+// user sets.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "common/status.h"
 #include "fence/fence_service.h"
 #include "fence/options.h"
+#include "fence/publisher.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -23,7 +25,8 @@ FenceOptions ValidOptions() {
   return o;
 }
 
-void ExpectRefused(const FenceOptions& options, const std::string& needle) {
+template <typename Options>
+void ExpectRefused(const Options& options, const std::string& needle) {
   const Status s = options.Validate();
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find(needle), std::string::npos)
@@ -87,6 +90,44 @@ TEST(FenceOptions, TheServiceRefusesWhatTheConfigurationWould) {
   // Probe then reports the refusal as the store's, as for any store that will not open.
   const Status readiness = service.StoreReadiness().error;
   EXPECT_NE(readiness.message().find("fenceStore"), std::string::npos) << readiness.ToString();
+}
+
+PublisherOptions ValidPublisher() {
+  PublisherOptions o;
+  o.target = "tcp://controller:9811";
+  o.node = "node-7";
+  o.insecure = true;  // the TLS files are checked on their own below
+  return o;
+}
+
+TEST(PublisherOptions, RefusesEachBadKeyNamingIt) {
+  EXPECT_TRUE(ValidPublisher().Validate().ok());
+  PublisherOptions o = ValidPublisher();
+  o.target = "unix:///run/controller.sock";
+  ExpectRefused(o, "publishTo \"unix:///run/controller.sock\": must be tcp://HOST:PORT");
+  o = ValidPublisher();
+  o.node.clear();
+  ExpectRefused(o, "hostId: a node agent that publishes must know its node's name");
+  o = ValidPublisher();
+  o.interval = 0ms;
+  ExpectRefused(o, "publishIntervalMs: must be > 0");
+  o = ValidPublisher();
+  o.insecure = false;
+  ExpectRefused(o, "publishCaFile, publishCertFile and publishKeyFile: all three are needed");
+  o.ca_file = o.cert_file = o.key_file = "/nonexistent/mizarmp/publish.pem";
+  ExpectRefused(o, "publishCaFile");
+}
+
+// Publisher::Create asks the same, so a publisher built without the configuration is refused
+// as the configuration would refuse it.
+TEST(PublisherOptions, ThePublisherRefusesWhatTheConfigurationWould) {
+  PublisherOptions o = ValidPublisher();
+  o.interval = -1ms;
+  auto publisher = Publisher::Create(o);
+  ASSERT_FALSE(publisher.ok());
+  EXPECT_EQ(publisher.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(publisher.status().message().find("publishIntervalMs"), std::string::npos)
+      << publisher.status().ToString();
 }
 
 }  // namespace
