@@ -224,7 +224,7 @@ void FenceService::Tick() {
   if (!leads) return;
   const uint64_t terms = opened->leadership->terms();
   const bool new_term = terms != seen_terms_;
-  // A publication with an address inside a fence (Publish) asks for a pass at once.
+  // A publication of a port inside a fence that none holds yet (Publish) asks for a pass at once.
   const bool due =
       new_term || Clock::now() >= next_reconcile_ || published_inside_fence_.exchange(false);
   if (!due && revision == seen_revision_) return;
@@ -252,27 +252,35 @@ void FenceService::ReconcileAndLog(std::optional<int64_t> changed_at) {
 
 namespace {
 
-// Whether an address of `ports` is inside a fence of `snap`.
-bool AnyInsideFence(const StoreSnapshot& snap, const std::vector<AddressedPort>& ports) {
-  if (snap.fences.empty()) return false;
+// What a publication of `ports` meets in `snap`.
+struct FencesMet {
+  std::vector<std::string> held;  // the ids among `ports` that a fence holds down, sorted
+  // Whether a port with an address inside a fence is not held yet: only a pass can cut it off.
+  // A renewal of ports already held is not, so it asks for no pass (leases renew every third).
+  bool unheld_inside = false;
+};
+
+FencesMet MetBy(const StoreSnapshot& snap, const std::vector<AddressedPort>& ports) {
+  FencesMet met;
+  if (snap.fences.empty()) return met;
+  std::set<std::string> held;
   std::vector<Cidr> fenced;
   fenced.reserve(snap.fences.size());
-  for (const FenceEntry& f : snap.fences) fenced.push_back(f.cidr);
-  const CidrSet set(std::move(fenced));
-  return std::any_of(ports.begin(), ports.end(),
-                     [&](const AddressedPort& p) { return !set.Covering(p.ip).empty(); });
-}
-
-// The ids among `ports` that a fence of `snap` holds down, sorted.
-std::vector<std::string> HeldAmong(const StoreSnapshot& snap,
-                                   const std::vector<AddressedPort>& ports) {
-  std::set<std::string> held;
-  for (const FenceEntry& f : snap.fences) held.insert(f.held_ports.begin(), f.held_ports.end());
+  for (const FenceEntry& f : snap.fences) {
+    held.insert(f.held_ports.begin(), f.held_ports.end());
+    fenced.push_back(f.cidr);
+  }
+  const CidrSet fences(std::move(fenced));
   std::set<std::string> found;
   for (const AddressedPort& p : ports) {
-    if (held.contains(p.port_id)) found.insert(p.port_id);
+    if (held.contains(p.port_id)) {
+      found.insert(p.port_id);
+    } else if (!fences.Covering(p.ip).empty()) {
+      met.unheld_inside = true;
+    }
   }
-  return {found.begin(), found.end()};
+  met.held.assign(found.begin(), found.end());
+  return met;
 }
 
 }  // namespace
@@ -289,8 +297,9 @@ Result<FenceService::PublicationAnswer> FenceService::Publish(
   metrics_.ObservePublication(published.ok());
   MZ_RETURN_IF_ERROR(published);
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
-  if (AnyInsideFence(snap, ports)) RequestPassSoon(*opened.store);
-  return PublicationAnswer{options_.publication_lease, HeldAmong(snap, ports)};
+  FencesMet met = MetBy(snap, ports);
+  if (met.unheld_inside) RequestPassSoon(*opened.store);
+  return PublicationAnswer{options_.publication_lease, std::move(met.held)};
 }
 
 // The loop's next turn (within kStorePollInterval) makes the pass on this replica if it leads;

@@ -200,7 +200,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   };
   Result<Opened> Store() const MZ_EXCLUDES(store_mu_);
   void NoteStoreError(const Status& s) MZ_EXCLUDES(store_mu_);
-  // Asks for a pass at once: a publication named an address inside a fence.
+  // Asks for a pass at once: a publication named a port inside a fence that none holds yet.
   void RequestPassSoon(FenceStore& store);
 
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when

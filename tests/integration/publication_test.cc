@@ -215,6 +215,32 @@ TEST_F(PublicationTest, ANewPortInsideAFenceIsCutOffOnceItsNodePublishesIt) {
   EXPECT_TRUE(Up("a4"));  // published with a3, outside the fence
 }
 
+// A node renews its lease every third of it with the same ports. Once a fence holds them, a
+// renewal has nothing for a pass to do and must not ask for one: a cluster of nodes renewing
+// would otherwise keep the leader passing without pause.
+TEST_F(PublicationTest, RenewalsOfPortsAFenceHoldsAskForNoPass) {
+  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));  // renewals every second; no reconcile
+  // The first pass of the controller's term, which comes once its store is open.
+  ASSERT_TRUE(WaitUntil([&] { return fences_->reconcile_passes() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(AddPort("r1", "node-r", "10.240.0.11", true));
+  auto agent = StartPublisher("node-r");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_FALSE(Up("r1"));
+
+  const uint64_t passes = fences_->reconcile_passes();
+  const uint64_t published = agent->published();
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= published + 2; }))
+      << "the node did not renew its lease";
+  EXPECT_EQ(fences_->reconcile_passes(), passes) << "a renewal of a held port made a pass";
+
+  // A new port inside the fence still asks for one, and is cut off by it.
+  ASSERT_NO_FATAL_FAILURE(AddPort("r2", "node-r", "10.240.0.12", true));
+  EXPECT_TRUE(WaitUntil([&] { return !Up("r2"); })) << "the new port inside the fence stayed up";
+  EXPECT_GT(fences_->reconcile_passes(), passes);
+}
+
 TEST_F(PublicationTest, AnEtcdStoresIndexServesTheFencesOfEveryReplica) {
   testing::EtcdCluster etcd(1);
   ASSERT_TRUE(etcd.error().empty()) << etcd.error();
