@@ -26,6 +26,9 @@
 //               the RPC answers OK (a standby's answer waits for a leader's pass), --failovers
 //               times, the killed replica started again as the next standby. Each size's keys
 //               are deleted and compacted away afterwards.
+// Last at each size, a new port's cut-off: how long after its creation a port inside a fence is
+// down, on a published node (its publication wakes a pass) and on a node that never published
+// (the next pass at the default reconcile interval lists it), with the --cidrs fences in place.
 // Every RPC's effect is checked at the mock.
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
@@ -177,6 +180,19 @@ std::string BulkBody(int first, int last, int ports_per_node) {
 
 std::string PortsPath() { return std::string("/project/") + mb::kProject + "/ports"; }
 
+// A node agent's publication: every port of `node` in one request.
+mizarmp::v1::PublishRequest Publication(const std::string& node,
+                                        const std::vector<SimulatedPort>& ports) {
+  mizarmp::v1::PublishRequest req;
+  req.set_node(node);
+  for (const SimulatedPort& p : ports) {
+    auto* a = req.add_attachments();
+    a->set_port_id(p.id);
+    a->add_ips(p.ip);
+  }
+  return req;
+}
+
 // --------------------------------------------------------------------------------- the bench
 class Bench {
  public:
@@ -259,6 +275,8 @@ class Bench {
       row["etcd"] = MeasureEtcdWay(mock, cluster, largest);
       ok = ok && row["etcd"].value("measured", false);
     }
+    row["cutoff"] = MeasureCutOff(mock, cluster);
+    ok = ok && row["cutoff"].value("measured", false);
     row["mock_hwm_kib"] = StatusKib(mock.pid(), "VmHWM");
     row["ok"] = ok;
     return row;
@@ -391,6 +409,95 @@ class Bench {
     if (!down || !down->empty()) return Failed(way, "ports left down after the last unfence");
     way["measured"] = true;
     return way;
+  }
+
+  // ------------------------------------------------------------- a new port's cut-off
+  // How long after its creation a port inside a fence is down, at this size: a server on the
+  // index way's store (whose publications still stand) passing at the default reconcile interval,
+  // with the --cidrs fences in place as in the idle window. Each port gets a free address at the
+  // top of the mock's range, fenced before the port exists:
+  //   published    on a node whose agent publishes it at once (its agent's next look, every
+  //                publishIntervalMs, comes on top): the publication wakes a pass
+  //   unpublished  on a node whose agent never published, which Alcor's node list names (a port
+  //                registered it before the server started): the next interval's pass lists that
+  //                node's ports by binding:host_id
+  json MeasureCutOff(const mb::Mock& mock, const Cluster& c) {
+    json out = {{"measured", false}, {"reconcile_interval_ms", kDefaultReconcileMs}};
+    const std::string silent_node = "node-never-published";
+    const SimulatedPort on_published{PortId(c.size), "10.127.255.201"};
+    const SimulatedPort on_silent{PortId(c.size + 1), "10.127.255.202"};
+    const SimulatedPort registers{PortId(c.size + 2), "10.127.255.203"};  // outside every fence
+    if (!CreatePort(mock, registers, silent_node)) return Failed(out, "cut-off: a port refused");
+    Server s;
+    if (!StartServer(s, mock, /*index=*/true, "index-" + std::to_string(c.size),
+                     kDefaultReconcileMs)) {
+      return Failed(out, "cut-off: mizarmp-addons did not come up (" + s.socket + ".log)");
+    }
+    std::vector<std::string> fenced = SpreadAddresses(c, o_.cidrs);
+    fenced.insert(fenced.end(), {on_published.ip, on_silent.ip});
+    const json fence = OneRpc(s, mock, fenced, /*unfence=*/false, std::chrono::minutes(10));
+    if (fence.contains("why")) return Failed(out, "cut-off: " + fence["why"].get<std::string>());
+
+    const auto made = mb::Clock::now();
+    if (!CreatePort(mock, on_published, c.nodes.front())) {
+      return Failed(out, "cut-off: a port refused");
+    }
+    std::vector<SimulatedPort> node_ports = c.by_node.front();
+    node_ports.push_back(on_published);
+    const std::string refused = PublishOne(s, c.nodes.front(), node_ports);
+    if (!refused.empty()) return Failed(out, "cut-off: Publish answered " + refused);
+    out["published"] = {{"publish_ms", mb::Ms(mb::Clock::now() - made)},
+                        {"down_ms", MsUntilDown(mock, on_published.id, made)}};
+
+    const auto made_silent = mb::Clock::now();
+    if (!CreatePort(mock, on_silent, silent_node)) return Failed(out, "cut-off: a port refused");
+    out["unpublished"] = {{"down_ms", MsUntilDown(mock, on_silent.id, made_silent)}};
+    std::cerr << "   cut-off after creation: published " << out["published"]["down_ms"]
+              << " ms, never published " << out["unpublished"]["down_ms"] << " ms\n";
+    if (out["published"]["down_ms"].is_null() || out["unpublished"]["down_ms"].is_null()) {
+      return Failed(out, "cut-off: a new port inside a fence stayed up for 2 minutes");
+    }
+    out["measured"] = true;
+    return out;
+  }
+
+  static constexpr int kDefaultReconcileMs = 10000;  // reconcileIntervalMs' default
+
+  // One port on `node` at the port's address, as a runtime's ADD makes it.
+  static bool CreatePort(const mb::Mock& mock, const SimulatedPort& port, const std::string& node) {
+    const json body = {{"ports",
+                        {{{"id", port.id},
+                          {"name", "k8s_" + port.id},
+                          {"network_id", kVpc},
+                          {"fixed_ips", {{{"subnet_id", mb::kSubnet}, {"ip_address", port.ip}}}},
+                          {"binding:host_id", node}}}}};
+    httplib::Client http("127.0.0.1", mock.port());
+    auto answer = http.Post((PortsPath() + "/bulk").c_str(), body.dump(), "application/json");
+    return answer && answer->status == 201;
+  }
+
+  // The publication of `node`'s ports to `s`; what it answered when it failed, else empty.
+  static std::string PublishOne(const Server& s, const std::string& node,
+                                const std::vector<SimulatedPort>& ports) {
+    auto stub = mizarmp::v1::PortIndex::NewStub(mb::NewChannel("unix:" + s.socket, 99));
+    mizarmp::v1::PublishResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
+    const grpc::Status st = stub->Publish(&ctx, Publication(node, ports), &resp);
+    return st.ok() ? "" : mb::CodeName(st.error_code()) + ": " + st.error_message();
+  }
+
+  // Milliseconds from `since` until the mock has the port down (looked at every 5 ms); null
+  // when it is still up after two minutes.
+  static json MsUntilDown(const mb::Mock& mock, const std::string& id,
+                          mb::Clock::time_point since) {
+    while (mb::Clock::now() - since < std::chrono::minutes(2)) {
+      if (AdminStateUp(mock, id) == std::optional<bool>(false)) {
+        return mb::Ms(mb::Clock::now() - since);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return nullptr;
   }
 
   // ------------------------------------------------------------------------- the etcd way
@@ -641,13 +748,7 @@ class Bench {
       auto stub = mizarmp::v1::PortIndex::NewStub(
           mb::NewChannel("unix:" + s.socket, 100 + static_cast<int>(worker)));
       for (size_t n = next++; n < c.nodes.size(); n = next++) {
-        mizarmp::v1::PublishRequest req;
-        req.set_node(c.nodes[n]);
-        for (const SimulatedPort& p : c.by_node[n]) {
-          auto* a = req.add_attachments();
-          a->set_port_id(p.id);
-          a->add_ips(p.ip);
-        }
+        const mizarmp::v1::PublishRequest req = Publication(c.nodes[n], c.by_node[n]);
         mizarmp::v1::PublishResponse resp;
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));

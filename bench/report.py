@@ -1563,6 +1563,29 @@ def scale_failover_lines(run, rows):
                    "killed replica is started again as the standby of the next run.", ""])
 
 
+def scale_cutoff_lines(run, rows):
+    """A new port inside a fence: how long after its creation it was down, at each size."""
+    table_rows = [(f"{r['ports']:,}", ms(scale_way(r, "cutoff", "published", "publish_ms")),
+                   ms(scale_way(r, "cutoff", "published", "down_ms")),
+                   ms(scale_way(r, "cutoff", "unpublished", "down_ms")))
+                  for r in rows if scale_way(r, "cutoff", "published")]
+    if not table_rows:
+        return []
+    interval = g(rows[-1], "cutoff", "reconcile_interval_ms")
+    return (["### A new port inside a fence: time to its cut-off", ""]
+            + table(["ports", "published node: its Publish answered", "published node: port down",
+                     "node that never published: port down"], table_rows)
+            + ["", "From the port's creation at the mock to the mock having it down (looked at every 5 ms), through "
+                   f"mizarmp-addons on the port index's store passing every {interval} ms (the default), with the "
+                   f"{g(run.fence_scale, 'config', 'cidrs', default=0):,} /32 fences in place and one more on each "
+                   "new port's free address. On a published node the "
+                   "simulated agent publishes the node's ports with the new one at once (a real agent's next look "
+                   "comes on top, at most `publishIntervalMs`), and the publication wakes the leader's pass. A node "
+                   "that never published, but which Alcor's node list (`GET /nodes`) names, is listed by "
+                   "`binding:host_id` at the next interval's pass: its figure is bounded by the interval. A dead "
+                   "node's ports are covered the same way once its lease lapses (`publicationLeaseSeconds`).", ""])
+
+
 def scale_refusal_lines(run, rows):
     lines = []
     for r in rows:
@@ -1609,7 +1632,8 @@ def fence_scale_section(run):
         lines += [f"- **not measured**: {', '.join(f'{n:,}' for n in missing)} ports (asked for, but the driver "
                   "stopped before it wrote them; the log of the run says where).", ""]
     lines += (scale_latency_lines(run, rows) + scale_memory_lines(run, rows) + scale_idle_lines(run, rows)
-              + scale_publication_lines(rows) + scale_failover_lines(run, rows) + scale_refusal_lines(run, rows))
+              + scale_publication_lines(rows) + scale_cutoff_lines(run, rows) + scale_failover_lines(run, rows)
+              + scale_refusal_lines(run, rows))
     return block(lines)
 
 

@@ -142,6 +142,20 @@ class FullRun(unittest.TestCase):
         row = next(line for line in self.out.splitlines() if line.startswith("| issue 35: fence of one /32, etcd"))
         self.assertIn(f"= **{ratio:.2f}x**", row)
 
+    def test_a_new_ports_cut_off_is_shown_where_it_was_measured(self):
+        sizes = sorted(fixture("fence-scale.json")["sizes"], key=lambda r: r["ports"])
+        section = self.section("## Fencing at scale: the port index vs the whole list")
+        self.assertIn("### A new port inside a fence: time to its cut-off", section)
+        measured = [r for r in sizes if r.get("cutoff", {}).get("measured")]
+        self.assertTrue(measured, "the fixture has a size with the cut-off measured")
+        for row in measured:
+            cut = row["cutoff"]
+            self.assertIn(f"| {row['ports']:,} | {cut['published']['publish_ms']:.1f} ms | "
+                          f"{cut['published']['down_ms']:.1f} ms | {cut['unpublished']['down_ms']:.1f} ms |", section)
+        for row in sizes:
+            if row not in measured:
+                self.assertNotIn(f"| {row['ports']:,} | ", section.split("time to its cut-off")[1].split("###")[0])
+
     def test_the_fence_scale_targets_are_checked(self):
         sizes = sorted(fixture("fence-scale.json")["sizes"], key=lambda r: r["ports"])
         small, large = sizes[0]["index"], sizes[-1]["index"]
