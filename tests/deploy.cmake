@@ -3,7 +3,8 @@
 # deploy/ validated offline as `kubectl apply -k` would send it (kubectl kustomize renders it):
 # Kubernetes' kinds against the API schema of the release the pinned kubernetes-models carries
 # (1.27.1), the CSI-Addons kinds against tests/deploy/schemas, plus what an API server, kubelet
-# or the csi-addons sidecar would reject that a schema cannot see (tests/deploy/validate.cjs).
+# or the csi-addons sidecar would reject that a schema cannot see, and the bounds rolling updates
+# and node drains keep (tests/deploy/validate.cjs).
 # The npm packages come from the committed lock file (npm ci), once per build directory.
 set(mizarmp_deploy_modules ${CMAKE_CURRENT_BINARY_DIR}/deploy-validate)
 add_test(NAME DeployManifests.NpmCi

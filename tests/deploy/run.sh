@@ -47,7 +47,14 @@ case $MODE in
       "/spec/provisioner: other.example.com is no driver name of the server configs" \
       "/spec/podMetricsEndpoints/0: must have required property 'port'" \
       "PodMonitor/broken-selector: /spec/selector: selects no pod of the set" \
-      "Deployment/broken-socket has no port named metrics"; do
+      "Deployment/broken-socket has no port named metrics" \
+      "Deployment/broken-recreate: /spec/strategy: Recreate stops all 2 replicas at once" \
+      "maxUnavailable: 100% lets 3 of 3 replicas go at once (at most 1)" \
+      "Deployment/broken-recreate: /spec/template/metadata/labels: no PodDisruptionBudget selects" \
+      "PodDisruptionBudget/broken-rollout: lets 2 of its 3 pods be evicted at once (at most 1)" \
+      "PodDisruptionBudget/broken-stuck: lets 0 of its 2 pods be evicted at once: a drain" \
+      "DaemonSet/broken-ondelete: /spec/updateStrategy/type: OnDelete: a new template reaches" \
+      "DaemonSet/broken-surge: /spec/updateStrategy/rollingUpdate/maxSurge: 1: a new hostNetwork"; do
       grep -qF -- "$expected" <<<"$out" || { echo "FAIL: no problem reported for: $expected"; exit 1; }
     done
     echo "ok: every planted mistake was named"

@@ -14,7 +14,10 @@
 // ServiceAccount that is not in the set, a conflist that is not JSON, a csi-addons sidecar that
 // dials another socket than its server's endpoint or one on no volume they share, a fence class
 // or fence naming a driver no server config of the run carries, a PodMonitor selecting no pod or
-// a port its pods do not name, and a kustomization whose images name no container.
+// a port its pods do not name, and a kustomization whose images name no container. And what an
+// operator relies on during updates and drains: a Deployment's rolling update keeps all but one
+// replica, a PodDisruptionBudget selecting its pods lets exactly one be evicted at a time, and a
+// DaemonSet updates itself (RollingUpdate), without a surge for a hostNetwork pod.
 //
 // Prints one line per object checked and a count; exits 1 after listing every problem
 // ("FILE: Kind/name: where: what").
@@ -278,6 +281,94 @@ function checkPodMonitors(monitors, objects) {
   }
 }
 
+// ------------------------------------------------------------------- updates and disruptions
+
+// An int-or-percent field scaled to TOTAL pods, as Kubernetes does: a percentage rounded up or
+// down as that field is (NaN for neither a number nor "N%").
+function scaled(value, total, roundUp) {
+  if (typeof value === "number") return value;
+  const percent = /^(\d+)%$/.exec(String(value));
+  if (!percent) return NaN;
+  const exact = (total * Number(percent[1])) / 100;
+  return roundUp ? Math.ceil(exact) : Math.floor(exact);
+}
+
+// During a rolling update a Deployment takes down at most maxUnavailable pods at once (a
+// percentage of replicas rounded down; 25% when unset), with Recreate all of them: either
+// replica serves fencing, so an update must keep all but one.
+function checkRollout(file, obj) {
+  const replicas = obj.spec?.replicas ?? 1;
+  const strategy = obj.spec?.strategy ?? {};
+  if (strategy.type === "Recreate") {
+    if (replicas > 1) {
+      problem(file, obj, "/spec/strategy", `Recreate stops all ${replicas} replicas at once`);
+    }
+    return;
+  }
+  const value = strategy.rollingUpdate?.maxUnavailable ?? "25%";
+  const down = scaled(value, replicas, false);
+  if (!(down <= 1)) {
+    const where = "/spec/strategy/rollingUpdate/maxUnavailable";
+    problem(file, obj, where, `${value} lets ${down} of ${replicas} replicas go at once (at most 1)`);
+  }
+}
+
+// How many of EXPECTED pods a PodDisruptionBudget lets be evicted at once (its percentages
+// rounded up, as the disruption controller does); NaN when it sets neither bound.
+function disruptionsAllowed(budget, expected) {
+  const { maxUnavailable, minAvailable } = budget.spec ?? {};
+  if (maxUnavailable !== undefined) return scaled(maxUnavailable, expected, true);
+  if (minAvailable !== undefined) return expected - scaled(minAvailable, expected, true);
+  return NaN;
+}
+
+// A drain evicts pods only as far as the PodDisruptionBudgets selecting them allow. Without one,
+// draining the nodes of every replica at once leaves none to fence with; one that allows more
+// than one eviction does the same; one that allows none makes every drain of their nodes hang.
+function checkDisruptionBudgets(objects) {
+  const budgets = objects.filter(({ obj }) => obj.kind === "PodDisruptionBudget");
+  for (const { file, obj } of objects.filter(({ obj }) => obj.kind === "Deployment")) {
+    const labels = obj.spec?.template?.metadata?.labels ?? {};
+    const namespace = obj.metadata?.namespace;
+    const covering = budgets.filter(
+      ({ obj: b }) => b.metadata?.namespace === namespace && selects(b.spec?.selector, labels),
+    );
+    if (covering.length === 0) {
+      problem(file, obj, "/spec/template/metadata/labels", "no PodDisruptionBudget selects its pods");
+    }
+    const replicas = obj.spec?.replicas ?? 1;
+    for (const { obj: budget } of covering) {
+      const allowed = disruptionsAllowed(budget, replicas);
+      const what = `lets ${allowed} of its ${replicas} pods be evicted at once`;
+      if (Number.isNaN(allowed)) {
+        problem(file, obj, identity(budget), "sets neither maxUnavailable nor minAvailable");
+      } else if (allowed > 1) {
+        problem(file, obj, identity(budget), `${what} (at most 1)`);
+      } else if (allowed < 1) {
+        problem(file, obj, identity(budget), `${what}: a drain of their nodes never ends`);
+      }
+    }
+  }
+}
+
+// A DaemonSet replaces its pods itself only with RollingUpdate (the default; OnDelete waits for
+// each old pod to be deleted by hand). A surge starts the new pod on the node beside the old one,
+// where a hostNetwork pod finds the host ports and host-path sockets it binds still held.
+function checkDaemonSetUpdate(file, obj, pod) {
+  const strategy = obj.spec?.updateStrategy ?? {};
+  const type = strategy.type ?? "RollingUpdate";
+  if (type !== "RollingUpdate") {
+    const what = `${type}: a new template reaches no node until its pod is deleted by hand`;
+    problem(file, obj, "/spec/updateStrategy/type", what);
+    return;
+  }
+  const surge = strategy.rollingUpdate?.maxSurge ?? 0;
+  if (pod.hostNetwork && scaled(surge, 1, true) !== 0) {
+    const what = `${surge}: a new hostNetwork pod would start beside the old one on its node`;
+    problem(file, obj, "/spec/updateStrategy/rollingUpdate/maxSurge", what);
+  }
+}
+
 // ------------------------------------------------------------------------------------- loading
 
 function parseObjects(file, text) {
@@ -375,6 +466,8 @@ function main(dirs) {
         checkReferences(file, obj, pod, names);
         checkSidecarSocket(file, obj, pod, configMaps);
       }
+      if (obj.kind === "Deployment") checkRollout(file, obj);
+      if (obj.kind === "DaemonSet") checkDaemonSetUpdate(file, obj, pod);
       if (obj.kind === "ConfigMap") checkConfigMap(file, obj);
       const where = path.relative(process.cwd(), file);
       console.log(`checked ${obj.apiVersion} ${identity(obj)} (${where})`);
@@ -384,6 +477,7 @@ function main(dirs) {
   const fences = all.filter(({ obj }) => ["NetworkFenceClass", "NetworkFence"].includes(obj.kind));
   checkFenceDrivers(fences, driverNamesOf(all));
   checkPodMonitors(all.filter(({ obj }) => obj.kind === "PodMonitor"), all);
+  checkDisruptionBudgets(all);
   if (problems.length) {
     problems.forEach((p) => console.log(`PROBLEM ${p}`));
     console.log(`${problems.length} problem(s) in ${count} object(s)`);
