@@ -30,6 +30,12 @@
 //                            answered (0: connection closed by the close_connections fault)
 //   POST /mock/reset         drops every port (tearing down the agent's veths), every fault and
 //                            the journal (seq starts again at 1)
+//   GET  /metrics            Prometheus' text format: mizarmp_mock_requests_total and
+//                            mizarmp_mock_response_bytes_total (/mock/state's requests and
+//                            response_bytes), mizarmp_mock_ports, mizarmp_mock_port_updates_total
+//                            {code} (each PUT /ports/{id} by the status answered; "closed" for
+//                            the journal's 0) and mizarmp_mock_fault_active{fault} (1 while that
+//                            fault is in force); /mock/reset leaves the counters as they are
 //   GET  /healthz            200 "ok"
 #pragma once
 

@@ -392,6 +392,11 @@ Model::Usage Model::usage() const {
   return u;
 }
 
+size_t Model::port_count() const {
+  MutexLock lk(mu_);
+  return ports_.size();
+}
+
 std::vector<PortSummary> Model::Summaries() const {
   std::vector<std::pair<uint64_t, PortSummary>> rows;
   {

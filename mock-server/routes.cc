@@ -33,6 +33,35 @@ int HttpStatus(const Status& s) {
 
 Reply FailureReply(const Status& s) { return ErrorReply(HttpStatus(s), s.message()); }
 
+// The HELP and TYPE lines that open a metric family in Prometheus' text format (0.0.4).
+void AppendFamily(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+// One sample. Label values are the mock's own (status codes, fault names), never a client's,
+// so none needs escaping.
+void AppendSample(std::string& out, const char* name, uint64_t value, const std::string& label = "",
+                  const std::string& label_value = "") {
+  out += name;
+  if (!label.empty()) out += "{" + label + "=\"" + label_value + "\"}";
+  out += ' ';
+  out += std::to_string(value);
+  out += '\n';
+}
+
+// A fault is in force while its count is not used up, its delay is set or its switch is on.
+bool FaultActive(const json& value) {
+  return value.is_boolean() ? value.get<bool>() : value.get<int64_t>() != 0;
+}
+
 // The i-th entry of the malformed_ports fault: a port whose fields have the wrong types.
 json MalformedPort(int i) {
   return json{{"id", "malformed-" + std::to_string(i)},
@@ -113,6 +142,10 @@ void Routes::Install(httplib::Server& s) {
   s.Get("/healthz", [](const Request&, Response& r) {
     r.status = 200;
     r.set_content("ok", "text/plain");
+  });
+  s.Get("/metrics", [this](const Request&, Response& r) {
+    r.status = 200;
+    r.set_content(Metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Get("/mock/state", [this](const Request&, Response& r) { Send(r, State()); });
   s.Get("/mock/faults", [this](const Request&, Response& r) {
@@ -306,6 +339,8 @@ void Routes::Journal(const std::string& id, const httplib::Request& req, int sta
     if (admin != fields->end() && admin->is_boolean()) update.admin_state_up = admin->get<bool>();
   }
   journal_.Record(std::move(update));
+  MutexLock lk(updates_mu_);
+  ++updates_by_status_[status];
 }
 
 bool Routes::Authorized(const httplib::Request& req) const {
@@ -480,6 +515,38 @@ Reply Routes::Reset() {
   journal_.Clear();
   MZ_LOG(kInfo) << "reset: dropped " << n << " ports, every fault and the request journal";
   return Reply{200, json{{"dropped", n}}};
+}
+
+std::string Routes::Metrics() const {
+  std::map<int, uint64_t> updates;
+  {
+    MutexLock lk(updates_mu_);
+    updates = updates_by_status_;
+  }
+  std::string out;
+  AppendFamily(out, "mizarmp_mock_requests_total", "counter",
+               "REST requests received, control endpoints excluded");
+  AppendSample(out, "mizarmp_mock_requests_total", requests_.load());
+  AppendFamily(out, "mizarmp_mock_response_bytes_total", "counter",
+               "Bytes of the bodies of the REST answers");
+  AppendSample(out, "mizarmp_mock_response_bytes_total", response_bytes_.load());
+  AppendFamily(out, "mizarmp_mock_ports", "gauge", "Ports the mock holds");
+  AppendSample(out, "mizarmp_mock_ports", model_.port_count());
+  AppendFamily(out, "mizarmp_mock_port_updates_total", "counter",
+               "Port updates (PUT of a port) by the HTTP status answered, or closed when the "
+               "close_connections fault closed the connection without an answer");
+  for (const auto& [status, count] : updates) {
+    AppendSample(out, "mizarmp_mock_port_updates_total", count, "code",
+                 status == 0 ? "closed" : std::to_string(status));
+  }
+  AppendFamily(out, "mizarmp_mock_fault_active", "gauge",
+               "1 while the fault of POST /mock/faults is in force: a count not used up, a "
+               "delay or a switch set");
+  const json faults = FaultsToJson(faults_.Get());
+  for (const auto& [fault, value] : faults.items()) {
+    AppendSample(out, "mizarmp_mock_fault_active", FaultActive(value) ? 1 : 0, "fault", fault);
+  }
+  return out;
 }
 
 }  // namespace mizarmp::mock

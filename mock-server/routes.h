@@ -2,15 +2,16 @@
 // Copyright The mizarmp Authors
 // The mock's HTTP API (private to mock-server/): the REST routes of both wire dialects (v0.1
 // and Alcor), the bearer token, the injected faults on the way in and out, and the control
-// endpoints (/mock/state, /mock/faults, /mock/requests, /mock/reset, /healthz). See mock.h for the
-// API; the model (model.h) does the work, this file turns requests into calls and Status into
-// answers.
+// endpoints (/mock/state, /mock/faults, /mock/requests, /mock/reset, /healthz, /metrics). See
+// mock.h for the API; the model (model.h) does the work, this file turns requests into calls and
+// Status into answers.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -65,7 +66,8 @@ class Routes {
   // truncate_json fault. Returns the HTTP status answered (0: connection closed, no answer).
   int Serve(const httplib::Request& req, httplib::Response& res,
             const std::function<Reply()>& handler);
-  // Records a PUT of port `id` answered with `status` in the journal.
+  // Records a PUT of port `id` answered with `status` in the journal and in the update counts
+  // of /metrics.
   void Journal(const std::string& id, const httplib::Request& req, int status);
   bool Authorized(const httplib::Request& req) const;
   void Sleep(int ms);
@@ -91,6 +93,9 @@ class Routes {
   Reply State() const;
   Reply SetFaults(const httplib::Request& req);
   Reply Reset();
+  // GET /metrics: the request, byte and update counts, the model's port count and the faults
+  // in force, in Prometheus' text format.
+  std::string Metrics() const;
 
   bool alcor() const { return options_.dialect == Dialect::kAlcor; }
 
@@ -101,6 +106,10 @@ class Routes {
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> response_bytes_{0};
   UpdateJournal journal_;
+  // Port updates by the HTTP status answered (0: connection closed). Unlike the journal, never
+  // dropped or cleared: Prometheus reads a counter that goes down as a restart.
+  mutable Mutex updates_mu_;
+  std::map<int, uint64_t> updates_by_status_ MZ_GUARDED_BY(updates_mu_);
   StrictController strict_;
 
   Mutex mu_;

@@ -4,8 +4,9 @@
 # load, their unit tests make each alert fire and resolve, the PrometheusRule is the rule file's
 # copy, each alert has its runbook section, the dashboard's queries parse, and a live controller
 # and node export every metric the rules, the dashboard and the unit tests name. A real prometheus
-# scrapes a controller on a 3-member etcd cluster: Mizar-MP stops answering, then etcd loses
-# quorum, and the matching alerts go pending, fire and resolve (their for: scaled down).
+# scrapes mizarmp-mock (its target must be up) and a controller on a 3-member etcd cluster:
+# Mizar-MP stops answering, then etcd loses quorum, and the matching alerts go pending, fire and
+# resolve (their for: scaled down).
 set(mizarmp_monitoring ${PROJECT_SOURCE_DIR}/deploy/monitoring)
 set(mizarmp_monitoring_check ${MIZARMP_PYTHON3}
     ${CMAKE_CURRENT_SOURCE_DIR}/monitoring/check_monitoring.py)

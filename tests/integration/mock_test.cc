@@ -17,10 +17,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -50,6 +53,7 @@ bool Contains(const std::string& hay, const std::string& needle) {
 struct Http {
   int status = 0;  // 0: no HTTP response at all
   std::string body;
+  std::string content_type;
   json j;             // discarded when the body is not JSON
   std::string error;  // transport error when status == 0
 
@@ -80,7 +84,26 @@ Http Do(const std::string& base, const std::string& method, const std::string& p
   out.status = r->status;
   out.body = r->body;
   out.j = json::parse(r->body, nullptr, false);
+  out.content_type = r->get_header_value("Content-Type");
   return out;
+}
+
+// The samples of a Prometheus text-format answer, "name{labels}" -> value.
+std::map<std::string, double> Samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
+// -1 for a sample the answer does not have, which no counter or gauge of the mock is.
+double Sample(const std::map<std::string, double>& samples, const std::string& key) {
+  auto it = samples.find(key);
+  return it == samples.end() ? -1 : it->second;
 }
 
 json PortDoc(const std::string& id, const std::string& host = "node-a",
@@ -749,6 +772,63 @@ TEST_P(MockTest, RequestJournalKeepsTheNewestOfItsCapacity) {
   EXPECT_EQ(kept[0]["admin_state_up"], true);
   EXPECT_EQ(kept[1]["seq"], 3);
   EXPECT_EQ(kept[1]["admin_state_up"], false);
+}
+
+// GET /metrics: what the mock served, in Prometheus' text format, moving with the REST requests;
+// the control endpoints (/metrics among them) are not counted, and a reset keeps the counters.
+TEST_P(MockTest, MetricsCountRequestsPortsUpdatesAndFaults) {
+  ASSERT_NO_FATAL_FAILURE(Start());
+  const auto scrape = [&] {
+    Http m = Get("/metrics");
+    EXPECT_EQ(m.status, 200) << m.Describe();
+    EXPECT_EQ(m.content_type, "text/plain; version=0.0.4; charset=utf-8");
+    return Samples(m.body);
+  };
+  const std::string updates = "mizarmp_mock_port_updates_total";
+  const auto fault = [](const std::string& name) {
+    return "mizarmp_mock_fault_active{fault=\"" + name + "\"}";
+  };
+  const auto before = scrape();
+  EXPECT_EQ(Sample(before, "mizarmp_mock_requests_total"), 0);
+  EXPECT_EQ(Sample(before, "mizarmp_mock_response_bytes_total"), 0);
+  EXPECT_EQ(Sample(before, "mizarmp_mock_ports"), 0);
+  EXPECT_EQ(Sample(before, fault("fail_creates")), 0);
+  EXPECT_EQ(Sample(before, updates + "{code=\"200\"}"), -1) << "no update yet";
+
+  ASSERT_EQ(Create(PortDoc("m-0")).status, 201);
+  EXPECT_EQ(Put(PortPath("m-0"), json{{"port", {{"admin_state_up", false}}}}).status, 200);
+  EXPECT_EQ(Put(PortPath("m-unknown"), json{{"port", {{"admin_state_up", false}}}}).status, 404);
+  SetFaults({{"close_connections", 1}, {"fail_creates", 2}});
+  EXPECT_EQ(Put(PortPath("m-0"), json{{"port", {{"admin_state_up", true}}}}).status, 0);
+
+  // The mock counts an update whose connection it closed after closing it: the client may ask
+  // first.
+  const std::string closed = updates + "{code=\"closed\"}";
+  std::map<std::string, double> after = scrape();
+  for (const auto deadline = Clock::now() + std::chrono::seconds(10);
+       Sample(after, closed) != 1 && Clock::now() < deadline; after = scrape()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(Sample(after, "mizarmp_mock_requests_total"), 4);
+  const Http state = Get("/mock/state");
+  EXPECT_GT(Sample(after, "mizarmp_mock_response_bytes_total"), 0);
+  EXPECT_EQ(Sample(after, "mizarmp_mock_response_bytes_total"),
+            state.j["response_bytes"].get<double>());
+  EXPECT_EQ(Sample(after, "mizarmp_mock_ports"), 1);
+  EXPECT_EQ(Sample(after, updates + "{code=\"200\"}"), 1);
+  EXPECT_EQ(Sample(after, updates + "{code=\"404\"}"), 1);
+  EXPECT_EQ(Sample(after, closed), 1);
+  // The closed connection used up close_connections; fail_creates still has both of its own.
+  EXPECT_EQ(Sample(after, fault("close_connections")), 0);
+  EXPECT_EQ(Sample(after, fault("fail_creates")), 1);
+  EXPECT_EQ(Sample(after, fault("delay_ms")), 0);
+
+  ASSERT_EQ(Post("/mock/reset", json::object()).status, 200);
+  const auto reset = scrape();
+  EXPECT_EQ(Sample(reset, "mizarmp_mock_ports"), 0);
+  EXPECT_EQ(Sample(reset, fault("fail_creates")), 0);
+  EXPECT_EQ(Sample(reset, "mizarmp_mock_requests_total"), 4);
+  EXPECT_EQ(Sample(reset, updates + "{code=\"200\"}"), 1);
 }
 
 TEST_P(MockTest, ReadinessFaults) {

@@ -7,8 +7,9 @@ controller (tests/monitoring.cmake):
   alerts_live.py ROOT BIN_DIR
 
 A 3-member etcd cluster on loopback, mizarmp-mock, mizarmp-addons in controller mode on the
-etcd fence store with its metrics endpoint, and Debian's prometheus scraping it every second.
-Two faults, one after the other:
+etcd fence store with its metrics endpoint, and Debian's prometheus scraping both every second:
+the mock's target must be up, its REST requests counted, before two faults, one after the
+other:
 
   - Mizar-MP stops answering (the mock closes every REST connection):
     MizarmpMizarMPUnreachable is pending or firing within its for: window, then fires, and
@@ -18,8 +19,7 @@ Two faults, one after the other:
 
 Prometheus loads a copy of rules.yml whose for: durations are divided by FOR_SCALE, so that the
 test takes seconds rather than minutes; everything else in the copy, the expressions included,
-is checked to be identical to rules.yml. The mock exports no metrics, so only the controller is
-scraped.
+is checked to be identical to rules.yml.
 
 Exits 1 after printing what went wrong and the end of every log.
 """
@@ -49,6 +49,7 @@ ACTIVE = ("pending", "firing")
 # evaluation; the rest is room for a loaded machine.
 RESOLVE_TIMEOUT = 20
 ETCD_MEMBERS = 3
+MOCK_JOB = "mizarmp-mock"
 
 
 class Failure(Exception):
@@ -158,12 +159,16 @@ def start_controller(servers, workdir, mpurl, etcd):
     return port
 
 
-def start_prometheus(servers, workdir, rules_path, metrics_port):
+def start_prometheus(servers, workdir, rules_path, metrics_port, mpurl):
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [rules_path],
-        "scrape_configs": [{"job_name": "mizarmp-addons",
-                            "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]}],
+        "scrape_configs": [
+            {"job_name": "mizarmp-addons",
+             "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]},
+            {"job_name": MOCK_JOB,
+             "static_configs": [{"targets": [urllib.parse.urlsplit(mpurl).netloc]}]},
+        ],
     }
     config_path = os.path.join(workdir, "prometheus.yml")
     with open(config_path, "w", encoding="utf-8") as f:
@@ -206,6 +211,12 @@ class Prometheus:
         states = {a["state"] for a in self.api("/api/v1/alerts")["alerts"]
                   if a["labels"].get("alertname") == name}
         return "firing" if "firing" in states else next(iter(states), None)
+
+    def target_health(self, job):
+        """The health of each of JOB's targets: "up", "down" or, before its first scrape,
+        "unknown"."""
+        return [t["health"] for t in self.api("/api/v1/targets")["activeTargets"]
+                if t["labels"].get("job") == job]
 
     def query_has_result(self, expr):
         return bool(self.api("/api/v1/query?query=" + urllib.parse.quote(expr))["result"])
@@ -262,7 +273,13 @@ def run(root, bin_dir, workdir):
         mpurl = servers.mock()
         metrics_port = start_controller(servers, workdir, mpurl, etcd)
         prom, prom_proc = start_prometheus(servers, workdir, os.path.join(workdir, "rules.yml"),
-                                           metrics_port)
+                                           metrics_port, mpurl)
+        wait_for(lambda: prom.target_health(MOCK_JOB) == ["up"], "prometheus: the mock's target up",
+                 prom_proc)
+        # The controller's readiness checks are REST requests to the mock.
+        mock_requests = f'mizarmp_mock_requests_total{{job="{MOCK_JOB}"}} > 0'
+        wait_for(lambda: prom.query_has_result(mock_requests),
+                 "prometheus: the mock's requests counted", prom_proc)
         # Both readiness series scraped as ready: the rules have something to evaluate.
         wait_for(lambda: prom.query_has_result(
             'sum(mizarmp_addons_dependency_ready{dependency=~"Mizar-MP|fence store"}) == 2'),

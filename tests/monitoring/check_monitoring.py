@@ -10,17 +10,20 @@
   check_monitoring.py dashboard ROOT WORKDIR   the dashboard's panels are well formed and promtool
                                                parses every query (as recording rules)
   check_monitoring.py live ROOT BIN_DIR        mizarmp-addons in controller and node mode, against
-                                               mizarmp-mock, export every metric the alerts, the
+                                               mizarmp-mock and with the node's CNI plugin run
+                                               once, export every metric the alerts, the
                                                dashboard and the unit tests name, with their labels
 
 Exits 1 after printing every problem.
 """
 
+import collections
 import glob
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +39,9 @@ RUNBOOK = "docs/runbook.md"
 SEVERITIES = {"critical", "warning"}
 # Labels a scrape adds to every series, not the server.
 TARGET_LABELS = {"job", "instance"}
+# mizarmp-mock's project and IPv4 subnet when not told others (mock-server/mock.h).
+PROJECT = "3dda2801-d675-4688-a63f-dcda8d327f50"
+SUBNET = "a87e0f87-a2d9-44ef-9194-9a62f178594e"
 
 problems = []
 
@@ -208,6 +214,10 @@ def probe_ready(port):
     return ({}, "1") in scrape(port).get("mizarmp_addons_ready", [])
 
 
+# A started mizarmp-addons: its CSI-Addons endpoint, metrics port, CNI state dir and process.
+Addons = collections.namedtuple("Addons", "endpoint metrics_port state_dir proc")
+
+
 class Servers:
     """Processes started from BIN_DIR with their logs in WORKDIR; SIGTERM on exit."""
 
@@ -230,8 +240,7 @@ class Servers:
         return f"http://127.0.0.1:{port}"
 
     def addons(self, mode, mpurl):
-        """Starts mizarmp-addons in MODE; returns its socket and metrics port once Probe would
-        answer ready."""
+        """Starts mizarmp-addons in MODE; returns it (Addons) once Probe would answer ready."""
         at = os.path.join(self.workdir, mode)
         relay = ["--relay-socket", f"{at}/relay/relay.sock"] if mode == "node" else []
         proc, log = self.start(mode, [
@@ -243,7 +252,7 @@ class Servers:
                                            read_text(log)), f"{mode}: metrics port", proc)
         port = int(found.group(1))
         wait_for(lambda: probe_ready(port), f"{mode}: ready", proc)
-        return f"unix://{at}/csi-addons.sock", port
+        return Addons(f"unix://{at}/csi-addons.sock", port, f"{at}/cni", proc)
 
     def __enter__(self):
         return self
@@ -259,19 +268,48 @@ class Servers:
                     proc.wait()
 
 
+def closed_port():
+    """A loopback port nothing listens on: connecting is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fail_a_plugin_command(bin_dir, state_dir):
+    """The real CNI plugin runs STATUS against a Mizar-MP that refuses connections, so its
+    outcome log in `state_dir` holds a failure: the node exports no CNI error code before one."""
+    conf = {"cniVersion": "1.1.0", "name": "net1", "type": "mizarmp",
+            "mpurl": f"http://127.0.0.1:{closed_port()}", "project": PROJECT, "subnet": SUBNET,
+            "hostId": "node-a", "stateDir": state_dir, "logLevel": "off"}
+    ran = subprocess.run([os.path.join(bin_dir, "mizarmp")], input=json.dumps(conf).encode(),
+                         env={"CNI_COMMAND": "STATUS", "CNI_PATH": "/opt/cni/bin"},
+                         capture_output=True, timeout=60, check=False)
+    if ran.returncode == 0:
+        raise RuntimeError(f"the plugin's STATUS succeeded without Mizar-MP: {ran.stdout!r}")
+
+
+def cni_error_exported(port):
+    return any(labels.get("command") == "STATUS"
+               for labels, _ in scrape(port).get("mizarmp_cni_command_errors_total", []))
+
+
 def exported_series(bin_dir, workdir):
-    """Both modes' /metrics merged, after a fence and a Probe: the RPC and Mizar-MP families
-    have no series before their first call, and prometheus-cpp then omits even their # TYPE."""
+    """Both modes' /metrics merged, after a fence, a Probe and a failed plugin command: the
+    RPC, Mizar-MP and CNI error families have no series before their first event, and
+    prometheus-cpp then omits even their # TYPE."""
     with Servers(bin_dir, workdir) as servers:
         mpurl = servers.mock()
-        controller, controller_port = servers.addons("controller", mpurl)
-        _, node_port = servers.addons("node", mpurl)
+        controller = servers.addons("controller", mpurl)
+        node = servers.addons("node", mpurl)
         ctl = os.path.join(bin_dir, "mizarmpctl")
         for args in (["probe"], ["fence", "192.0.2.0/24"]):
-            subprocess.run([ctl, *args, "--endpoint", controller], check=True,
+            subprocess.run([ctl, *args, "--endpoint", controller.endpoint], check=True,
                            stdout=subprocess.DEVNULL, timeout=60)
+        fail_a_plugin_command(bin_dir, node.state_dir)
+        wait_for(lambda: cni_error_exported(node.metrics_port),
+                 "node: the plugin's failure exported", node.proc)
         merged = {}
-        for port in (controller_port, node_port):
+        for port in (controller.metrics_port, node.metrics_port):
             for name, samples in scrape(port).items():
                 merged.setdefault(name, []).extend(samples)
         return merged
