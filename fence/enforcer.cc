@@ -68,6 +68,7 @@ AppliedPlan Assemble(const EnforcementPlan& plan, const std::vector<ChangeResult
     const PortChange& change = plan.changes[i];
     switch (results[i].outcome) {
       case Outcome::kMade:
+        out.made.push_back(i);
         (change.admin_state_up ? out.report.enabled : out.report.disabled)++;
         if (change.admin_state_up) out.released.push_back(change.port_id);
         break;
