@@ -35,9 +35,9 @@ grpc::Status FenceAdminService::ListAudit(grpc::ServerContext* /*context*/,
                                           const ::mizarmp::v1::ListAuditRequest* request,
                                           ::mizarmp::v1::ListAuditResponse* response) {
   if (request->limit() > kMaxAuditRead) {
-    return addons::ToGrpcStatus(InvalidArgumentError(
-        "limit: " + std::to_string(request->limit()) + " is more than " +
-        std::to_string(kMaxAuditRead) + " entries"));
+    return addons::ToGrpcStatus(InvalidArgumentError("limit: " + std::to_string(request->limit()) +
+                                                     " is more than " +
+                                                     std::to_string(kMaxAuditRead) + " entries"));
   }
   const size_t limit = request->limit() == 0 ? kDefaultAuditLimit : request->limit();
   auto entries = fences_.ListAudit(request->secrets(), limit);

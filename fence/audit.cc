@@ -21,7 +21,8 @@ using nlohmann::json;
 Status ReadStrings(const json& doc, const char* key, std::vector<std::string>& out) {
   const auto it = doc.find(key);
   if (it == doc.end()) return Status::Ok();
-  if (!it->is_array()) return InvalidArgumentError(std::string("audit entry: ") + key + ": not a list");
+  if (!it->is_array())
+    return InvalidArgumentError(std::string("audit entry: ") + key + ": not a list");
   for (const json& item : *it) {
     if (!item.is_string()) {
       return InvalidArgumentError(std::string("audit entry: ") + key + ": not a list of strings");
@@ -34,7 +35,8 @@ Status ReadStrings(const json& doc, const char* key, std::vector<std::string>& o
 Status ReadString(const json& doc, const char* key, std::string& out) {
   const auto it = doc.find(key);
   if (it == doc.end()) return Status::Ok();
-  if (!it->is_string()) return InvalidArgumentError(std::string("audit entry: ") + key + ": not a string");
+  if (!it->is_string())
+    return InvalidArgumentError(std::string("audit entry: ") + key + ": not a string");
   out = it->get<std::string>();
   return Status::Ok();
 }
@@ -48,7 +50,7 @@ constexpr const char* kSchema =
 
 class SqliteAuditLog final : public AuditLog {
  public:
-  explicit SqliteAuditLog(std::string path) : path_(std::move(path)) {}
+  SqliteAuditLog(std::string path, size_t capacity) : path_(std::move(path)), capacity_(capacity) {}
   ~SqliteAuditLog() override {
     if (db_ != nullptr) sqlite3_close_v2(db_);
   }
@@ -83,7 +85,7 @@ class SqliteAuditLog final : public AuditLog {
         !trim.Prepare(db_, "DELETE FROM audit WHERE sequence <= last_insert_rowid() - ?1")) {
       return SqliteError(db_, Named() + ": appending");
     }
-    trim.BindInt64(1, static_cast<int64_t>(kAuditCapacity));
+    trim.BindInt64(1, static_cast<int64_t>(capacity_));
     if (trim.Step() != SQLITE_DONE) return SqliteError(db_, Named() + ": dropping old entries");
     return Status::Ok();
   }
@@ -113,6 +115,7 @@ class SqliteAuditLog final : public AuditLog {
   std::string Named() const { return "fence audit \"" + path_ + "\""; }
 
   const std::string path_;
+  const size_t capacity_;
   mutable Mutex mu_;  // one statement at a time on the connection
   sqlite3* db_ = nullptr;
 };
@@ -142,15 +145,16 @@ Result<AuditEntry> AuditEntryFromJson(const json& doc) {
   MZ_RETURN_IF_ERROR(ReadStrings(doc, "disabled", e.disabled));
   MZ_RETURN_IF_ERROR(ReadStrings(doc, "enabled", e.enabled));
   if (const auto it = doc.find("sequence"); it != doc.end()) {
-    if (!it->is_number_unsigned()) return InvalidArgumentError("audit entry: sequence: not a number");
+    if (!it->is_number_unsigned())
+      return InvalidArgumentError("audit entry: sequence: not a number");
     e.sequence = it->get<uint64_t>();
   }
   if (e.action.empty()) return InvalidArgumentError("audit entry: action: missing");
   return e;
 }
 
-Result<std::unique_ptr<AuditLog>> OpenSqliteAuditLog(const std::string& path) {
-  auto log = std::make_unique<SqliteAuditLog>(path);
+Result<std::unique_ptr<AuditLog>> OpenSqliteAuditLog(const std::string& path, size_t capacity) {
+  auto log = std::make_unique<SqliteAuditLog>(path, capacity);
   MZ_RETURN_IF_ERROR(log->Open());
   return std::unique_ptr<AuditLog>(std::move(log));
 }

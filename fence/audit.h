@@ -27,10 +27,10 @@
 namespace mizarmp::fence {
 
 struct AuditEntry {
-  uint64_t sequence = 0;  // assigned by the log: increasing in the order entries were appended
-  std::string time;       // RFC 3339 UTC, when it was appended
-  std::string action;     // "fence" or "unfence" (a request), "pass" (port changes)
-  std::string replica;    // the mizarmp-addons replica that appended it
+  uint64_t sequence = 0;   // assigned by the log: increasing in the order entries were appended
+  std::string time;        // RFC 3339 UTC, when it was appended
+  std::string action;      // "fence" or "unfence" (a request), "pass" (port changes)
+  std::string replica;     // the mizarmp-addons replica that appended it
   std::string request_id;  // a request's x-request-id (or the id the server gave it)
   std::string caller;      // a request's gRPC peer, and its client certificate's subject if any
   std::vector<std::string> cidrs;     // a request's CIDRs; a pass's fences and unfences served
@@ -53,13 +53,14 @@ class AuditLog {
  public:
   virtual ~AuditLog() = default;
   // Appends `entry` (its sequence and time are the log's to set) and drops the oldest entries
-  // beyond kAuditCapacity.
+  // beyond the log's capacity (kAuditCapacity unless a test chose another).
   virtual Status Append(AuditEntry entry) = 0;
   // The newest `limit` entries (at most kMaxAuditRead), oldest first.
   virtual Result<std::vector<AuditEntry>> Recent(size_t limit) const = 0;
 };
 
 // The SQLite log in the file `path` (0600, in a 0700 directory).
-Result<std::unique_ptr<AuditLog>> OpenSqliteAuditLog(const std::string& path);
+Result<std::unique_ptr<AuditLog>> OpenSqliteAuditLog(const std::string& path,
+                                                     size_t capacity = kAuditCapacity);
 
 }  // namespace mizarmp::fence

@@ -41,10 +41,11 @@ std::vector<ChangeResult> MakeChanges(const PassConnections& connections,
   std::vector<ChangeResult> results(plan.changes.size());
   const Status none =
       ForEachOverConnections(connections, results.size(), [&](client::Client& mp, size_t i) {
-        results[i] = may_act() ? ApplyChange(mp, plan.changes[i])
-                               : ChangeResult{Outcome::kFailed,
-                                              UnavailableError(
-                                                  "this replica stopped leading before the update")};
+        results[i] =
+            may_act()
+                ? ApplyChange(mp, plan.changes[i])
+                : ChangeResult{Outcome::kFailed,
+                               UnavailableError("this replica stopped leading before the update")};
       });
   for (ChangeResult& r : results) {
     if (r.outcome == Outcome::kNotTried) r = {Outcome::kFailed, none};

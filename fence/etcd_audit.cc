@@ -18,9 +18,11 @@ using nlohmann::json;
 
 class EtcdAuditLog final : public AuditLog {
  public:
-  EtcdAuditLog(std::string location, std::string prefix, std::unique_ptr<etcd::Client> client)
+  EtcdAuditLog(std::string location, std::string prefix, size_t capacity,
+               std::unique_ptr<etcd::Client> client)
       : location_(std::move(location)),
         entries_(prefix + "e/"),
+        capacity_(capacity),
         client_(std::move(client)) {}
 
   Status Append(AuditEntry entry) override {
@@ -49,7 +51,8 @@ class EtcdAuditLog final : public AuditLog {
       const json doc = json::parse(kv->value(), nullptr, /*allow_exceptions=*/false);
       auto entry = AuditEntryFromJson(doc);
       if (!entry.ok()) {
-        return Named(DataLossError("key " + LogEscaped(kv->key()) + ": " + entry.status().message()));
+        return Named(
+            DataLossError("key " + LogEscaped(kv->key()) + ": " + entry.status().message()));
       }
       entry->sequence = static_cast<uint64_t>(kv->create_revision());
       entries.push_back(std::move(*entry));
@@ -68,7 +71,7 @@ class EtcdAuditLog final : public AuditLog {
     return entries_ + stamp + "-" + replica;
   }
 
-  // Beyond kAuditCapacity, the oldest entries (by creation) go: one count, and when over, one
+  // Beyond the capacity, the oldest entries (by creation) go: one count, and when over, one
   // read of the first surplus key's name and one range delete up to it.
   Status DropOldest() {
     etcdserverpb::RangeRequest count;
@@ -77,7 +80,7 @@ class EtcdAuditLog final : public AuditLog {
     count.set_count_only(true);
     auto counted = client_->Range(count);
     if (!counted.ok()) return Named(counted.status().WithContext("counting entries"));
-    const int64_t surplus = counted->count() - static_cast<int64_t>(kAuditCapacity);
+    const int64_t surplus = counted->count() - static_cast<int64_t>(capacity_);
     if (surplus <= 0) return Status::Ok();
     etcdserverpb::RangeRequest oldest;
     oldest.set_key(entries_);
@@ -104,6 +107,7 @@ class EtcdAuditLog final : public AuditLog {
 
   const std::string location_;
   const std::string entries_;
+  const size_t capacity_;
   std::unique_ptr<etcd::Client> client_;
 };
 
@@ -111,7 +115,7 @@ class EtcdAuditLog final : public AuditLog {
 
 Result<std::unique_ptr<AuditLog>> OpenEtcdAuditLog(const std::string& location,
                                                    const etcd::Options& client,
-                                                   const std::string& prefix) {
+                                                   const std::string& prefix, size_t capacity) {
   if (prefix.empty() || prefix.back() != '/') {
     return InvalidArgumentError("fence audit " + location + ": key prefix " + Quoted(prefix) +
                                 " does not end with '/'");
@@ -119,7 +123,7 @@ Result<std::unique_ptr<AuditLog>> OpenEtcdAuditLog(const std::string& location,
   etcd::Options options = client;
   MZ_ASSIGN_OR_RETURN(auto connected, ConnectToLocation(location, options));
   return std::unique_ptr<AuditLog>(
-      std::make_unique<EtcdAuditLog>(location, prefix, std::move(connected)));
+      std::make_unique<EtcdAuditLog>(location, prefix, capacity, std::move(connected)));
 }
 
 }  // namespace mizarmp::fence

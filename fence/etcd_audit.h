@@ -8,7 +8,7 @@
 //   P e/<unix ns, 20 digits>-<replica>   one entry, its JSON document (fence/audit.h)
 // Key order is time order, which the replicas' clocks set; an entry's sequence is the etcd
 // revision that created it, which orders entries exactly. Each append is one put; once the log
-// holds more than kAuditCapacity entries the oldest go in one range delete.
+// holds more than its capacity the oldest go in one range delete.
 #pragma once
 
 #include <memory>
@@ -22,6 +22,7 @@ namespace mizarmp::fence {
 
 Result<std::unique_ptr<AuditLog>> OpenEtcdAuditLog(const std::string& location,
                                                    const etcd::Options& client,
-                                                   const std::string& prefix);
+                                                   const std::string& prefix,
+                                                   size_t capacity = kAuditCapacity);
 
 }  // namespace mizarmp::fence

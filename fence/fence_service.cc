@@ -773,9 +773,18 @@ Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
   for (const Cidr& cidr : call.cidrs.cidrs()) as_fenced.fences.push_back(FenceEntry{.cidr = cidr});
   MZ_ASSIGN_OR_RETURN(const PortListing listed, FindPorts(as_fenced, opened.port_index, {}));
   if (!listed.ports.ok()) {
-    return DependencyError(listed.ports.status(),
-                           MizarMpName() + ": finding the ports failed (" +
-                               listed.ports.status().ToString() + "); nothing was changed");
+    return DependencyError(listed.ports.status(), MizarMpName() + ": finding the ports failed (" +
+                                                      listed.ports.status().ToString() +
+                                                      "); nothing was changed");
+  }
+  // The pods, as the nodes' agents published them: the index's entries inside the CIDRs.
+  std::map<std::string, std::string> pods;
+  if (opened.port_index != nullptr) {
+    MZ_ASSIGN_OR_RETURN(const std::vector<IndexedPort> indexed,
+                        opened.port_index->Inside(call.cidrs.cidrs()));
+    for (const IndexedPort& entry : indexed) {
+      if (!entry.pod.empty()) pods[entry.port_id] = entry.pod;
+    }
   }
   std::vector<PreviewedPort> found;
   for (const client::Port& port : listed.ports->ports) {
@@ -785,7 +794,13 @@ Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
       auto address = IpAddress::Parse(ip.ip_address);
       if (address.ok() && call.cidrs.Contains(*address)) p.ips.push_back(ip.ip_address);
     }
-    if (!p.ips.empty()) found.push_back(std::move(p));
+    if (p.ips.empty()) continue;
+    if (const auto pod = pods.find(port.id); pod != pods.end()) {
+      const size_t slash = pod->second.find('/');
+      p.pod_namespace = pod->second.substr(0, slash);
+      p.pod_name = pod->second.substr(slash + 1);
+    }
+    found.push_back(std::move(p));
   }
   std::sort(found.begin(), found.end(),
             [](const PreviewedPort& a, const PreviewedPort& b) { return a.port_id < b.port_id; });

@@ -200,7 +200,6 @@ class FenceService final : public ::fence::FenceController::Service, public addo
                                ::fence::GetFenceClientsResponse* response) override;
 
  private:
-
   using Clock = std::chrono::steady_clock;
 
   // The store's life: opening, the loop, the store as the RPCs and passes get it.

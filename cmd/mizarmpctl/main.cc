@@ -2,8 +2,9 @@
 // Copyright The mizarmp Authors
 // mizarmpctl: what an operator asks a node (the plugin's attachments, joined with Mizar-MP and
 // the pod's namespace; the stale ones; their removal) and a mizarmp-addons server (probe, fence
-// clients, fences, fence and unfence, a fence's preview and the fence audit). Tables by default, `-o json` for scripts. Exit 0 on
-// success, 1 when the command failed (the reason on stderr), 2 for a usage error.
+// clients, fences, fence and unfence, a fence's preview and the fence audit). Tables by default,
+// `-o json` for scripts. Exit 0 on success, 1 when the command failed (the reason on stderr), 2 for
+// a usage error.
 #include <functional>
 #include <iostream>
 #include <map>
@@ -274,7 +275,8 @@ int Audit(const Options& o, ctl::AddonsClient& client) {
                    {"enabled", e.enabled}});
     std::string ports;
     if (!e.disabled.empty()) ports = "down: " + mz::Joined(e.disabled, ",");
-    if (!e.enabled.empty()) ports += (ports.empty() ? "up: " : "; up: ") + mz::Joined(e.enabled, ",");
+    if (!e.enabled.empty())
+      ports += (ports.empty() ? "up: " : "; up: ") + mz::Joined(e.enabled, ",");
     rows.push_back({std::to_string(e.sequence), e.time, e.action,
                     e.action == "pass" ? e.replica : e.caller + " req=" + e.request_id,
                     mz::Joined(e.cidrs, ","), ports.empty() ? "-" : ports});
