@@ -22,6 +22,7 @@
 #include <map>
 #include <thread>
 
+#include "addons/caller.h"
 #include "addons/health.h"
 #include "common/file_check.h"
 #include "common/fileutil.h"
@@ -215,9 +216,11 @@ class CallInterceptor : public grpc::experimental::Interceptor {
     // status from it: every line the handler logs carries the id.
     if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE)) {
       log::SetThreadContext("req=" + request_id_);
+      SetCurrentRequestId(request_id_);
     }
     if (methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
       log::SetThreadContext("");
+      SetCurrentRequestId("");
       const grpc::Status status = methods->GetSendStatus();
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started_;
       metrics_->ObserveRpc(method_, std::string(CodeName(static_cast<Code>(status.error_code()))),

@@ -10,12 +10,14 @@
 #include "endpoint/secrets_file.h"
 #include "fence/fence.grpc.pb.h"
 #include "identity/identity.grpc.pb.h"
+#include "mizarmp/fence_admin.grpc.pb.h"
 
 namespace mizarmp::ctl {
 namespace {
 
 using google::protobuf::FieldDescriptor;
 using Stub = ::fence::FenceController::Stub;
+using AdminStub = ::mizarmp::v1::FenceAdmin::Stub;
 
 // A gRPC failure as a Status (the codes are the same), naming the call.
 Status Failed(const char* call, const grpc::Status& s) {
@@ -125,12 +127,19 @@ Result<ServerInfo> AddonsClient::Info() {
 
 template <typename Response, typename Request, typename Method>
 Result<Response> AddonsClient::FenceCall(const char* name, Method method, Request request) {
-  auto stub = ::fence::FenceController::NewStub(channel_);
+  return Call<::fence::FenceController::Stub, Response>(name, method, std::move(request));
+}
+
+// One call of a service whose requests carry the secrets, with the deadline; errors name the
+// call and the server.
+template <typename Stub, typename Response, typename Request, typename Method>
+Result<Response> AddonsClient::Call(const char* name, Method method, Request request) {
+  Stub stub(channel_);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
   AddSecrets(secrets_, request);
   Response response;
-  grpc::Status s = ((*stub).*method)(&ctx, request, &response);
+  grpc::Status s = (stub.*method)(&ctx, request, &response);
   if (!s.ok()) return Failed(name, s).WithContext(endpoint_);
   return response;
 }
@@ -172,6 +181,41 @@ Status AddonsClient::Unfence(const std::vector<std::string>& cidrs) {
   return FenceCall<::fence::UnfenceClusterNetworkResponse>("UnfenceClusterNetwork",
                                                            &Stub::UnfenceClusterNetwork, req)
       .status();
+}
+
+Result<std::vector<PreviewedPort>> AddonsClient::PreviewFence(
+    const std::vector<std::string>& cidrs) {
+  ::mizarmp::v1::PreviewFenceRequest req;
+  AddCidrs(cidrs, req);
+  MZ_ASSIGN_OR_RETURN(auto resp, (Call<AdminStub, ::mizarmp::v1::PreviewFenceResponse>(
+                                     "PreviewFence", &AdminStub::PreviewFence, req)));
+  std::vector<PreviewedPort> out;
+  for (const auto& p : resp.ports()) {
+    PreviewedPort port{p.port_id(), {p.ips().begin(), p.ips().end()}, p.node(), "", p.down()};
+    if (!p.pod_name().empty()) port.pod = p.pod_namespace() + "/" + p.pod_name();
+    out.push_back(std::move(port));
+  }
+  return out;
+}
+
+Result<std::vector<AuditRecord>> AddonsClient::Audit(uint32_t limit) {
+  ::mizarmp::v1::ListAuditRequest req;
+  req.set_limit(limit);
+  MZ_ASSIGN_OR_RETURN(auto resp, (Call<AdminStub, ::mizarmp::v1::ListAuditResponse>(
+                                     "ListAudit", &AdminStub::ListAudit, req)));
+  std::vector<AuditRecord> out;
+  for (const auto& e : resp.entries()) {
+    out.push_back({e.sequence(),
+                   e.time(),
+                   e.action(),
+                   e.replica(),
+                   e.request_id(),
+                   e.caller(),
+                   {e.cidrs().begin(), e.cidrs().end()},
+                   {e.disabled_ports().begin(), e.disabled_ports().end()},
+                   {e.enabled_ports().begin(), e.enabled_ports().end()}});
+  }
+  return out;
 }
 
 }  // namespace mizarmp::ctl

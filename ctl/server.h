@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,22 @@ struct ServerInfo {
   std::string probe_error;
 };
 
+// A port a fence would cut off (mizarmp.v1.FenceAdmin/PreviewFence).
+struct PreviewedPort {
+  std::string port_id;
+  std::vector<std::string> ips;
+  std::string node;
+  std::string pod;  // "namespace/name"; empty when unknown
+  bool down = false;
+};
+
+// One entry of the fence audit (mizarmp.v1.FenceAdmin/ListAudit).
+struct AuditRecord {
+  uint64_t sequence = 0;
+  std::string time, action, replica, request_id, caller;
+  std::vector<std::string> cidrs, disabled, enabled;
+};
+
 struct FenceClientInfo {
   std::string id;
   std::vector<std::string> cidrs;
@@ -56,12 +73,18 @@ class AddonsClient {
   Result<std::vector<std::string>> Fences();
   Status Fence(const std::vector<std::string>& cidrs);
   Status Unfence(const std::vector<std::string>& cidrs);
+  // The controller's FenceAdmin: what a fence of `cidrs` would cut off, and the audit's newest
+  // `limit` entries (0: the server's default).
+  Result<std::vector<PreviewedPort>> PreviewFence(const std::vector<std::string>& cidrs);
+  Result<std::vector<AuditRecord>> Audit(uint32_t limit);
 
  private:
   AddonsClient() = default;
   // One FenceController call with the deadline and the secrets; errors name it and the server.
   template <typename Response, typename Request, typename Method>
   Result<Response> FenceCall(const char* name, Method method, Request request);
+  template <typename Stub, typename Response, typename Request, typename Method>
+  Result<Response> Call(const char* name, Method method, Request request);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::map<std::string, std::string> secrets_;

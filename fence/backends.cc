@@ -5,6 +5,7 @@
 #include "common/file_check.h"
 #include "common/fileutil.h"
 #include "common/strings.h"
+#include "fence/etcd_audit.h"
 #include "fence/etcd_port_index.h"
 #include "fence/etcd_store.h"
 #include "fence/sqlite_store.h"
@@ -92,10 +93,23 @@ Result<std::unique_ptr<FenceStore>> OpenFenceStore(const std::string& location,
   return std::unique_ptr<FenceStore>(std::move(sqlite));
 }
 
-std::string PortIndexPrefix(const std::string& store_prefix) {
+namespace {
+
+// "/mizarmp/fence/" and "-index/" -> "/mizarmp/fence-index/".
+std::string BesidePrefix(const std::string& store_prefix, const char* suffix) {
   std::string prefix = store_prefix;
   if (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  return prefix + kPortIndexSuffix;
+  return prefix + suffix;
+}
+
+}  // namespace
+
+std::string PortIndexPrefix(const std::string& store_prefix) {
+  return BesidePrefix(store_prefix, kPortIndexSuffix);
+}
+
+std::string AuditPrefix(const std::string& store_prefix) {
+  return BesidePrefix(store_prefix, kAuditSuffix);
 }
 
 Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
@@ -104,6 +118,14 @@ Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
     return OpenEtcdPortIndex(location, etcd.client, PortIndexPrefix(etcd.prefix));
   }
   return OpenSqlitePortIndex(DirName(location) + "/" + kPortIndexFile);
+}
+
+Result<std::unique_ptr<AuditLog>> OpenAuditLog(const std::string& location,
+                                               const EtcdStoreOptions& etcd) {
+  if (etcd::IsEtcdLocation(location)) {
+    return OpenEtcdAuditLog(location, etcd.client, AuditPrefix(etcd.prefix));
+  }
+  return OpenSqliteAuditLog(DirName(location) + "/" + kAuditFile);
 }
 
 }  // namespace mizarmp::fence

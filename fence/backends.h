@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "etcd/options.h"
+#include "fence/audit.h"
 #include "fence/port_index.h"
 #include "fence/store.h"
 
@@ -53,5 +54,14 @@ inline constexpr const char* kPortIndexSuffix = "-index/";
 std::string PortIndexPrefix(const std::string& store_prefix);
 Result<std::unique_ptr<PortIndex>> OpenPortIndex(const std::string& location,
                                                  const EtcdStoreOptions& etcd);
+
+// The fence audit (fence/audit.h) kept beside the store at `location`: for a SQLite store, the
+// file kAuditFile in the store's directory; for etcd, the keys under AuditPrefix, beside the
+// store's prefix for the same reason as the index's.
+inline constexpr const char* kAuditFile = "audit.db";
+inline constexpr const char* kAuditSuffix = "-audit/";
+std::string AuditPrefix(const std::string& store_prefix);
+Result<std::unique_ptr<AuditLog>> OpenAuditLog(const std::string& location,
+                                               const EtcdStoreOptions& etcd);
 
 }  // namespace mizarmp::fence

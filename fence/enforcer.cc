@@ -41,10 +41,11 @@ std::vector<ChangeResult> MakeChanges(const PassConnections& connections,
   std::vector<ChangeResult> results(plan.changes.size());
   const Status none =
       ForEachOverConnections(connections, results.size(), [&](client::Client& mp, size_t i) {
-        results[i] = may_act() ? ApplyChange(mp, plan.changes[i])
-                               : ChangeResult{Outcome::kFailed,
-                                              UnavailableError(
-                                                  "this replica stopped leading before the update")};
+        results[i] =
+            may_act()
+                ? ApplyChange(mp, plan.changes[i])
+                : ChangeResult{Outcome::kFailed,
+                               UnavailableError("this replica stopped leading before the update")};
       });
   for (ChangeResult& r : results) {
     if (r.outcome == Outcome::kNotTried) r = {Outcome::kFailed, none};
@@ -68,6 +69,7 @@ AppliedPlan Assemble(const EnforcementPlan& plan, const std::vector<ChangeResult
     const PortChange& change = plan.changes[i];
     switch (results[i].outcome) {
       case Outcome::kMade:
+        out.made.push_back(i);
         (change.admin_state_up ? out.report.enabled : out.report.disabled)++;
         if (change.admin_state_up) out.released.push_back(change.port_id);
         break;

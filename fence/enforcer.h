@@ -38,6 +38,7 @@ struct AppliedPlan {
   std::vector<std::string> left;     // per failed update: "<port label> to disable|re-enable"
   // Ports to drop from the records: the plan's released ones, those re-enabled, those gone.
   std::vector<std::string> released;
+  std::vector<size_t> made;  // indexes into the plan's changes of those Mizar-MP accepted
 };
 
 // Makes every change of `plan` at Mizar-MP (one port update each) and logs each change made. The

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -295,12 +296,14 @@ class EtcdPortIndex final : public PortIndex {
                  std::chrono::system_clock::time_point at) override {
     if (node.empty()) return InvalidArgumentError("port index: a publication names no node");
     std::set<std::string> wanted;
+    std::map<std::string, std::string> pods;  // by entry name
     for (const AddressedPort& p : ports) {
       if (p.port_id.empty()) {
         return InvalidArgumentError("port index: node " + node + " published an address (" +
                                     p.ip.ToString() + ") without a port id");
       }
       wanted.insert(EntryName(p));
+      if (!p.pod.empty()) pods[EntryName(p)] = p.pod;
     }
     const int64_t at_ms = ToUnixMillis(at);
     const std::string digest = SetDigest(wanted);
@@ -316,7 +319,8 @@ class EtcdPortIndex final : public PortIndex {
       // Only what changed. A partial record's entries may be missing: all are put.
       for (const std::string& name : wanted) {
         if (old.partial || !listed.contains(name)) {
-          changes.push_back(PutOp(EntryKey(name, node), ""));
+          const auto pod = pods.find(name);
+          changes.push_back(PutOp(EntryKey(name, node), pod == pods.end() ? "" : pod->second));
         }
       }
       for (const std::string& name : listed) {
@@ -388,7 +392,7 @@ class EtcdPortIndex final : public PortIndex {
       const std::string start = entries + HexEncoded(AddressKey(cidr.network())) + "/";
       const std::string end = entries + HexEncoded(AddressKey(cidr.last())) + "0";
       MZ_RETURN_IF_ERROR(ForEachKey(
-          start, end, /*keys_only=*/true, "reading the ports inside " + cidr.ToString(),
+          start, end, /*keys_only=*/false, "reading the ports inside " + cidr.ToString(),
           [&](const etcdserverpb::KeyValue& kv) {
             auto entry = EntryFromKeyName(std::string_view(kv.key()).substr(entries.size()));
             if (!entry.ok()) {
@@ -399,6 +403,7 @@ class EtcdPortIndex final : public PortIndex {
               Skip(kv.key(), DataLossError("the address is not in " + cidr.ToString()));
               return;
             }
+            entry->pod = kv.value();  // the pod its node published, if any
             found.emplace_back(std::move(*entry), kv.mod_revision());
           }));
     }

@@ -4,7 +4,8 @@
 // whichever replica leads sees what every node agent published through any replica.
 //
 // Keys, under the prefix P (PortIndexPrefix of the fence store's: beside it, not under it):
-//   P a/<address>/<port>/<node>   one per published (address, port) of a node, value empty.
+//   P a/<address>/<port>/<node>   one per published (address, port) of a node; its value the
+//                                 pod ("namespace/name") the node published it for, if any.
 //                                 <address>: the address key (fence/address_key.h) in lower-case
 //                                 hex, so key order is address order and a CIDR is ONE range
 //                                 [P a/<hex network>/, P a/<hex last>0) ('0' follows '/');

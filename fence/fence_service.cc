@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "addons/caller.h"
 #include "addons/grpc_status.h"
 #include "addons/secrets.h"
 #include "common/log.h"
@@ -130,6 +131,9 @@ Status FenceService::OpenStore() {
   if (opened.ok() && options_.port_index)
     index = OpenPortIndex(options_.fence_store, options_.etcd);
   if (!index.ok()) opened = index.status();
+  Result<std::unique_ptr<AuditLog>> audit = std::unique_ptr<AuditLog>();
+  if (opened.ok()) audit = OpenAuditLog(options_.fence_store, options_.etcd);
+  if (!audit.ok()) opened = audit.status();
   std::unique_ptr<Leadership> leadership;
   if (opened.ok()) leadership = (*opened)->JoinElection(options_.replica_id);
   MutexLock lock(store_mu_);
@@ -141,6 +145,7 @@ Status FenceService::OpenStore() {
   }
   store_ = std::move(*opened);
   port_index_ = std::move(*index);
+  audit_ = std::move(*audit);
   leadership_ = std::move(leadership);
   store_error_ = Status::Ok();
   return Status::Ok();
@@ -330,7 +335,9 @@ void FenceService::NoteStoreError(const Status& s) {
 
 Result<FenceService::Opened> FenceService::Store() const {
   MutexLock lock(store_mu_);
-  if (store_ != nullptr) return Opened{store_.get(), leadership_.get(), port_index_.get()};
+  if (store_ != nullptr) {
+    return Opened{store_.get(), leadership_.get(), port_index_.get(), audit_.get()};
+  }
   if (store_opening_) {
     return UnavailableError("fence store \"" + options_.fence_store +
                             "\" is still opening; retry shortly");
@@ -433,6 +440,7 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
                                     .count = options_.update_connections};
   AppliedPlan applied =
       ApplyPlan(connections, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
+  if (opened.audit != nullptr) AuditPass(*opened.audit, plan, applied);
   // What an update found out (a pass through the index lists nothing): later clients ask no more.
   if (listed.client != nullptr) generation_.store(listed.client->generation_found());
   MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
@@ -603,7 +611,41 @@ Result<FenceService::Admitted> FenceService::Admit(
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   out.store = opened.store;
   out.leadership = opened.leadership;
+  out.audit = opened.audit;
   return out;
+}
+
+Status FenceService::AuditRequest(const Admitted& call, const char* action,
+                                  const grpc::ServerContext& context) const {
+  AuditEntry entry;
+  entry.action = action;
+  entry.replica = options_.replica_id;
+  entry.request_id = addons::CurrentRequestId();
+  entry.caller = addons::CallerOf(context);
+  entry.cidrs = call.cidrs.Strings();
+  const Status s = call.audit->Append(std::move(entry));
+  if (s.ok()) return s;
+  MZ_LOG(kError) << "fence audit: " << s.ToString();
+  return s.WithContext("recording the request in the fence audit (nothing was stored)");
+}
+
+void FenceService::AuditPass(AuditLog& audit, const EnforcementPlan& plan,
+                             const AppliedPlan& applied) const {
+  if (applied.made.empty()) return;
+  AuditEntry entry;
+  entry.action = "pass";
+  entry.replica = options_.replica_id;
+  std::set<std::string> served;
+  for (const size_t i : applied.made) {
+    const PortChange& change = plan.changes[i];
+    (change.admin_state_up ? entry.enabled : entry.disabled).push_back(change.port_id);
+    for (const Cidr& cidr : change.serves) served.insert(CanonicalCidr(cidr));
+  }
+  entry.cidrs.assign(served.begin(), served.end());
+  // The changes are made: an entry that cannot be written is a warning, not a failed pass.
+  if (const Status s = audit.Append(std::move(entry)); !s.ok()) {
+    MZ_LOG(kWarn) << "fence audit: a pass's changes are not recorded: " << s.ToString();
+  }
 }
 
 Result<EnforceReport> FenceService::FollowLeader(const Admitted& call, bool fence,
@@ -658,6 +700,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
     MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
     return ToGrpcStatus(s);
   }
+  if (Status s = AuditRequest(*call, "fence", *context); !s.ok()) return ToGrpcStatus(s);
   PendingListing listing = StartListing(*call);
   // Durable first: once this returns, a crash cannot lose the fence.
   if (Status s = store->AddFences(cidrs.cidrs()); !s.ok()) {
@@ -691,6 +734,7 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   FenceStore* store = call->store;
 
   MutexLock lock(enforce_mu_);
+  if (Status s = AuditRequest(*call, "unfence", *context); !s.ok()) return ToGrpcStatus(s);
   PendingListing listing = StartListing(*call);
   auto removed = store->RemoveFences(cidrs.cidrs());
   if (!removed.ok()) {
@@ -716,6 +760,56 @@ grpc::Status FenceService::UnfenceClusterNetwork(
   MZ_LOG(kInfo) << "unfence complete: " << names << " (" << report->enabled
                 << " port(s) re-enabled)";
   return grpc::Status::OK;
+}
+
+// ------------------------------------------------------------------------ preview and audit
+
+Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
+    const Secrets& secrets, const google::protobuf::RepeatedPtrField<::fence::CIDR>& cidrs) {
+  MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("PreviewFence", secrets, &cidrs));
+  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
+  // The CIDRs as the only fences: the ports a pass would plan on for them.
+  StoreSnapshot as_fenced;
+  for (const Cidr& cidr : call.cidrs.cidrs()) as_fenced.fences.push_back(FenceEntry{.cidr = cidr});
+  MZ_ASSIGN_OR_RETURN(const PortListing listed, FindPorts(as_fenced, opened.port_index, {}));
+  if (!listed.ports.ok()) {
+    return DependencyError(listed.ports.status(), MizarMpName() + ": finding the ports failed (" +
+                                                      listed.ports.status().ToString() +
+                                                      "); nothing was changed");
+  }
+  // The pods, as the nodes' agents published them: the index's entries inside the CIDRs.
+  std::map<std::string, std::string> pods;
+  if (opened.port_index != nullptr) {
+    MZ_ASSIGN_OR_RETURN(const std::vector<IndexedPort> indexed,
+                        opened.port_index->Inside(call.cidrs.cidrs()));
+    for (const IndexedPort& entry : indexed) {
+      if (!entry.pod.empty()) pods[entry.port_id] = entry.pod;
+    }
+  }
+  std::vector<PreviewedPort> found;
+  for (const client::Port& port : listed.ports->ports) {
+    if (port.network_owned()) continue;  // a fence never touches these (fence/plan.h)
+    PreviewedPort p{.port_id = port.id, .node = port.host_id, .down = !port.admin_state_up};
+    for (const client::FixedIp& ip : port.fixed_ips) {
+      auto address = IpAddress::Parse(ip.ip_address);
+      if (address.ok() && call.cidrs.Contains(*address)) p.ips.push_back(ip.ip_address);
+    }
+    if (p.ips.empty()) continue;
+    if (const auto pod = pods.find(port.id); pod != pods.end()) {
+      const size_t slash = pod->second.find('/');
+      p.pod_namespace = pod->second.substr(0, slash);
+      p.pod_name = pod->second.substr(slash + 1);
+    }
+    found.push_back(std::move(p));
+  }
+  std::sort(found.begin(), found.end(),
+            [](const PreviewedPort& a, const PreviewedPort& b) { return a.port_id < b.port_id; });
+  return found;
+}
+
+Result<std::vector<AuditEntry>> FenceService::ListAudit(const Secrets& secrets, size_t limit) {
+  MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("ListAudit", secrets, nullptr));
+  return call.audit->Recent(limit);
 }
 
 grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,

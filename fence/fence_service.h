@@ -87,6 +87,7 @@
 #include "addons/service.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "fence/audit.h"
 #include "fence/cidrset.h"
 #include "fence/clients.h"
 #include "fence/enforcer.h"
@@ -155,6 +156,27 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Result<PublicationAnswer> Publish(const std::string& node,
                                     const std::vector<AddressedPort>& ports) MZ_EXCLUDES(store_mu_);
 
+  using Secrets = google::protobuf::Map<std::string, std::string>;
+
+  // mizarmp.v1.FenceAdmin's (fence/admin_service.h), checked as the FenceController's RPCs are
+  // (secrets, CIDRs, store). PreviewFence: the ports a fence of `cidrs` would find inside them,
+  // found as a pass finds them (through the index, or the whole list), with a fixed IP inside
+  // one of them, sorted by id; nothing is stored or changed.
+  struct PreviewedPort {
+    std::string port_id;
+    std::vector<std::string> ips;  // those inside the CIDRs
+    std::string node;              // binding:host_id
+    std::string pod_namespace;     // as the node's agent published them; empty if unknown
+    std::string pod_name;
+    bool down = false;  // admin_state_up=false already
+  };
+  Result<std::vector<PreviewedPort>> PreviewFence(
+      const Secrets& secrets, const google::protobuf::RepeatedPtrField<::fence::CIDR>& cidrs)
+      MZ_EXCLUDES(store_mu_);
+  // The audit's newest `limit` entries, oldest first.
+  Result<std::vector<AuditEntry>> ListAudit(const Secrets& secrets, size_t limit)
+      MZ_EXCLUDES(store_mu_);
+
   // ready=false while the store is opening; an error naming the store when it is unusable.
   addons::Readiness StoreReadiness() const MZ_EXCLUDES(store_mu_);
 
@@ -178,8 +200,6 @@ class FenceService final : public ::fence::FenceController::Service, public addo
                                ::fence::GetFenceClientsResponse* response) override;
 
  private:
-  using Secrets = google::protobuf::Map<std::string, std::string>;
-
   using Clock = std::chrono::steady_clock;
 
   // The store's life: opening, the loop, the store as the RPCs and passes get it.
@@ -197,6 +217,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
     PortIndex* port_index = nullptr;  // none: passes list every port
+    AuditLog* audit = nullptr;
   };
   Result<Opened> Store() const MZ_EXCLUDES(store_mu_);
   void NoteStoreError(const Status& s) MZ_EXCLUDES(store_mu_);
@@ -209,7 +230,14 @@ class FenceService final : public ::fence::FenceController::Service, public addo
     CidrSet cidrs;
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
+    AuditLog* audit = nullptr;
   };
+  // Appends the request's entry to the fence audit before it is stored: a request the audit
+  // cannot record is refused, so every stored change has its entry.
+  Status AuditRequest(const Admitted& call, const char* action,
+                      const grpc::ServerContext& context) const;
+  // Appends a pass's entry naming every change Mizar-MP accepted, when there is one.
+  void AuditPass(AuditLog& audit, const EnforcementPlan& plan, const AppliedPlan& applied) const;
   // The port list a pass plans on, and the client that read it (the pass's first connection).
   struct PortListing {
     std::unique_ptr<client::Client> client;
@@ -285,6 +313,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // After store_, so it ends first.
   std::unique_ptr<Leadership> leadership_ MZ_GUARDED_BY(store_mu_);
   std::unique_ptr<PortIndex> port_index_ MZ_GUARDED_BY(store_mu_);  // with options_.port_index
+  std::unique_ptr<AuditLog> audit_ MZ_GUARDED_BY(store_mu_);
   // Open failure, or the last failed store operation.
   Status store_error_ MZ_GUARDED_BY(store_mu_);
   bool store_opening_ MZ_GUARDED_BY(store_mu_) = true;

@@ -25,6 +25,7 @@ namespace mizarmp::fence {
 struct AddressedPort {
   IpAddress ip;
   std::string port_id;
+  std::string pod;  // "namespace/name" from the plugin's record (K8S_POD_*); empty if unknown
   friend bool operator==(const AddressedPort&, const AddressedPort&) = default;
 };
 
@@ -33,6 +34,7 @@ struct IndexedPort {
   IpAddress ip;
   std::string port_id;
   std::string node;
+  std::string pod;  // as published
   friend bool operator==(const IndexedPort&, const IndexedPort&) = default;
 };
 

@@ -20,6 +20,19 @@ Status CheckName(const std::string& value, const std::string& field) {
   return Status::Ok();
 }
 
+// "namespace/name" of the attachment's pod; "" when it names none. Both or neither: a runtime
+// gives the two K8S_POD_* arguments together, and a namespace holds no '/'.
+Result<std::string> PublishedPod(const ::mizarmp::v1::Attachment& attachment,
+                                 const std::string& field) {
+  if (attachment.pod_namespace().empty() && attachment.pod_name().empty()) return std::string();
+  MZ_RETURN_IF_ERROR(CheckName(attachment.pod_namespace(), field + ".pod_namespace"));
+  MZ_RETURN_IF_ERROR(CheckName(attachment.pod_name(), field + ".pod_name"));
+  if (attachment.pod_namespace().find('/') != std::string::npos) {
+    return InvalidArgumentError(field + ".pod_namespace holds a '/'");
+  }
+  return attachment.pod_namespace() + "/" + attachment.pod_name();
+}
+
 }  // namespace
 
 Result<std::vector<AddressedPort>> PublishedPorts(const ::mizarmp::v1::PublishRequest& request) {
@@ -35,6 +48,7 @@ Result<std::vector<AddressedPort>> PublishedPorts(const ::mizarmp::v1::PublishRe
     const auto& attachment = request.attachments(i);
     const std::string field = "attachments[" + std::to_string(i) + "]";
     MZ_RETURN_IF_ERROR(CheckName(attachment.port_id(), field + ".port_id"));
+    MZ_ASSIGN_OR_RETURN(const std::string pod, PublishedPod(attachment, field));
     if (attachment.ips_size() > kMaxAddressesPerAttachment) {
       return InvalidArgumentError(field + ".ips: more than " +
                                   std::to_string(kMaxAddressesPerAttachment) + " addresses");
@@ -45,7 +59,7 @@ Result<std::vector<AddressedPort>> PublishedPorts(const ::mizarmp::v1::PublishRe
         return InvalidArgumentError(field + ".ips[" + std::to_string(j) + "] (\"" +
                                     LogEscaped(attachment.ips(j)) + "\") is not an IP address");
       }
-      ports.push_back({*ip, attachment.port_id()});
+      ports.push_back({*ip, attachment.port_id(), pod});
     }
   }
   return ports;

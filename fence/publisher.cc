@@ -36,9 +36,10 @@ std::vector<AddressedPort> NodeAttachments(
   for (const records::RecordCache::Records& network : records) {
     for (const records::Record& r : *network) {
       if (r.port_id.empty() || (!r.host_id.empty() && r.host_id != node)) continue;
+      const std::string pod = r.pod_name.empty() ? "" : r.pod_namespace + "/" + r.pod_name;
       for (const records::RecordIp& address : r.ips) {
         auto cidr = Cidr::Parse(address.address, /*allow_bare=*/true);
-        if (cidr.ok()) ports.push_back({cidr->address(), r.port_id});
+        if (cidr.ok()) ports.push_back({cidr->address(), r.port_id, pod});
       }
     }
   }
@@ -138,6 +139,10 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
     if (current == nullptr || current->port_id() != p->port_id) {
       current = request.add_attachments();
       current->set_port_id(p->port_id);
+      if (const size_t slash = p->pod.find('/'); slash != std::string::npos) {
+        current->set_pod_namespace(p->pod.substr(0, slash));
+        current->set_pod_name(p->pod.substr(slash + 1));
+      }
     }
     current->add_ips(p->ip.ToString());
   }

@@ -11,7 +11,10 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "common/fileutil.h"
@@ -24,19 +27,21 @@
 namespace mizarmp::fence {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+// Version 4 added each entry's pod.
+constexpr int kSchemaVersion = 4;
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS attachments ("
     " ip BLOB NOT NULL,"
     " port_id TEXT NOT NULL,"
     " node TEXT NOT NULL,"
+    " pod TEXT NOT NULL DEFAULT '',"
     " PRIMARY KEY (ip, port_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS attachments_by_node ON attachments(node);"
     "CREATE TABLE IF NOT EXISTS publications ("
     " node TEXT PRIMARY KEY,"
     " at_ms INTEGER NOT NULL,"
     " entries INTEGER NOT NULL) WITHOUT ROWID;"
-    "PRAGMA user_version = 3;";
+    "PRAGMA user_version = 4;";
 // An index of an earlier schema is dropped, not migrated: it is soft state, which the node
 // agents' next publications rebuild.
 constexpr const char* kDropEarlierSchema =
@@ -139,8 +144,8 @@ class SqlitePortIndex final : public PortIndex {
   Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const override {
     MutexLock lock(mu_);
     Stmt range;
-    if (!range.Prepare(db_,
-                       "SELECT ip, port_id, node FROM attachments WHERE ip BETWEEN ?1 AND ?2")) {
+    if (!range.Prepare(
+            db_, "SELECT ip, port_id, node, pod FROM attachments WHERE ip BETWEEN ?1 AND ?2")) {
       return Error("preparing the range read");
     }
     std::vector<IndexedPort> found;
@@ -170,13 +175,19 @@ class SqlitePortIndex final : public PortIndex {
       MZ_REQUIRES(mu_) {
     MZ_ASSIGN_OR_RETURN(std::set<Entry> before, EntriesOf(node));
     std::set<Entry> after;
-    for (const AddressedPort& p : ports) after.emplace(AddressKey(p.ip), p.port_id);
+    std::map<Entry, std::string> pods;
+    for (const AddressedPort& p : ports) {
+      Entry e(AddressKey(p.ip), p.port_id);
+      if (!p.pod.empty()) pods[e] = p.pod;
+      after.insert(std::move(e));
+    }
     Stmt remove;
     Stmt insert;
     if (!remove.Prepare(db_,
                         "DELETE FROM attachments WHERE ip = ?1 AND port_id = ?2 AND node = ?3") ||
         !insert.Prepare(
-            db_, "INSERT OR REPLACE INTO attachments(ip, port_id, node) VALUES (?1, ?2, ?3)")) {
+            db_,
+            "INSERT OR REPLACE INTO attachments(ip, port_id, node, pod) VALUES (?1, ?2, ?3, ?4)")) {
       return Error("preparing the publication of node " + node);
     }
     for (const Entry& e : before) {
@@ -185,7 +196,11 @@ class SqlitePortIndex final : public PortIndex {
       }
     }
     for (const Entry& e : after) {
-      if (!before.contains(e) && !Write(insert, e, node)) return Error("indexing port " + e.second);
+      if (before.contains(e)) continue;
+      const auto pod = pods.find(e);
+      if (!Write(insert, e, node, pod == pods.end() ? "" : pod->second)) {
+        return Error("indexing port " + e.second);
+      }
     }
     return after.size();
   }
@@ -193,11 +208,14 @@ class SqlitePortIndex final : public PortIndex {
   // (address key, port id) of an entry.
   using Entry = std::pair<std::string, std::string>;
 
-  static bool Write(Stmt& statement, const Entry& e, const std::string& node) {
+  // Runs `statement` on the entry: (address key, port id, node) and, for an insert, its pod.
+  static bool Write(Stmt& statement, const Entry& e, const std::string& node,
+                    std::optional<std::string_view> pod = std::nullopt) {
     statement.Reset();
     statement.BindBlob(1, e.first);
     statement.BindText(2, e.second);
     statement.BindText(3, node);
+    if (pod) statement.BindText(4, *pod);
     return statement.Step() == SQLITE_DONE;
   }
 
@@ -248,7 +266,8 @@ class SqlitePortIndex final : public PortIndex {
         MZ_LOG(kWarn) << "port index " << path_ << ": skipping a row: " << ip.status().message();
         continue;
       }
-      found.push_back({*ip, Column(range.get(), 1), Column(range.get(), 2)});
+      found.push_back(
+          {*ip, Column(range.get(), 1), Column(range.get(), 2), Column(range.get(), 3)});
     }
     if (rc != SQLITE_DONE) return Error("reading the ports inside " + cidr.ToString());
     return Status::Ok();

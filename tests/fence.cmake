@@ -56,6 +56,10 @@ mizarmp_add_test(NAME port_finder_test SOURCES integration/port_finder_test.cc
 mizarmp_add_test(NAME port_index_test SOURCES integration/port_index_test.cc
                  LIBS mizarmp_fence_etcd sqlite3 LABELS integration TIMEOUT 120)
 
+# The fence audit's log on both backends (SQLite, and etcd on a real etcd member on loopback).
+mizarmp_add_test(NAME fence_audit_test SOURCES integration/fence_audit_test.cc
+                 LIBS mizarmp_fence_etcd LABELS integration TIMEOUT 120)
+
 # The port index fed by node agents end to end in one process: the controller's publication
 # endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.
 # A new port inside a fence and a dead node's port are cut off, a fenced plug-mode pod's host

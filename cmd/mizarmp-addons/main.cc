@@ -21,6 +21,7 @@
 #include "common/signals.h"
 #include "common/strings.h"
 #include "common/version.h"
+#include "fence/admin_service.h"
 #include "fence/fence_service.h"
 #include "fence/node_clients.h"
 #include "fence/publication_service.h"
@@ -38,18 +39,20 @@ std::string VersionLine() {
   return "mizarmp-addons " + std::string(mz::Version()) + " (" + std::string(mz::GitCommit()) + ")";
 }
 
-// Controller mode: the FenceController, and with portIndex the node agents' publication into
-// it. Its store opens in the background once the server runs (Probe says ready=false
-// meanwhile).
+// Controller mode: the FenceController, the operator's FenceAdmin beside it, and with portIndex
+// the node agents' publication into it. Its store opens in the background once the server runs
+// (Probe says ready=false meanwhile).
 Services ControllerServices(const mz::cmd::ServerConfig& config) {
   Services services;
   auto fences = std::make_unique<mz::fence::FenceService>(config.fence, config.mizarmp_check);
+  auto admin = std::make_unique<mz::fence::FenceAdminService>(*fences);
   std::unique_ptr<mz::fence::PublicationService> publication;
   if (config.fence.port_index) {
     publication = std::make_unique<mz::fence::PublicationService>(*fences);
   }
   services.push_back(std::move(fences));
-  // After the FenceService, so the server stops it first (Stop runs in reverse order).
+  // After the FenceService, so the server stops them first (Stop runs in reverse order).
+  services.push_back(std::move(admin));
   if (publication != nullptr) services.push_back(std::move(publication));
   return services;
 }

@@ -2,8 +2,9 @@
 // Copyright The mizarmp Authors
 // mizarmpctl: what an operator asks a node (the plugin's attachments, joined with Mizar-MP and
 // the pod's namespace; the stale ones; their removal) and a mizarmp-addons server (probe, fence
-// clients, fences, fence and unfence). Tables by default, `-o json` for scripts. Exit 0 on
-// success, 1 when the command failed (the reason on stderr), 2 for a usage error.
+// clients, fences, fence and unfence, a fence's preview and the fence audit). Tables by default,
+// `-o json` for scripts. Exit 0 on success, 1 when the command failed (the reason on stderr), 2 for
+// a usage error.
 #include <functional>
 #include <iostream>
 #include <map>
@@ -32,6 +33,7 @@ struct Options {
   std::string conflist = ctl::kDefaultConflist;
   bool dry_run = false;
   std::string host_id;
+  int limit = 50;
   ctl::ServerTarget server{mz::endpoint::kDefaultEndpoint};
   std::vector<std::string> args;  // the command's positional arguments
 };
@@ -46,8 +48,11 @@ Against a mizarmp-addons server (--endpoint):
   probe              identity, version, mode, capabilities and readiness
   fence-clients      GetFenceClients (--host-id narrows it to one node)
   fences             ListClusterFence
-  fence CIDR...      FenceClusterNetwork
+  fence CIDR...      FenceClusterNetwork; with --dry-run, the ports it would cut off (each
+                     with its node, its pod and whether it is down already), changing nothing
   unfence CIDR...    UnfenceClusterNetwork
+  audit              the fence audit: each fence and unfence asked for, by whom, and the ports
+                     each enforcement pass disabled and re-enabled (--limit, newest last)
 
 Flags:
 )";
@@ -62,7 +67,7 @@ mz::FlagTable Flags(Options* o) {
   t.String("conflist", "FILE",
            std::string("the plugin's conflist (default ") + ctl::kDefaultConflist + ")",
            &o->conflist);
-  t.Switch("dry-run", "gc: only list what would be removed", &o->dry_run);
+  t.Switch("dry-run", "gc, fence: only show what would be done", &o->dry_run);
   t.String("endpoint", "URI",
            std::string("the server's endpoint (default ") + mz::endpoint::kDefaultEndpoint + ")",
            &o->server.endpoint);
@@ -73,6 +78,7 @@ mz::FlagTable Flags(Options* o) {
   t.String("cert-file", "FILE", "tcp:// with TLS: a client certificate", &o->server.cert_file);
   t.String("key-file", "FILE", "its private key", &o->server.key_file);
   t.String("host-id", "ID", "fence-clients: only this node", &o->host_id);
+  t.Int("limit", "N", "audit: the newest N entries (default 50, at most 500)", 1, 500, &o->limit);
   return t;
 }
 
@@ -233,7 +239,54 @@ int Fences(const Options& o, ctl::AddonsClient& client) {
   return 0;
 }
 
+// fence --dry-run: what the controller finds inside the CIDRs, as a pass would.
+int PreviewFence(const Options& o, ctl::AddonsClient& client) {
+  auto ports = client.PreviewFence(o.args);
+  if (!ports.ok()) return Failed(ports.status());
+  json doc = json::array();
+  std::vector<ctl::Row> rows;
+  for (const ctl::PreviewedPort& p : *ports) {
+    doc.push_back({{"portId", p.port_id},
+                   {"ips", p.ips},
+                   {"node", p.node},
+                   {"pod", p.pod},
+                   {"alreadyDown", p.down}});
+    rows.push_back({p.port_id, mz::Joined(p.ips, ","), p.node.empty() ? "-" : p.node,
+                    p.pod.empty() ? "-" : p.pod, p.down ? "yes" : "no"});
+  }
+  Print(o, doc, {"PORT", "ADDRESSES", "NODE", "POD", "ALREADY DOWN"}, rows);
+  return 0;
+}
+
+int Audit(const Options& o, ctl::AddonsClient& client) {
+  auto entries = client.Audit(static_cast<uint32_t>(o.limit));
+  if (!entries.ok()) return Failed(entries.status());
+  json doc = json::array();
+  std::vector<ctl::Row> rows;
+  for (const ctl::AuditRecord& e : *entries) {
+    doc.push_back({{"sequence", e.sequence},
+                   {"time", e.time},
+                   {"action", e.action},
+                   {"replica", e.replica},
+                   {"requestId", e.request_id},
+                   {"caller", e.caller},
+                   {"cidrs", e.cidrs},
+                   {"disabled", e.disabled},
+                   {"enabled", e.enabled}});
+    std::string ports;
+    if (!e.disabled.empty()) ports = "down: " + mz::Joined(e.disabled, ",");
+    if (!e.enabled.empty())
+      ports += (ports.empty() ? "up: " : "; up: ") + mz::Joined(e.enabled, ",");
+    rows.push_back({std::to_string(e.sequence), e.time, e.action,
+                    e.action == "pass" ? e.replica : e.caller + " req=" + e.request_id,
+                    mz::Joined(e.cidrs, ","), ports.empty() ? "-" : ports});
+  }
+  Print(o, doc, {"SEQ", "TIME", "ACTION", "BY", "CIDRS", "PORTS"}, rows);
+  return 0;
+}
+
 int ChangeFence(const Options& o, ctl::AddonsClient& client, bool fence) {
+  if (fence && o.dry_run) return PreviewFence(o, client);
   Status s = fence ? client.Fence(o.args) : client.Unfence(o.args);
   if (!s.ok()) return Failed(s);
   const char* done = fence ? "fenced" : "unfenced";
@@ -261,6 +314,7 @@ const std::map<std::string, Command>& Commands() {
       {"fences", {true, false, [](auto& o, auto* c) { return Fences(o, *c); }}},
       {"fence", {true, true, [](auto& o, auto* c) { return ChangeFence(o, *c, true); }}},
       {"unfence", {true, true, [](auto& o, auto* c) { return ChangeFence(o, *c, false); }}},
+      {"audit", {true, false, [](auto& o, auto* c) { return Audit(o, *c); }}},
   };
   return commands;
 }

@@ -226,6 +226,15 @@ TEST_F(MizarmpctlTest, FencesThroughTheServerShowInTheAttachmentsAndTheFenceClie
   EXPECT_EQ(clients[0]["id"], "node-a");
   EXPECT_EQ(clients[0]["addresses"], json::array({address + "/32"}));
 
+  // The preview names the pod's port and changes nothing (no index here: the whole list).
+  const json preview = CtlJson(with({"fence", "--dry-run", address + "/32"}));
+  ASSERT_EQ(preview.size(), 1u) << preview.dump();
+  EXPECT_EQ(preview[0]["ips"], json::array({address}));
+  EXPECT_EQ(preview[0]["node"], "node-a");
+  EXPECT_EQ(preview[0]["alreadyDown"], false);
+  EXPECT_TRUE(CtlJson(with({"fences"})).empty());
+  EXPECT_EQ(Attachments()[0]["adminStateUp"], true);
+
   const ProcessResult fenced = Ctl(with({"fence", address + "/32"}));
   ASSERT_TRUE(fenced.ok()) << fenced.Describe();
   EXPECT_EQ(CtlJson(with({"fences"})), json::array({address + "/32"}));
@@ -235,6 +244,19 @@ TEST_F(MizarmpctlTest, FencesThroughTheServerShowInTheAttachmentsAndTheFenceClie
   ASSERT_TRUE(unfenced.ok()) << unfenced.Describe();
   EXPECT_TRUE(CtlJson(with({"fences"})).empty());
   EXPECT_EQ(Attachments()[0]["adminStateUp"], true);
+
+  // The audit: the fence, the pass that disabled the port, the unfence, the pass that restored it.
+  const json audit = CtlJson(with({"audit"}));
+  ASSERT_EQ(audit.size(), 4u) << audit.dump(2);
+  const std::string port = preview[0]["portId"];
+  EXPECT_EQ(audit[0]["action"], "fence");
+  EXPECT_EQ(audit[0]["cidrs"], json::array({address + "/32"}));
+  EXPECT_EQ(audit[1]["action"], "pass");
+  EXPECT_EQ(audit[1]["disabled"], json::array({port}));
+  EXPECT_EQ(audit[2]["action"], "unfence");
+  EXPECT_EQ(audit[3]["enabled"], json::array({port}));
+  const ProcessResult table = Ctl(with({"audit", "--limit", "1"}));
+  EXPECT_NE(table.out.find("up: " + port), std::string::npos) << table.Describe();
 
   // Without the secrets the server refuses, and mizarmpctl says why.
   const ProcessResult refused = Ctl({"fences", "--endpoint", "unix://" + socket_path()});

@@ -8,19 +8,24 @@
 // covered by the controller once its lease lapses; publications are authenticated and checked.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "addons/server.h"
 #include "common/fileutil.h"
+#include "fence/admin_service.h"
 #include "fence/fence_service.h"
 #include "fence/publication_service.h"
 #include "fence/publisher.h"
+#include "mizarmp/fence_admin.grpc.pb.h"
 #include "mizarmp/port_index.grpc.pb.h"
 #include "mock-server/mock.h"
 #include "netns/netns.h"
@@ -85,6 +90,7 @@ class PublicationTest : public ::testing::Test {
     }
     fences_ = std::make_unique<FenceService>(f);
     publication_ = std::make_unique<PublicationService>(*fences_);
+    admin_ = std::make_unique<FenceAdminService>(*fences_);
     addons::ServerOptions s;
     s.endpoint = "unix://" + dir_.path() + "/run/csi-addons.sock";
     s.additional_endpoint = "tcp://127.0.0.1:0";
@@ -94,6 +100,7 @@ class PublicationTest : public ::testing::Test {
     server_ = std::make_unique<addons::Server>(s);
     server_->Register(*fences_);
     server_->Register(*publication_);
+    server_->Register(*admin_);
     const Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started.ToString();
     ASSERT_TRUE(WaitUntil(
@@ -135,6 +142,8 @@ class PublicationTest : public ::testing::Test {
     if (!recorded) return;
     const records::RecordStore store(StateDir(node));
     records::Record record = testing::CompleteRecord("mizarmp", container, node, {ip + "/16"});
+    record.pod_namespace = "shop";
+    record.pod_name = "pod-" + container;
     if (!plugged_link.empty()) record.ovs = {"/run/openvswitch/db.sock", "br-int", plugged_link};
     const Status written = store.Write(record);
     ASSERT_TRUE(written.ok()) << written.ToString();
@@ -180,12 +189,82 @@ class PublicationTest : public ::testing::Test {
         "127.0.0.1:" + std::to_string(server_->additional_port()), grpc::SslCredentials(ssl)));
   }
 
+  // The controller's CSI-Addons socket, as mizarmpctl and the csi-addons sidecar reach it: calls
+  // through it pass the server's interceptor, which gives each its request id.
+  std::shared_ptr<grpc::Channel> SocketChannel() const {
+    return grpc::CreateChannel("unix:" + dir_.path() + "/run/csi-addons.sock",
+                               grpc::InsecureChannelCredentials());
+  }
+
+  ::mizarmp::v1::PreviewFenceResponse Preview(const std::string& cidr) const {
+    ::mizarmp::v1::PreviewFenceRequest request;
+    request.add_cidrs()->set_cidr(cidr);
+    ::mizarmp::v1::PreviewFenceResponse response;
+    grpc::ClientContext context;
+    const grpc::Status s = ::mizarmp::v1::FenceAdmin::NewStub(SocketChannel())
+                               ->PreviewFence(&context, request, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response;
+  }
+
+  // FenceClusterNetwork (or Unfence) of `cidr` over the socket, under `request_id`.
+  void ChangeOverSocket(const std::string& cidr, const std::string& request_id, bool fence) const {
+    auto stub = ::fence::FenceController::NewStub(SocketChannel());
+    grpc::ClientContext context;
+    context.AddMetadata("x-request-id", request_id);
+    grpc::Status s;
+    if (fence) {
+      ::fence::FenceClusterNetworkRequest request;
+      request.add_cidrs()->set_cidr(cidr);
+      ::fence::FenceClusterNetworkResponse response;
+      s = stub->FenceClusterNetwork(&context, request, &response);
+    } else {
+      ::fence::UnfenceClusterNetworkRequest request;
+      request.add_cidrs()->set_cidr(cidr);
+      ::fence::UnfenceClusterNetworkResponse response;
+      s = stub->UnfenceClusterNetwork(&context, request, &response);
+    }
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+
+  std::vector<::mizarmp::v1::AuditEntry> Audit() const {
+    ::mizarmp::v1::ListAuditRequest request;
+    ::mizarmp::v1::ListAuditResponse response;
+    grpc::ClientContext context;
+    const grpc::Status s = ::mizarmp::v1::FenceAdmin::NewStub(SocketChannel())
+                               ->ListAudit(&context, request, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return {response.entries().begin(), response.entries().end()};
+  }
+
+  // The mock's journal of port updates it accepted: the ports set down and set up, in order.
+  struct Journal {
+    std::vector<std::string> down, up;
+  };
+  Journal UpdatesAccepted() const {
+    httplib::Client http(mock_->base_url());
+    auto answer = http.Get("/mock/requests");
+    EXPECT_TRUE(answer && answer->status == 200);
+    Journal journal;
+    if (!answer) return journal;
+    const nlohmann::json doc = nlohmann::json::parse(answer->body);
+    for (const auto& u : doc.at("updates")) {
+      if (u.value("status", 0) != 200 || !u.contains("admin_state_up")) continue;
+      (u["admin_state_up"].get<bool>() ? journal.up : journal.down)
+          .push_back(u["port"].get<std::string>());
+    }
+    return journal;
+  }
+
+  void PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(const std::string& store);
+
   TempDir dir_;
   Pki pki_;
   std::unique_ptr<mock::MockServer> mock_;
   std::unique_ptr<client::Client> mp_;
   std::unique_ptr<FenceService> fences_;
   std::unique_ptr<PublicationService> publication_;
+  std::unique_ptr<FenceAdminService> admin_;
   std::unique_ptr<addons::Server> server_;
 };
 
@@ -239,6 +318,94 @@ TEST_F(PublicationTest, RenewalsOfPortsAFenceHoldsAskForNoPass) {
   ASSERT_NO_FATAL_FAILURE(AddPort("r2", "node-r", "10.240.0.12", true));
   EXPECT_TRUE(WaitUntil([&] { return !Up("r2"); })) << "the new port inside the fence stayed up";
   EXPECT_GT(fences_->reconcile_passes(), passes);
+}
+
+// Before a fence, the operator's preview (mizarmpctl fence --dry-run) names each port it would
+// find: its node, its pod as the node's agent published it, and whether it is down already. The
+// fence then cuts off exactly the previewed ports that were up, and the audit names the request
+// and exactly the ports Mizar-MP accepted as changed, as the mock's journal shows them.
+void PublicationTest::PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(
+    const std::string& store) {
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h, store));
+  ASSERT_NO_FATAL_FAILURE(AddPort("d1", "node-d", "10.240.0.21", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("d2", "node-d", "10.240.0.22", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("d3", "node-d", "10.240.1.23", true));  // outside the fence
+  // A node whose agent never published: the preview finds it as a pass does, without a pod.
+  ASSERT_NO_FATAL_FAILURE(AddPort("q1", "node-q", "10.240.0.24", false));
+  // Down before any fence (an operator's quarantine): previewed as such, never re-enabled.
+  ASSERT_TRUE(mp_->UpdatePort("port-d2", nlohmann::json{{"admin_state_up", false}}).ok());
+  auto agent = StartPublisher("node-d");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+
+  const auto preview = Preview("10.240.0.0/24");
+  ASSERT_EQ(preview.ports_size(), 3) << preview.DebugString();
+  const auto& d1 = preview.ports(0);
+  EXPECT_EQ(d1.port_id(), "port-d1");
+  EXPECT_EQ(d1.node(), "node-d");
+  EXPECT_EQ(d1.pod_namespace() + "/" + d1.pod_name(), "shop/pod-d1");
+  EXPECT_EQ(std::vector<std::string>(d1.ips().begin(), d1.ips().end()),
+            std::vector<std::string>{"10.240.0.21"});
+  EXPECT_FALSE(d1.down());
+  EXPECT_EQ(preview.ports(1).port_id(), "port-d2");
+  EXPECT_TRUE(preview.ports(1).down());
+  EXPECT_EQ(preview.ports(2).port_id(), "port-q1");
+  EXPECT_EQ(preview.ports(2).node(), "node-q");
+  EXPECT_TRUE(preview.ports(2).pod_name().empty());
+  EXPECT_TRUE(Up("d1") && Up("q1")) << "the preview changed a port";
+  EXPECT_TRUE(UpdatesAccepted().down.size() == 1) << "the preview made a port update";
+
+  std::set<std::string> would_cut;
+  for (const auto& p : preview.ports()) {
+    if (!p.down()) would_cut.insert(p.port_id());
+  }
+  const Journal before = UpdatesAccepted();
+  ChangeOverSocket("10.240.0.0/24", "req-fence-7", /*fence=*/true);
+  const Journal fenced = UpdatesAccepted();
+  const std::set<std::string> cut(fenced.down.begin() + static_cast<long>(before.down.size()),
+                                  fenced.down.end());
+  EXPECT_EQ(cut, would_cut);
+  EXPECT_TRUE(Up("d3"));
+  ChangeOverSocket("10.240.0.0/24", "req-unfence-8", /*fence=*/false);
+  const Journal lifted = UpdatesAccepted();
+  EXPECT_EQ(std::set<std::string>(lifted.up.begin(), lifted.up.end()), would_cut);
+  EXPECT_FALSE(Up("d2")) << "the quarantined port came up";
+
+  // The audit: each request with its id, caller and CIDRs, and each pass's changes exactly.
+  std::vector<std::string> requests;
+  std::vector<std::string> audited_down, audited_up;
+  for (const auto& e : Audit()) {
+    if (e.action() == "pass") {
+      audited_down.insert(audited_down.end(), e.disabled_ports().begin(), e.disabled_ports().end());
+      audited_up.insert(audited_up.end(), e.enabled_ports().begin(), e.enabled_ports().end());
+      EXPECT_EQ(std::vector<std::string>(e.cidrs().begin(), e.cidrs().end()),
+                std::vector<std::string>{"10.240.0.0/24"});
+      continue;
+    }
+    requests.push_back(e.action() + " " + e.request_id() + " " + e.cidrs(0));
+    EXPECT_EQ(e.replica(), "publication-test");
+    EXPECT_EQ(e.caller().rfind("unix:", 0), 0u) << e.caller();
+  }
+  EXPECT_EQ(requests, (std::vector<std::string>{"fence req-fence-7 10.240.0.0/24",
+                                                "unfence req-unfence-8 10.240.0.0/24"}));
+  // The journal's first update is the test's own quarantine, which no pass made.
+  const std::vector<std::string> journal_down(lifted.down.begin() + 1, lifted.down.end());
+  EXPECT_EQ(std::set<std::string>(audited_down.begin(), audited_down.end()),
+            std::set<std::string>(journal_down.begin(), journal_down.end()));
+  EXPECT_EQ(audited_down.size(), journal_down.size());
+  EXPECT_EQ(std::set<std::string>(audited_up.begin(), audited_up.end()),
+            std::set<std::string>(lifted.up.begin(), lifted.up.end()));
+  EXPECT_EQ(audited_up.size(), lifted.up.size());
+}
+
+TEST_F(PublicationTest, APreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournalOnSqlite) {
+  PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal("");
+}
+
+TEST_F(PublicationTest, APreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournalOnEtcd) {
+  testing::EtcdCluster etcd(1);
+  ASSERT_TRUE(etcd.error().empty()) << etcd.error();
+  PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(etcd.Location());
 }
 
 TEST_F(PublicationTest, AnEtcdStoresIndexServesTheFencesOfEveryReplica) {
@@ -431,11 +598,27 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("node is empty"), std::string::npos) << s.error_message();
   }
+  // A pod is named by both K8S_POD_* values, and its namespace cannot hide a '/'.
+  request.set_node("node-a");
+  attachment->clear_ips();
+  attachment->add_ips("10.240.0.5");
+  for (const auto& [pod_namespace, pod_name, field] :
+       std::vector<std::array<std::string, 3>>{{"shop", "", "attachments[0].pod_name is empty"},
+                                               {"sh/op", "cart", "pod_namespace holds a '/'"}}) {
+    attachment->set_pod_namespace(pod_namespace);
+    attachment->set_pod_name(pod_name);
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(true)->Publish(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find(field), std::string::npos) << s.error_message();
+  }
 }
 
 TEST(NodeAttachments, PublishesEveryAddressOfThisNodesRecordsOnce) {
   auto mine = std::make_shared<std::vector<records::Record>>();
   mine->push_back(testing::CompleteRecord("n", "c1", "node-a", {"10.0.0.2/16", "fd00::2/64"}));
+  mine->back().pod_namespace = "shop";  // what a runtime's K8S_POD_* arguments recorded
+  mine->back().pod_name = "c1";
   mine->push_back(testing::CompleteRecord("n", "c2", "", {"10.0.0.3/16"}));  // no host: ours
   mine->push_back(testing::CompleteRecord("n", "c3", "node-b", {"10.0.0.4/16"}));
   records::Record intent = testing::CompleteRecord("n", "c4", "node-a", {});
@@ -443,9 +626,9 @@ TEST(NodeAttachments, PublishesEveryAddressOfThisNodesRecordsOnce) {
   mine->push_back(intent);
   const std::vector<records::RecordCache::Records> all = {mine, mine};  // seen twice: once
   const std::vector<AddressedPort> published = NodeAttachments(all, "node-a");
-  const std::vector<AddressedPort> want = {{*IpAddress::Parse("10.0.0.2"), "port-c1"},
+  const std::vector<AddressedPort> want = {{*IpAddress::Parse("10.0.0.2"), "port-c1", "shop/c1"},
                                            {*IpAddress::Parse("10.0.0.3"), "port-c2"},
-                                           {*IpAddress::Parse("fd00::2"), "port-c1"}};
+                                           {*IpAddress::Parse("fd00::2"), "port-c1", "shop/c1"}};
   EXPECT_EQ(published, want);
 }
 

@@ -61,11 +61,11 @@ ALLOWED = {
 # files are its core. A new file of such a folder is core until it is listed here.
 SPLIT_LAYERS = {
     "keyrotation/service": {"keyrotation/service"},
-    "fence/etcd": {"fence/backends", "fence/etcd_port_index", "fence/etcd_store",
-                   "fence/etcd_util"},
-    "fence/service": {"fence/clients", "fence/fence_service", "fence/metrics",
-                      "fence/node_clients", "fence/options", "fence/publication_service",
-                      "fence/publisher"},
+    "fence/etcd": {"fence/backends", "fence/etcd_audit", "fence/etcd_port_index",
+                   "fence/etcd_store", "fence/etcd_util"},
+    "fence/service": {"fence/admin_service", "fence/clients", "fence/fence_service",
+                      "fence/metrics", "fence/node_clients", "fence/options",
+                      "fence/publication_service", "fence/publisher"},
 }
 LAYER_OF_FILE = {name: layer for layer, names in SPLIT_LAYERS.items() for name in names}
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
