@@ -282,44 +282,102 @@ MOCK_PID=$!
 mz_wait_for_file "$WORK/mock.port" 30 || fail "mizarmp-mock did not write its port file"
 URL="http://127.0.0.1:$(cat "$WORK/mock.port")"
 
-# serve_and_probe MODE [FLAGS...]: runs the installed server with the installed config of MODE
-# (and FLAGS), asks Identity Probe over the config's socket until it says ready (60 s at most),
-# checks the socket's directory and a clean exit on SIGTERM.
-serve_and_probe() {
-  local mode=$1 socket="/run/mizarmp/$1/csi-addons.sock"
-  shift
-  /usr/bin/mizarmp-addons --config "/etc/mizarmp/mizarmp-addons-$mode.json" "$@" \
-    >"$WORK/addons-$mode.log" 2>&1 </dev/null &
-  ADDONS_PID=$!
-  "$PYTHON" - "$ROOT/tests/python" "$WORK/stubs" "unix:$socket" >"$WORK/probe-$mode.out" \
-    2>"$WORK/probe-$mode.err" <<'PYEOF'
+# The installed server's client: ask.py PYTHON_DIR STUBS_DIR ADDRESS COMMAND... prints one line
+# per COMMAND: "probe" (Identity Probe until ready, 60 s at most: "ready", "not ready" or "no
+# answer: CODE"), "fence=CIDR" (FenceClusterNetwork: "fenced"), "list" (ListClusterFence: the
+# CIDRs). One process asks all of a server's questions: each process generates the stubs anew,
+# which takes half a second.
+cat >"$WORK/ask.py" <<'PYEOF'
 import sys, time
 sys.path.insert(0, sys.argv[1])
 import grpc
 import addons_client as ac
 stubs = ac.generate_stubs(sys.argv[2])
-deadline = time.monotonic() + 60
-while True:
-    try:
-        with grpc.insecure_channel(sys.argv[3]) as ch:
-            stub = stubs.identity_pb2_grpc.IdentityStub(ch)
-            resp = stub.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
-            if resp.ready.value or time.monotonic() > deadline:
-                print("ready" if resp.ready.value else "not ready")
-                break
-    except grpc.RpcError as err:
-        if time.monotonic() > deadline:
-            print(f"no answer: {err.code()}")
-            break
-    time.sleep(0.2)
+address = sys.argv[3]
+
+
+def probe():
+    deadline = time.monotonic() + 60
+    while True:
+        # A new channel each try: one that found no socket yet would wait out gRPC's backoff.
+        try:
+            with grpc.insecure_channel(address) as ch:
+                stub = stubs.identity_pb2_grpc.IdentityStub(ch)
+                resp = stub.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
+                if resp.ready.value or time.monotonic() > deadline:
+                    return "ready" if resp.ready.value else "not ready"
+        except grpc.RpcError as err:
+            if time.monotonic() > deadline:
+                return f"no answer: {err.code()}"
+        time.sleep(0.2)
+
+
+def fence(cidr):
+    with grpc.insecure_channel(address) as ch:
+        stub = stubs.fence_pb2_grpc.FenceControllerStub(ch)
+        stub.FenceClusterNetwork(stubs.fence_pb2.FenceClusterNetworkRequest(
+            cidrs=[stubs.fence_pb2.CIDR(cidr=cidr)]), timeout=30)
+    return "fenced"
+
+
+def list_fences():
+    with grpc.insecure_channel(address) as ch:
+        stub = stubs.fence_pb2_grpc.FenceControllerStub(ch)
+        listed = stub.ListClusterFence(stubs.fence_pb2.ListClusterFenceRequest(), timeout=30)
+    return " ".join(c.cidr for c in listed.cidrs)
+
+
+for command in sys.argv[4:]:
+    name, _, argument = command.partition("=")
+    if name == "probe":
+        print(probe(), flush=True)
+    elif name == "fence":
+        print(fence(argument), flush=True)
+    elif name == "list":
+        print(list_fences(), flush=True)
+    else:
+        sys.exit(f"ask.py: unknown command {command!r}")
 PYEOF
-  expect_eq "$mode mode: Probe of the installed server with the installed config $*" \
-    "$(cat "$WORK/probe-$mode.out")" ready
-  expect_eq "$mode mode: mode of the socket's directory" "$(stat -c %a "$(dirname "$socket")")" 700
+
+# start_installed_server MODE [FLAGS...]: the installed server with the installed config of
+# MODE (and FLAGS), in the background.
+start_installed_server() {
+  local mode=$1
+  shift
+  /usr/bin/mizarmp-addons --config "/etc/mizarmp/mizarmp-addons-$mode.json" "$@" \
+    >>"$WORK/addons-$mode.log" 2>&1 </dev/null &
+  ADDONS_PID=$!
+}
+
+# ask_installed_server MODE COMMAND...: ask.py's answers over MODE's socket, in ANSWERS.
+ANSWERS=()
+ask_installed_server() {
+  local mode=$1
+  shift
+  mapfile -t ANSWERS < <("$PYTHON" "$WORK/ask.py" "$ROOT/tests/python" "$WORK/stubs" \
+    "unix:/run/mizarmp/$mode/csi-addons.sock" "$@" 2>"$WORK/ask-$mode.err")
+}
+
+# stop_installed_server MODE: SIGTERM, which must end it cleanly; its socket's directory goes.
+stop_installed_server() {
+  local mode=$1
   stop_process "$ADDONS_PID"
   ADDONS_PID=""
   expect_eq "$mode mode: the server's exit code after SIGTERM" "$STOPPED_RC" 0
-  rmdir "$(dirname "$socket")" 2>/dev/null
+  rmdir "/run/mizarmp/$mode" 2>/dev/null
+}
+
+# serve_and_probe MODE [FLAGS...]: the installed server with the installed config of MODE (and
+# FLAGS) answers Probe ready, its socket's directory is private, and it exits cleanly.
+serve_and_probe() {
+  local mode=$1
+  start_installed_server "$@"
+  ask_installed_server "$mode" probe
+  shift
+  expect_eq "$mode mode: Probe of the installed server with the installed config $*" \
+    "${ANSWERS[0]:-}" ready
+  expect_eq "$mode mode: mode of the socket's directory" "$(stat -c %a "/run/mizarmp/$mode")" 700
+  stop_installed_server "$mode"
 }
 
 # Only the controller URL differs from the installed configs.
