@@ -2,11 +2,13 @@
 # Copyright The mizarmp Authors
 # The Debian packages end to end (tests/package/package_test.sh): cpack in a scratch dir,
 # apt-get install, files where README.md "Install" says, systemd-analyze verify, the installed
-# server's Probe, the installed plugin's ADD/DEL through podman, apt-get purge. Normal builds
-# only: a sanitizer or fuzz build's binaries are not what gets packaged. Needs root and podman:
-# exits 77 (skipped) without them, fails under CI=true. It installs into the system's
-# /opt/cni/bin, /etc/mizarmp and /var/lib/mizarmp, which no other test uses (the podman e2e test
-# runs the plugin from the build dir with its own CNI config dir), so it needs no resource lock.
+# server's Probe, the installed plugin's ADD/DEL through podman, apt-get purge, then an upgrade
+# from a previous release that is this build packaged again with a lower version (no second
+# compile: CI's time). Normal builds only: a sanitizer or fuzz build's binaries are not what
+# gets packaged. Needs root and podman: exits 77 (skipped) without them, fails under CI=true.
+# It installs into the system's /opt/cni/bin, /etc/mizarmp and /var/lib/mizarmp, which no
+# other test uses (the podman e2e test runs the plugin from the build dir with its own CNI
+# config dir), so it needs no resource lock.
 if(NOT MIZARMP_SANITIZE AND NOT MIZARMP_TSAN AND MIZARMP_PYTHON_GRPC
    AND TARGET mizarmp AND TARGET mizarmp-addons AND TARGET mizarmp-mock)
   add_test(NAME package_deb

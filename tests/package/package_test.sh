@@ -5,7 +5,17 @@
 # but those the packages' overrides give a reason for), installed with apt-get, every file
 # where README.md "Install" says, the unit accepted by systemd-analyze, the installed server
 # answering Probe with the installed config, the installed plugin doing ADD/DEL through podman,
-# then `apt-get purge` leaving nothing of ours but what an operator must keep.
+# then `apt-get purge` leaving nothing of ours but what an operator must keep; last, an upgrade
+# from the previous release keeping an operator's config edit and the fences.
+#
+# The "previous release" is not built from an earlier commit: compiling one would not fit in
+# CI's time. It is this build packaged a second time by cpack with a lower version, VERSION~prev1
+# (dpkg orders "~" before the end of a version). So the upgrade checks what dpkg and the
+# maintainer scripts do on an upgrade (conffiles, state, postinst's `configure OLD-VERSION`),
+# not how this release's programs take an earlier release's files (tests/upgrade's fixtures
+# check that for the fence store). Only this release's packages are linted: the previous
+# release's stand for packages already shipped, which no change here can fix (their changelog
+# entry even still names VERSION).
 #
 #   tests/package/package_test.sh BUILD_DIR VERSION PYTHON
 #
@@ -63,6 +73,7 @@ NETNS=""
 MOCK_PID=""
 ADDONS_PID=""
 LINTIAN_PID=""
+PREV_CPACK_PID=""
 INSTALLED=0
 KEY_FILE=""
 declare -A EXISTED=()
@@ -144,6 +155,7 @@ cleanup() {
   local rc=$?
   [[ -n "$ADDONS_PID" ]] && stop_process "$ADDONS_PID"
   [[ -n "$LINTIAN_PID" ]] && stop_process "$LINTIAN_PID"
+  [[ -n "$PREV_CPACK_PID" ]] && stop_process "$PREV_CPACK_PID"
   mz_podman_cleanup
   [[ -n "$MOCK_PID" ]] && stop_process "$MOCK_PID"
   [[ -n "$NETNS" ]] && ip netns del "$NETNS" 2>/dev/null
@@ -206,6 +218,14 @@ expect_eq "mizarmp: conffiles" \
 # lintian reads the .deb files only: it runs while step 2 installs them, and is judged after.
 lintian "$WORK"/debs/*.deb >"$WORK/lintian.log" 2>&1 &
 LINTIAN_PID=$!
+# The previous release's packages for step 7, made while steps 2 to 6 run, in a directory of
+# their own (lintian reads debs/ only). cpack's -D wins over CPackConfig.cmake's version
+# (cmake/packaging.cmake sets both variables).
+PREV_VERSION="$VERSION~prev1"
+cpack --config "$BUILD_DIR/CPackConfig.cmake" -B "$WORK/prev-debs" \
+  -D "CPACK_PACKAGE_VERSION=$PREV_VERSION" -D "CPACK_DEBIAN_PACKAGE_VERSION=$PREV_VERSION" \
+  >"$WORK/cpack-prev.log" 2>&1 &
+PREV_CPACK_PID=$!
 
 # expect_lintian_clean: no E: or W: line (an overridden tag prints none); lintian's own failure
 # (a crash, an unreadable package) fails too.
@@ -282,44 +302,102 @@ MOCK_PID=$!
 mz_wait_for_file "$WORK/mock.port" 30 || fail "mizarmp-mock did not write its port file"
 URL="http://127.0.0.1:$(cat "$WORK/mock.port")"
 
-# serve_and_probe MODE [FLAGS...]: runs the installed server with the installed config of MODE
-# (and FLAGS), asks Identity Probe over the config's socket until it says ready (60 s at most),
-# checks the socket's directory and a clean exit on SIGTERM.
-serve_and_probe() {
-  local mode=$1 socket="/run/mizarmp/$1/csi-addons.sock"
-  shift
-  /usr/bin/mizarmp-addons --config "/etc/mizarmp/mizarmp-addons-$mode.json" "$@" \
-    >"$WORK/addons-$mode.log" 2>&1 </dev/null &
-  ADDONS_PID=$!
-  "$PYTHON" - "$ROOT/tests/python" "$WORK/stubs" "unix:$socket" >"$WORK/probe-$mode.out" \
-    2>"$WORK/probe-$mode.err" <<'PYEOF'
+# The installed server's client: ask.py PYTHON_DIR STUBS_DIR ADDRESS COMMAND... prints one line
+# per COMMAND: "probe" (Identity Probe until ready, 60 s at most: "ready", "not ready" or "no
+# answer: CODE"), "fence=CIDR" (FenceClusterNetwork: "fenced"), "list" (ListClusterFence: the
+# CIDRs). One process asks all of a server's questions: each process generates the stubs anew,
+# which takes half a second.
+cat >"$WORK/ask.py" <<'PYEOF'
 import sys, time
 sys.path.insert(0, sys.argv[1])
 import grpc
 import addons_client as ac
 stubs = ac.generate_stubs(sys.argv[2])
-deadline = time.monotonic() + 60
-while True:
-    try:
-        with grpc.insecure_channel(sys.argv[3]) as ch:
-            stub = stubs.identity_pb2_grpc.IdentityStub(ch)
-            resp = stub.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
-            if resp.ready.value or time.monotonic() > deadline:
-                print("ready" if resp.ready.value else "not ready")
-                break
-    except grpc.RpcError as err:
-        if time.monotonic() > deadline:
-            print(f"no answer: {err.code()}")
-            break
-    time.sleep(0.2)
+address = sys.argv[3]
+
+
+def probe():
+    deadline = time.monotonic() + 60
+    while True:
+        # A new channel each try: one that found no socket yet would wait out gRPC's backoff.
+        try:
+            with grpc.insecure_channel(address) as ch:
+                stub = stubs.identity_pb2_grpc.IdentityStub(ch)
+                resp = stub.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
+                if resp.ready.value or time.monotonic() > deadline:
+                    return "ready" if resp.ready.value else "not ready"
+        except grpc.RpcError as err:
+            if time.monotonic() > deadline:
+                return f"no answer: {err.code()}"
+        time.sleep(0.2)
+
+
+def fence(cidr):
+    with grpc.insecure_channel(address) as ch:
+        stub = stubs.fence_pb2_grpc.FenceControllerStub(ch)
+        stub.FenceClusterNetwork(stubs.fence_pb2.FenceClusterNetworkRequest(
+            cidrs=[stubs.fence_pb2.CIDR(cidr=cidr)]), timeout=30)
+    return "fenced"
+
+
+def list_fences():
+    with grpc.insecure_channel(address) as ch:
+        stub = stubs.fence_pb2_grpc.FenceControllerStub(ch)
+        listed = stub.ListClusterFence(stubs.fence_pb2.ListClusterFenceRequest(), timeout=30)
+    return " ".join(c.cidr for c in listed.cidrs)
+
+
+for command in sys.argv[4:]:
+    name, _, argument = command.partition("=")
+    if name == "probe":
+        print(probe(), flush=True)
+    elif name == "fence":
+        print(fence(argument), flush=True)
+    elif name == "list":
+        print(list_fences(), flush=True)
+    else:
+        sys.exit(f"ask.py: unknown command {command!r}")
 PYEOF
-  expect_eq "$mode mode: Probe of the installed server with the installed config $*" \
-    "$(cat "$WORK/probe-$mode.out")" ready
-  expect_eq "$mode mode: mode of the socket's directory" "$(stat -c %a "$(dirname "$socket")")" 700
+
+# start_installed_server MODE [FLAGS...]: the installed server with the installed config of
+# MODE (and FLAGS), in the background.
+start_installed_server() {
+  local mode=$1
+  shift
+  /usr/bin/mizarmp-addons --config "/etc/mizarmp/mizarmp-addons-$mode.json" "$@" \
+    >>"$WORK/addons-$mode.log" 2>&1 </dev/null &
+  ADDONS_PID=$!
+}
+
+# ask_installed_server MODE COMMAND...: ask.py's answers over MODE's socket, in ANSWERS.
+ANSWERS=()
+ask_installed_server() {
+  local mode=$1
+  shift
+  mapfile -t ANSWERS < <("$PYTHON" "$WORK/ask.py" "$ROOT/tests/python" "$WORK/stubs" \
+    "unix:/run/mizarmp/$mode/csi-addons.sock" "$@" 2>"$WORK/ask-$mode.err")
+}
+
+# stop_installed_server MODE: SIGTERM, which must end it cleanly; its socket's directory goes.
+stop_installed_server() {
+  local mode=$1
   stop_process "$ADDONS_PID"
   ADDONS_PID=""
   expect_eq "$mode mode: the server's exit code after SIGTERM" "$STOPPED_RC" 0
-  rmdir "$(dirname "$socket")" 2>/dev/null
+  rmdir "/run/mizarmp/$mode" 2>/dev/null
+}
+
+# serve_and_probe MODE [FLAGS...]: the installed server with the installed config of MODE (and
+# FLAGS) answers Probe ready, its socket's directory is private, and it exits cleanly.
+serve_and_probe() {
+  local mode=$1
+  start_installed_server "$@"
+  ask_installed_server "$mode" probe
+  shift
+  expect_eq "$mode mode: Probe of the installed server with the installed config $*" \
+    "${ANSWERS[0]:-}" ready
+  expect_eq "$mode mode: mode of the socket's directory" "$(stat -c %a "/run/mizarmp/$mode")" 700
+  stop_installed_server "$mode"
 }
 
 # Only the controller URL differs from the installed configs.
@@ -386,5 +464,77 @@ grep -q 'keeping /var/lib/mizarmp/keys' "$WORK/purge.log" || fail "purge did not
 pass "purge kept the key store holding a key, and said so"
 left=$(ls -A /var/lib/mizarmp)
 expect_eq "left in /var/lib/mizarmp" "$left" keys
+
+# --- 7. upgrade from the previous release ------------------------------------------------------
+log "7. the previous release ($PREV_VERSION), then apt-get install of $VERSION over it"
+wait "$PREV_CPACK_PID"
+prev_cpack_rc=$?
+PREV_CPACK_PID=""
+((prev_cpack_rc == 0)) || fail "cpack of the previous release exited $prev_cpack_rc"
+for p in "${PACKAGES[@]}"; do
+  deb="$WORK/prev-debs/${p}_${PREV_VERSION}_${ARCH}.deb"
+  [[ -f "$deb" ]] || fail "cpack made no $(basename "$deb"): $(ls "$WORK/prev-debs")"
+  expect_eq "$p (previous release): Version" "$(dpkg-deb -f "$deb" Version)" "$PREV_VERSION"
+done
+dpkg --compare-versions "$PREV_VERSION" lt "$VERSION" ||
+  fail "dpkg does not order $PREV_VERSION before $VERSION"
+pass "dpkg orders $PREV_VERSION before $VERSION"
+INSTALLED=1
+(cd "$WORK/prev-debs" && apt_get install -y ./*.deb) >"$WORK/install-prev.log" 2>&1 ||
+  fail "apt-get install of the previous release"
+
+# The edit README.md "Install" asks of an operator: the Mizar-MP controller's URL. With the
+# shipped URL, where no Mizar-MP answers, the server is not ready, so a ready Probe after the
+# upgrade shows the kept edit in use, not only in place.
+CONTROLLER_CONF=/etc/mizarmp/mizarmp-addons-controller.json
+sed -i "s|^\( *\"mpurl\": \)\"[^\"]*\"|\1\"$URL\"|" "$CONTROLLER_CONF"
+grep -qF "\"mpurl\": \"$URL\"" "$CONTROLLER_CONF" || fail "the operator's edit of $CONTROLLER_CONF"
+cp "$CONTROLLER_CONF" "$WORK/controller-edited.json"
+FENCED=10.247.0.128/25
+start_installed_server controller
+ask_installed_server controller probe "fence=$FENCED" list
+expect_eq "previous release, edited config: Probe" "${ANSWERS[0]:-}" ready
+expect_eq "previous release: FenceClusterNetwork $FENCED" "${ANSWERS[1]:-}" fenced
+expect_eq "previous release: ListClusterFence" "${ANSWERS[2]:-}" "$FENCED"
+stop_installed_server controller
+[[ -s /var/lib/mizarmp/fence.db ]] || fail "the previous release wrote no fence store"
+
+# Non-interactive the way Debian's unattended-upgrades runs dpkg by default: without
+# --force-confold or --force-confnew. With neither it does not answer dpkg's conffile question
+# (an operator's edit of a file the new package also changes); it leaves such a package to be
+# upgraded by hand. Here such a question fails the test: stdin is /dev/null, and dpkg stops
+# with "end of file on stdin at conffile prompt". Both releases here ship the same conffile, so
+# dpkg must keep the edit without asking. --debug=2 makes dpkg log each maintainer script's
+# arguments.
+(cd "$WORK/debs" && apt_get -o Dpkg::Options::=--debug=2 install -y ./*.deb) </dev/null \
+  >"$WORK/upgrade.log" 2>&1 || fail "apt-get install of $VERSION over $PREV_VERSION"
+# "The service keeps running" is checked only as far as a container without systemd as PID 1
+# (`ps -p 1`) allows: no unit runs, and postinst skips its daemon-reload and try-restart (there
+# is no /run/systemd/system), so nothing here shows that an instance running before the
+# upgrade runs again after it. What is checked: every maintainer script succeeded (dpkg's
+# status), postinst ran as an upgrade's (`configure OLD-VERSION`, the branch that restarts the
+# running instances), and the upgraded server runs on the kept config and state.
+for p in "${PACKAGES[@]}"; do
+  expect_eq "$p after the upgrade: version and status" \
+    "$(dpkg-query -W -f='${Version} ${Status}' "$p")" "$VERSION install ok installed"
+  grep -qF "fork/exec /var/lib/dpkg/info/$p.postinst ( configure $PREV_VERSION )" \
+    "$WORK/upgrade.log" || fail "$p: no 'postinst configure $PREV_VERSION' in the upgrade's log"
+  pass "$p: postinst ran as 'configure $PREV_VERSION'"
+done
+diff "$WORK/controller-edited.json" "$CONTROLLER_CONF" >"$WORK/conffile-diff.out" ||
+  fail "the upgrade changed the edited $CONTROLLER_CONF:"$'\n'"$(cat "$WORK/conffile-diff.out")"
+pass "the upgrade kept the operator's edit of $CONTROLLER_CONF"
+conffile_copies=$(find /etc/mizarmp /etc/logrotate.d -name '*mizarmp*.dpkg-*' | tr '\n' ' ')
+expect_eq "dpkg's copies (.dpkg-new, -old, -dist) left beside our conffiles" "$conffile_copies" ""
+[[ -s /var/lib/mizarmp/fence.db ]] || fail "the upgrade removed the fence store"
+start_installed_server controller
+ask_installed_server controller probe list
+expect_eq "upgraded server, kept config: Probe" "${ANSWERS[0]:-}" ready
+expect_eq "upgraded server, kept store: ListClusterFence" "${ANSWERS[1]:-}" "$FENCED"
+stop_installed_server controller
+apt_get purge -y "${PACKAGES[@]}" >"$WORK/purge-upgraded.log" 2>&1 ||
+  fail "apt-get purge after the upgrade"
+INSTALLED=0
+expect_eq "packages still known to dpkg after the upgrade's purge" "$(installed_packages | wc -l)" 0
 
 echo "package test: $PASSED passed, 0 failed"
