@@ -59,15 +59,7 @@ class SqliteAuditLog final : public AuditLog {
 
   Status Open() MZ_EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    const std::string dir = DirName(path_);
-    MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "fence audit"));
-    MZ_RETURN_IF_ERROR(CreatePrivateFile(path_, dir, "fence audit"));
-    const int rc = sqlite3_open_v2(
-        path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
-        nullptr);
-    if (rc != SQLITE_OK) return SqliteError(db_, "fence audit \"" + path_ + "\": open");
-    sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, 5000);
+    MZ_RETURN_IF_ERROR(OpenPrivateDatabase(path_, "fence audit", &db_));
     // As durable as the store beside it: an entry appended is on disk.
     MZ_RETURN_IF_ERROR(
         SqliteExec(db_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL", Named()));

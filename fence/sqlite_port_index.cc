@@ -62,15 +62,7 @@ class SqlitePortIndex final : public PortIndex {
 
   Status Open() MZ_EXCLUDES(mu_) {
     MutexLock lock(mu_);  // nobody else has the index yet: the connection's rule holds from here
-    const std::string dir = DirName(path_);
-    MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "port index"));
-    MZ_RETURN_IF_ERROR(CreatePrivateFile(path_, dir, "port index"));
-    const int rc = sqlite3_open_v2(
-        path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
-        nullptr);
-    if (rc != SQLITE_OK) return Error("open");
-    sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, 5000);
+    MZ_RETURN_IF_ERROR(OpenPrivateDatabase(path_, "port index", &db_));
     // Soft state: an application crash loses nothing committed in WAL mode, a power loss at
     // most the last publications, which their agents make again.
     MZ_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"));

@@ -57,13 +57,10 @@ Result<std::unique_ptr<SqliteFenceStore>> SqliteFenceStore::Open(const std::stri
   if (path.empty() || path[0] != '/') {
     return InvalidArgumentError("fence store \"" + path + "\": must be an absolute path");
   }
-  const std::string dir = DirName(path);
-  MZ_RETURN_IF_ERROR(PrepareDirectory(dir, "fence store"));
-  MZ_RETURN_IF_ERROR(CreatePrivateFile(path, dir, "fence store"));
   std::unique_ptr<SqliteFenceStore> store(new SqliteFenceStore(path));
   // Nobody else has the store yet; its mutex is held so the steps run as every later use does.
   MutexLock lock(store->mu_);
-  MZ_RETURN_IF_ERROR(store->Connect());
+  MZ_RETURN_IF_ERROR(OpenPrivateDatabase(path, "fence store", &store->db_));
   // The first statements fail early on a file that is not a database (or a corrupt one).
   MZ_RETURN_IF_ERROR(store->ApplyPragmas());
   MZ_RETURN_IF_ERROR(store->CheckIntegrity());
@@ -75,16 +72,6 @@ Result<std::unique_ptr<SqliteFenceStore>> SqliteFenceStore::Open(const std::stri
 SqliteFenceStore::~SqliteFenceStore() {
   if (data_version_ != nullptr) sqlite3_finalize(data_version_);
   if (db_ != nullptr) sqlite3_close_v2(db_);
-}
-
-Status SqliteFenceStore::Connect() {
-  const int rc = sqlite3_open_v2(
-      path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
-      nullptr);
-  if (rc != SQLITE_OK) return SqlError("open");
-  sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, 5000);
-  return Status::Ok();
 }
 
 // WAL with synchronous=FULL: a committed transaction is on disk (see the header).

@@ -65,7 +65,6 @@ class SqliteFenceStore final : public FenceStore {
   explicit SqliteFenceStore(std::string path) : path_(std::move(path)) {}
 
   // The steps of Open(), in order. Everything below that uses the connection runs under mu_.
-  Status Connect() MZ_REQUIRES(mu_);
   Status ApplyPragmas() MZ_REQUIRES(mu_);
   Status CheckIntegrity() MZ_REQUIRES(mu_);
   Status MigrateSchema() MZ_REQUIRES(mu_);

@@ -96,6 +96,19 @@ Status PrepareDirectory(const std::string& dir, const std::string& what) {
   return Status::Ok();
 }
 
+Status OpenPrivateDatabase(const std::string& path, const std::string& what, sqlite3** db) {
+  const std::string dir = DirName(path);
+  MZ_RETURN_IF_ERROR(PrepareDirectory(dir, what));
+  MZ_RETURN_IF_ERROR(CreatePrivateFile(path, dir, what));
+  const int rc = sqlite3_open_v2(
+      path.c_str(), db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,
+      nullptr);
+  if (rc != SQLITE_OK) return SqliteError(*db, what + " \"" + path + "\": open");
+  sqlite3_extended_result_codes(*db, 1);
+  sqlite3_busy_timeout(*db, 5000);
+  return Status::Ok();
+}
+
 Status CreatePrivateFile(const std::string& path, const std::string& dir, const std::string& what) {
   const std::string named = what + " \"" + path + "\"";
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));

@@ -65,4 +65,10 @@ Status PrepareDirectory(const std::string& dir, const std::string& what);
 // files take the database file's mode. A file just created has its directory entry made durable.
 Status CreatePrivateFile(const std::string& path, const std::string& dir, const std::string& what);
 
+// Opens the database `path` as every SQLite file of fence/ is opened: its directory prepared and
+// the file created private first (above), then read-write, serialized, never through a symlink,
+// with extended result codes and a 5 s busy timeout. `what` names the file in errors. On failure
+// *db may hold a handle, which the caller closes as it would a good one.
+Status OpenPrivateDatabase(const std::string& path, const std::string& what, sqlite3** db);
+
 }  // namespace mizarmp::fence
