@@ -12,6 +12,7 @@
 #include "fence/fence_service.h"
 #include "fence/options.h"
 #include "fence/publisher.h"
+#include "tests/support/refusals.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -25,13 +26,7 @@ FenceOptions ValidOptions() {
   return o;
 }
 
-template <typename Options>
-void ExpectRefused(const Options& options, const std::string& needle) {
-  const Status s = options.Validate();
-  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
-  EXPECT_NE(s.message().find(needle), std::string::npos)
-      << "error \"" << s.message() << "\" does not name \"" << needle << "\"";
-}
+using testing::ExpectRefused;
 
 TEST(FenceOptions, ValidOptionsPass) {
   EXPECT_TRUE(ValidOptions().Validate().ok());

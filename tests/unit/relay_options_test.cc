@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "common/unix_socket.h"
 #include "relay/relay.h"
+#include "tests/support/refusals.h"
 
 namespace mizarmp::relay {
 namespace {
@@ -22,12 +23,7 @@ RelayOptions ValidOptions() {
   return o;
 }
 
-void ExpectRefused(const RelayOptions& options, const std::string& needle) {
-  const Status s = options.Validate();
-  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
-  EXPECT_NE(s.message().find(needle), std::string::npos)
-      << "error \"" << s.message() << "\" does not name \"" << needle << "\"";
-}
+using testing::ExpectRefused;
 
 TEST(RelayOptions, ValidOptionsPass) {
   const Status s = ValidOptions().Validate();
