@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "common/log.h"
 #include "common/strings.h"
 #include "fence/etcd_util.h"
 #include "records/records.h"
@@ -18,11 +20,12 @@ using nlohmann::json;
 
 class EtcdAuditLog final : public AuditLog {
  public:
-  EtcdAuditLog(std::string location, std::string prefix, size_t capacity,
+  EtcdAuditLog(std::string location, std::string prefix, size_t capacity, etcd::Options options,
                std::unique_ptr<etcd::Client> client)
       : location_(std::move(location)),
         entries_(prefix + "e/"),
         capacity_(capacity),
+        options_(std::move(options)),
         client_(std::move(client)) {}
 
   Status Append(AuditEntry entry) override {
@@ -32,9 +35,24 @@ class EtcdAuditLog final : public AuditLog {
     etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
     put->set_key(EntryKey(entry.replica));
     put->set_value(AuditEntryToJson(entry).dump());
-    auto answer = client_->Txn(txn);
-    if (!answer.ok()) return Named(answer.status().WithContext("appending"));
-    return DropOldest();
+    // As long as the store's own writes would wait out an election: the put of one key with one
+    // value may safely go again, also after an answer was lost.
+    const auto deadline = RetryDeadline(options_);
+    for (;;) {
+      auto answer = client_->Txn(txn);
+      if (answer.ok()) break;
+      const bool again =
+          Unavailable(answer.status()) || answer.status().code() == Code::kDeadlineExceeded;
+      if (!again || std::chrono::steady_clock::now() + kUnavailableRetryPause >= deadline) {
+        return Named(answer.status().WithContext("appending"));
+      }
+      std::this_thread::sleep_for(kUnavailableRetryPause);
+    }
+    // The entry is in: dropping old ones is housekeeping, which the next append tries again.
+    if (const Status dropped = DropOldest(); !dropped.ok()) {
+      MZ_LOG(kWarn) << dropped.ToString();
+    }
+    return Status::Ok();
   }
 
   Result<std::vector<AuditEntry>> Recent(size_t limit) const override {
@@ -108,6 +126,7 @@ class EtcdAuditLog final : public AuditLog {
   const std::string location_;
   const std::string entries_;
   const size_t capacity_;
+  const etcd::Options options_;  // with the location's endpoints: RetryDeadline counts them
   std::unique_ptr<etcd::Client> client_;
 };
 
@@ -123,7 +142,7 @@ Result<std::unique_ptr<AuditLog>> OpenEtcdAuditLog(const std::string& location,
   etcd::Options options = client;
   MZ_ASSIGN_OR_RETURN(auto connected, ConnectToLocation(location, options));
   return std::unique_ptr<AuditLog>(
-      std::make_unique<EtcdAuditLog>(location, prefix, capacity, std::move(connected)));
+      std::make_unique<EtcdAuditLog>(location, prefix, capacity, options, std::move(connected)));
 }
 
 }  // namespace mizarmp::fence
