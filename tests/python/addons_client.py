@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import types
+import urllib.request
 
 import grpc
 
@@ -215,6 +216,10 @@ def _tail(path, limit=4000):
         return f.read()[-limit:]
 
 
+# Loopback only: never through an http_proxy from the environment.
+_LOOPBACK_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 class MizarMpMock:
     """mizarmp-mock on 127.0.0.1 with a free port (no agent, no root needed)."""
 
@@ -228,6 +233,14 @@ class MizarMpMock:
     @property
     def base_url(self):
         return f"http://127.0.0.1:{self.port}"
+
+    def request(self, method, path, body=None, timeout=20):
+        """One REST call to the mock with a JSON body; its decoded answer (None when empty)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base_url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with _LOOPBACK_OPENER.open(req, timeout=timeout) as resp:
+            return json.loads(resp.read().decode() or "null")
 
     def start(self):
         # id() values are reused once an object is gone: never read a previous mock's port.

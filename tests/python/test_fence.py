@@ -13,7 +13,6 @@ Run: MIZARMP_BIN_DIR=build/bin python3 -m unittest -v test_fence   (from tests/p
 import json
 import os
 import time
-import urllib.request
 import unittest
 
 import grpc
@@ -33,20 +32,8 @@ PORTS = {
 }
 
 
-# Loopback only: never through an http_proxy from the environment.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def mock_request(mock, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(mock.base_url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with _OPENER.open(req, timeout=TIMEOUT) as resp:
-        return json.loads(resp.read().decode() or "null")
-
-
 def create_port(mock, port_id, ip, host):
-    mock_request(mock, "POST", f"/project/{PROJECT}/ports", {"port": {
+    mock.request("POST", f"/project/{PROJECT}/ports", {"port": {
         "project_id": PROJECT, "id": port_id, "name": "k8s_" + port_id,
         "network_id": VPC, "veth_name": "eth0", "network_ns": "/var/run/netns/x-" + port_id,
         "binding:host_id": host, "admin_state_up": True,
@@ -54,7 +41,7 @@ def create_port(mock, port_id, ip, host):
 
 
 def admin_state(mock):
-    ports = mock_request(mock, "GET", f"/project/{PROJECT}/ports")["ports"]
+    ports = mock.request("GET", f"/project/{PROJECT}/ports")["ports"]
     return {p["id"]: p["admin_state_up"] for p in ports}
 
 
@@ -155,7 +142,7 @@ class FenceTest(unittest.TestCase):
     # --- what a fence changes -------------------------------------------------------------
 
     def test_unfence_leaves_an_operators_quarantine_in_place(self):
-        mock_request(self.mock, "PUT", f"/project/{PROJECT}/ports/a2",
+        self.mock.request("PUT", f"/project/{PROJECT}/ports/a2",
                      {"port": {"admin_state_up": False}})
         srv = self.server()
         pb = self.stubs.fence_pb2

@@ -30,7 +30,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import urllib.request
 
 import grpc
 
@@ -71,33 +70,23 @@ EXPECTED_FENCES = [
 EXPECTED_UNFENCES = [{"cidr": "10.240.3.0/24", "held_ports": ["c1", "c2"]}]
 EXPECTED_DOWN = ["a1", "a2", "a3", "b1", "c1", "c2"]
 
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def mock_request(mock, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(mock.base_url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with _OPENER.open(req, timeout=RPC_TIMEOUT) as resp:
-        return json.loads(resp.read().decode() or "null")
-
 
 def create_ports(mock):
     project = ac.DEFAULT_PROJECT
     for port_id, ip, node in PORTS:
-        mock_request(mock, "POST", f"/project/{project}/ports", {"port": {
+        mock.request("POST", f"/project/{project}/ports", {"port": {
             "project_id": project, "id": port_id, "name": "k8s_" + port_id,
             "network_id": ac.DEFAULT_VPC, "veth_name": "eth0",
             "network_ns": "/var/run/netns/x-" + port_id, "binding:host_id": node,
             "admin_state_up": True,
             "fixed_ips": [{"subnet_id": ac.DEFAULT_SUBNET, "ip_address": ip}]}})
     for port_id in QUARANTINED:
-        mock_request(mock, "PUT", f"/project/{project}/ports/{port_id}",
+        mock.request("PUT", f"/project/{project}/ports/{port_id}",
                      {"port": {"admin_state_up": False}})
 
 
 def down_ports(mock):
-    ports = mock_request(mock, "GET", f"/project/{ac.DEFAULT_PROJECT}/ports")["ports"]
+    ports = mock.request("GET", f"/project/{ac.DEFAULT_PROJECT}/ports")["ports"]
     return sorted(p["id"] for p in ports if not p["admin_state_up"])
 
 
@@ -154,14 +143,14 @@ class Scenario:
                     stub = self.stubs.fence_pb2_grpc.FenceControllerStub(channel)
                     for cidr in ENFORCED + [UNFENCED_WHILE_UNREACHABLE]:
                         self.fence(stub, cidr)
-                    mock_request(mock, "POST", "/mock/faults", DROP_EVERY_CONNECTION)
+                    mock.request("POST", "/mock/faults", DROP_EVERY_CONNECTION)
                     self.refused(self.unfence, stub, UNFENCED_WHILE_UNREACHABLE)
                     self.refused(self.fence, stub, FENCED_WHILE_UNREACHABLE)
                     listed = self.listed(stub)
             finally:
                 # Stopped before Mizar-MP answers again, so no pass finishes what is pending.
                 code = srv.stop()
-            mock_request(mock, "POST", "/mock/faults", {})
+            mock.request("POST", "/mock/faults", {})
             require(code == 0, f"{self.name}: mizarmp-addons exited {code}")
             require(listed == [f["cidr"] for f in EXPECTED_FENCES],
                     f"{self.name}: ListClusterFence answered {listed}")
