@@ -611,6 +611,7 @@ Result<FenceService::Admitted> FenceService::Admit(
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   out.store = opened.store;
   out.leadership = opened.leadership;
+  out.port_index = opened.port_index;
   out.audit = opened.audit;
   return out;
 }
@@ -767,11 +768,10 @@ grpc::Status FenceService::UnfenceClusterNetwork(
 Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
     const Secrets& secrets, const google::protobuf::RepeatedPtrField<::fence::CIDR>& cidrs) {
   MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("PreviewFence", secrets, &cidrs));
-  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   // The CIDRs as the only fences: the ports a pass would plan on for them.
   StoreSnapshot as_fenced;
   for (const Cidr& cidr : call.cidrs.cidrs()) as_fenced.fences.push_back(FenceEntry{.cidr = cidr});
-  MZ_ASSIGN_OR_RETURN(const PortListing listed, FindPorts(as_fenced, opened.port_index, {}));
+  MZ_ASSIGN_OR_RETURN(const PortListing listed, FindPorts(as_fenced, call.port_index, {}));
   if (!listed.ports.ok()) {
     return DependencyError(listed.ports.status(), MizarMpName() + ": finding the ports failed (" +
                                                       listed.ports.status().ToString() +
@@ -779,9 +779,9 @@ Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
   }
   // The pods, as the nodes' agents published them: the index's entries inside the CIDRs.
   std::map<std::string, std::string> pods;
-  if (opened.port_index != nullptr) {
+  if (call.port_index != nullptr) {
     MZ_ASSIGN_OR_RETURN(const std::vector<IndexedPort> indexed,
-                        opened.port_index->Inside(call.cidrs.cidrs()));
+                        call.port_index->Inside(call.cidrs.cidrs()));
     for (const IndexedPort& entry : indexed) {
       if (!entry.pod.empty()) pods[entry.port_id] = entry.pod;
     }

@@ -230,6 +230,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
     CidrSet cidrs;
     FenceStore* store = nullptr;
     Leadership* leadership = nullptr;
+    PortIndex* port_index = nullptr;
     AuditLog* audit = nullptr;
   };
   // Appends the request's entry to the fence audit before it is stored: a request the audit
