@@ -373,7 +373,7 @@ std::string FenceService::MizarMpName() const {
 
 Result<EnforceReport> FenceService::Reconcile() {
   MutexLock lock(enforce_mu_);
-  return EnforceLocked();
+  return EnforceLocked(Leases::kReadNow);
 }
 
 Result<EnforceReport> FenceService::ReconcileChange(int64_t changed_at) {
@@ -381,15 +381,15 @@ Result<EnforceReport> FenceService::ReconcileChange(int64_t changed_at) {
   // The change may be this replica's own, or an RPC's pass may have run while the loop waited
   // for the lock: a pass whose snapshot or own writes reached that revision accounted for it.
   if (changed_at <= passed_revision_) return EnforceReport{};
-  return EnforceLocked();
+  return EnforceLocked(Leases::kRecent);
 }
 
 FenceService::Clock::duration FenceService::UpdateBudget() const {
   return options_.mizarmp.connect_timeout + options_.mizarmp.request_timeout;
 }
 
-Result<EnforceReport> FenceService::EnforceLocked(PendingListing listing) {
-  auto report = EnforcePass(std::move(listing));
+Result<EnforceReport> FenceService::EnforceLocked(Leases leases, PendingListing listing) {
+  auto report = EnforcePass(leases, std::move(listing));
   metrics_.ObservePass(report.ok());
   auto opened = Store();
   if (!opened.ok()) return report;
@@ -402,7 +402,7 @@ Result<EnforceReport> FenceService::EnforceLocked(PendingListing listing) {
   return report;
 }
 
-Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
+Result<EnforceReport> FenceService::EnforcePass(Leases leases, PendingListing listing) {
   ++passes_;
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   FenceStore* store = opened.store;
@@ -421,7 +421,7 @@ Result<EnforceReport> FenceService::EnforcePass(PendingListing listing) {
   }
 
   MZ_ASSIGN_OR_RETURN(const PortListing listed,
-                      FindPorts(snap, opened.port_index, std::move(listing)));
+                      FindPorts(snap, opened.port_index, leases, std::move(listing)));
   const Result<client::PortList>& ports = listed.ports;
   if (!ports.ok()) {
     return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
@@ -465,22 +465,18 @@ Result<FenceService::PortListing> FenceService::ListPorts() const {
 }
 
 Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& snap,
-                                                          PortIndex* index,
+                                                          PortIndex* index, Leases leases,
                                                           PendingListing listing) const {
   if (index == nullptr) return listing.valid() ? listing.get() : ListPorts();
   MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
   const PassConnections connections{.first = mp.get(),
                                     .more = [this] { return NewClient(); },
                                     .count = options_.update_connections};
-  MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications, index->Publications());
-  std::vector<std::string> lapsed =
-      LapsedNodes(publications, options_.publication_lease, std::chrono::system_clock::now());
-  MZ_ASSIGN_OR_RETURN(const std::vector<client::Node> registered, registered_nodes_.Current(*mp));
-  for (std::string& host : UnpublishedNodes(registered, publications)) {
-    lapsed.push_back(std::move(host));
-  }
-  metrics_.ObserveLapsedNodes(lapsed.size());
-  auto ports = FindFencedPorts(snap, *index, lapsed, connections);
+  MZ_ASSIGN_OR_RETURN(const RegisteredNodes::Nodes registered, registered_nodes_.Current(*mp));
+  MZ_ASSIGN_OR_RETURN(const std::vector<std::string> unleased,
+                      listed_nodes_.Find(*index, registered, leases));
+  metrics_.ObserveLapsedNodes(unleased.size());
+  auto ports = FindFencedPorts(snap, *index, unleased, connections);
   return PortListing{std::move(mp), std::move(ports)};
 }
 
@@ -713,7 +709,7 @@ grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
   MZ_LOG(kInfo) << "fence stored: " << names;
   Result<EnforceReport> report = EnforceReport{};
   if (call->leadership->LeadsFor(UpdateBudget())) {
-    report = EnforceLocked(std::move(listing));
+    report = EnforceLocked(Leases::kRecent, std::move(listing));
   } else {
     lock.Unlock();  // the wait must not hold up this replica's other RPCs
     report = FollowLeader(*call, /*fence=*/true, *context);
@@ -749,7 +745,7 @@ grpc::Status FenceService::UnfenceClusterNetwork(
                                      : Join(CidrTexts(*removed)));
   Result<EnforceReport> report = EnforceReport{};
   if (call->leadership->LeadsFor(UpdateBudget())) {
-    report = EnforceLocked(std::move(listing));
+    report = EnforceLocked(Leases::kRecent, std::move(listing));
   } else {
     lock.Unlock();  // the wait must not hold up this replica's other RPCs
     report = FollowLeader(*call, /*fence=*/false, *context);
@@ -771,7 +767,8 @@ Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
   // The CIDRs as the only fences: the ports a pass would plan on for them.
   StoreSnapshot as_fenced;
   for (const Cidr& cidr : call.cidrs.cidrs()) as_fenced.fences.push_back(FenceEntry{.cidr = cidr});
-  MZ_ASSIGN_OR_RETURN(const PortListing listed, FindPorts(as_fenced, call.port_index, {}));
+  MZ_ASSIGN_OR_RETURN(const PortListing listed,
+                      FindPorts(as_fenced, call.port_index, Leases::kRecent, {}));
   if (!listed.ports.ok()) {
     return DependencyError(listed.ports.status(), MizarMpName() + ": finding the ports failed (" +
                                                       listed.ports.status().ToString() +

@@ -93,6 +93,7 @@
 #include "fence/enforcer.h"
 #include "fence/fence.grpc.pb.h"
 #include "fence/leadership.h"
+#include "fence/listed_nodes.h"
 #include "fence/metrics.h"
 #include "fence/options.h"
 #include "fence/plan.h"
@@ -250,7 +251,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Result<PortListing> ListPorts() const;
   // The ports a pass plans `snap` on: through `index` when there is one (fence/port_finder.h),
   // else `listing` when it is valid, else a list of every port.
-  Result<PortListing> FindPorts(const StoreSnapshot& snap, PortIndex* index,
+  // The periodic reconcile reads the leases now; passes for a change reuse a recent read.
+  using Leases = ListedNodes::Leases;
+  Result<PortListing> FindPorts(const StoreSnapshot& snap, PortIndex* index, Leases leases,
                                 PendingListing listing) const;
   // When this replica leads, the port list of the pass that follows a fence or unfence RPC's
   // change, started now so that Mizar-MP lists the ports while the store commits the change: the
@@ -276,8 +279,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
 
   // One enforcement pass, counted in the metrics with the store it leaves. It plans on `listing`
   // when that is valid, else lists the ports itself.
-  Result<EnforceReport> EnforceLocked(PendingListing listing = {}) MZ_REQUIRES(enforce_mu_);
-  Result<EnforceReport> EnforcePass(PendingListing listing) MZ_REQUIRES(enforce_mu_);
+  Result<EnforceReport> EnforceLocked(Leases leases, PendingListing listing = {})
+      MZ_REQUIRES(enforce_mu_);
+  Result<EnforceReport> EnforcePass(Leases leases, PendingListing listing) MZ_REQUIRES(enforce_mu_);
   Result<StoreSnapshot> ReadStore(FenceStore& store);
   // Sets the store's gauges as a pass left it: from its report when it succeeded, else read.
   void ObserveStoreAfter(const Result<EnforceReport>& report, const FenceStore& store);
@@ -307,6 +311,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   FenceClientSources client_sources_{options_.state_dir, options_.host_id, options_.node_addresses};
   // With the port index: the nodes a pass covers although they never published.
   mutable RegisteredNodes registered_nodes_{options_.publication_lease};
+  // With the port index: the nodes a pass lists by host id, and the lease read it reuses.
+  mutable ListedNodes listed_nodes_{options_.publication_lease};
 
   // Taken inside enforce_mu_ (a pass reads the store), never around it.
   mutable Mutex store_mu_;

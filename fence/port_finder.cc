@@ -92,28 +92,4 @@ Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const Po
   return found;
 }
 
-std::vector<std::string> LapsedNodes(const std::vector<Publication>& publications,
-                                     std::chrono::seconds lease,
-                                     std::chrono::system_clock::time_point now) {
-  std::vector<std::string> lapsed;
-  for (const Publication& p : publications) {
-    if (p.at + lease < now) lapsed.push_back(p.node);
-  }
-  return lapsed;
-}
-
-std::vector<std::string> UnpublishedNodes(const std::vector<client::Node>& registered,
-                                          const std::vector<Publication>& publications) {
-  std::set<std::string> published;
-  for (const Publication& p : publications) published.insert(p.node);
-  std::set<std::string> hosts;
-  for (const client::Node& n : registered) {
-    if (published.contains(n.id) || published.contains(n.name)) continue;
-    for (const std::string* host : {&n.id, &n.name}) {
-      if (!host->empty()) hosts.insert(*host);
-    }
-  }
-  return {hosts.begin(), hosts.end()};
-}
-
 }  // namespace mizarmp::fence

@@ -19,8 +19,8 @@ namespace mizarmp::fence {
 // left out (nothing to change). A read that failed is an unreadable entry naming the port, so
 // the plan completes nothing (fence/plan.h), as for a list with holes. An error only when the
 // index cannot be read.
-// Nodes in `lapsed` (whose agents stopped publishing: PortIndex::Publications older than the
-// lease) are covered by one list of each node's ports (`binding:host_id`, below the row limit
+// Nodes in `lapsed` (whose agents stopped publishing or never did: fence/listed_nodes.h) are
+// covered by one list of each node's ports (`binding:host_id`, below the row limit
 // however many ports the cluster has); a failed list is an unreadable entry naming the node.
 // The plan over these ports equals the plan over the whole list whenever the index holds every
 // port inside the CIDRs of the nodes not in `lapsed`: every other port is inside no fence and
@@ -28,16 +28,5 @@ namespace mizarmp::fence {
 Result<client::PortList> FindFencedPorts(const StoreSnapshot& snapshot, const PortIndex& index,
                                          const std::vector<std::string>& lapsed,
                                          const PassConnections& connections);
-
-// The host ids to list, as for lapsed nodes, of the `registered` nodes that never published:
-// those whose id and name are both missing from `publications`, by each of the two (a port
-// names its node by one of them).
-std::vector<std::string> UnpublishedNodes(const std::vector<client::Node>& registered,
-                                          const std::vector<Publication>& publications);
-
-// The nodes whose last publication is older than `lease` at `now`.
-std::vector<std::string> LapsedNodes(const std::vector<Publication>& publications,
-                                     std::chrono::seconds lease,
-                                     std::chrono::system_clock::time_point now);
 
 }  // namespace mizarmp::fence

@@ -6,26 +6,27 @@
 
 namespace mizarmp::fence {
 
-Result<std::vector<client::Node>> RegisteredNodes::Current(client::Client& mp) {
+Result<RegisteredNodes::Nodes> RegisteredNodes::Current(client::Client& mp) {
   MutexLock lock(mu_);
-  if (unsupported_) return std::vector<client::Node>();
-  if (nodes_ && Clock::now() < listed_at_ + refresh_) return *nodes_;
+  if (unsupported_) return nodes_;
+  if (nodes_ && Clock::now() < listed_at_ + refresh_) return nodes_;
   auto listed = mp.ListNodes();
   if (listed.ok()) {
-    nodes_ = std::move(listed).value();
+    nodes_ = std::make_shared<const std::vector<client::Node>>(std::move(listed).value());
     listed_at_ = Clock::now();
-    return *nodes_;
+    return nodes_;
   }
   if (listed.status().code() == Code::kUnimplemented) {
     MZ_LOG(kWarn) << "fence: " << listed.status().message()
                   << "; a node whose agent never published is not covered";
     unsupported_ = true;
-    return std::vector<client::Node>();
+    nodes_ = std::make_shared<const std::vector<client::Node>>();
+    return nodes_;
   }
   if (!nodes_) return listed.status();
   MZ_LOG(kWarn) << "fence: listing the nodes again failed; passes keep the list of "
                 << nodes_->size() << " node(s): " << listed.status().message();
-  return *nodes_;
+  return nodes_;
 }
 
 }  // namespace mizarmp::fence

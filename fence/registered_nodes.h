@@ -6,7 +6,7 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
+#include <memory>
 #include <vector>
 
 #include "common/mutex.h"
@@ -21,17 +21,18 @@ class RegisteredNodes {
   // covered within `refresh` plus a pass.
   explicit RegisteredNodes(std::chrono::seconds refresh) : refresh_(refresh) {}
 
-  // The nodes as of at most `refresh` ago, listed through `mp` when older. A controller without
-  // a node manager (UNIMPLEMENTED: v0.1) has none, and is asked once. A failed list keeps the
-  // last one it replaces (logged); the error only when there is none yet, so that no pass
-  // counts as complete without knowing every node.
-  Result<std::vector<client::Node>> Current(client::Client& mp) MZ_EXCLUDES(mu_);
+  // The nodes as of at most `refresh` ago, listed through `mp` when older: the same object
+  // until listed again. A controller without a node manager (UNIMPLEMENTED: v0.1) has none, and
+  // is asked once. A failed list keeps the last one it replaces (logged); the error only when
+  // there is none yet, so that no pass counts as complete without knowing every node.
+  using Nodes = std::shared_ptr<const std::vector<client::Node>>;
+  Result<Nodes> Current(client::Client& mp) MZ_EXCLUDES(mu_);
 
  private:
   using Clock = std::chrono::steady_clock;
   const std::chrono::seconds refresh_;
   Mutex mu_;
-  std::optional<std::vector<client::Node>> nodes_ MZ_GUARDED_BY(mu_);
+  Nodes nodes_ MZ_GUARDED_BY(mu_);  // none until listed
   Clock::time_point listed_at_ MZ_GUARDED_BY(mu_);
   bool unsupported_ MZ_GUARDED_BY(mu_) = false;
 };

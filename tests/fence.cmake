@@ -8,6 +8,9 @@ mizarmp_add_test(NAME fence_store_test SOURCES integration/fence_store_test.cc
                  LIBS mizarmp_fence_etcd sqlite3 LABELS "integration;concurrency" TIMEOUT 180)
 mizarmp_add_test(NAME fence_plan_test SOURCES unit/fence_plan_test.cc
                  LIBS mizarmp_fence_core LABELS unit)
+# Which nodes a pass through the port index lists by host id, and the lease read it reuses.
+mizarmp_add_test(NAME listed_nodes_test SOURCES unit/listed_nodes_test.cc
+                 LIBS mizarmp_fence_core LABELS unit)
 # What the fence's options refuse (FenceOptions::Validate), as the configuration and the
 # service see it: no store is opened, no server, no root.
 mizarmp_add_test(NAME fence_options_test SOURCES unit/fence_options_test.cc

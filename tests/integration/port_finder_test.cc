@@ -228,18 +228,6 @@ void StartController(Controller& c, int row_limit = 100000) {
   ASSERT_NE(c.mp, nullptr);
 }
 
-// A node counts as published under either of the names Mizar-MP knows it by; one that did not
-// publish is listed by both, since its ports may name it by either.
-TEST(PortFinder, UnpublishedNodesAreThoseKnownByNeitherName) {
-  const auto now = std::chrono::system_clock::now();
-  const std::vector<Publication> published = {{"worker-1", now, 3}, {"4c2e", now, 1}};
-  const std::vector<client::Node> registered = {
-      {"9a0b", "worker-1"}, {"4c2e", "worker-2"}, {"77d1", "worker-3"}, {"", "worker-4"}};
-  EXPECT_EQ(UnpublishedNodes(registered, published),
-            (std::vector<std::string>{"77d1", "worker-3", "worker-4"}));
-  EXPECT_TRUE(UnpublishedNodes({}, published).empty());
-}
-
 TEST(PortFinder, PlansWhatTheWholeListPlansOnRandomClusters) {
   TempDir dir;
   for (unsigned seed = 1; seed <= 12; ++seed) {
