@@ -89,8 +89,9 @@ class EtcdAuditLog final : public AuditLog {
     return entries_ + stamp + "-" + replica;
   }
 
-  // Beyond the capacity, the oldest entries (by creation) go: one count, and when over, one
-  // read of the first surplus key's name and one range delete up to it.
+  // Beyond the capacity, the oldest entries go: one count, and when over, one read of the
+  // surplus keys' names in order of creation (as Recent() orders them: two replicas' clocks may
+  // disagree, so their keys' times need not) and one transaction deleting them.
   Status DropOldest() {
     etcdserverpb::RangeRequest count;
     count.set_key(entries_);
@@ -104,15 +105,17 @@ class EtcdAuditLog final : public AuditLog {
     oldest.set_key(entries_);
     oldest.set_range_end(PrefixEnd(entries_));
     oldest.set_keys_only(true);
-    oldest.set_limit(surplus);  // key order is time order
+    oldest.set_sort_order(etcdserverpb::RangeRequest::ASCEND);
+    oldest.set_sort_target(etcdserverpb::RangeRequest::CREATE);
+    // One transaction's worth; a larger surplus (a lowered capacity) goes over the next appends.
+    oldest.set_limit(std::min(surplus, static_cast<int64_t>(kMaxTxnOps)));
     auto found = client_->Range(oldest);
-    if (!found.ok() || found->kvs().empty()) {
-      return Named(found.ok() ? Status::Ok() : found.status().WithContext("finding old entries"));
-    }
+    if (!found.ok()) return Named(found.status().WithContext("finding old entries"));
     etcdserverpb::TxnRequest txn;
-    etcdserverpb::DeleteRangeRequest* drop = txn.add_success()->mutable_request_delete_range();
-    drop->set_key(entries_);
-    drop->set_range_end(found->kvs().rbegin()->key() + '\0');  // up to it, inclusive
+    for (const etcdserverpb::KeyValue& kv : found->kvs()) {
+      txn.add_success()->mutable_request_delete_range()->set_key(kv.key());
+    }
+    if (txn.success().empty()) return Status::Ok();
     auto dropped = client_->Txn(txn);
     if (!dropped.ok()) return Named(dropped.status().WithContext("dropping old entries"));
     return Status::Ok();

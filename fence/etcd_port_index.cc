@@ -32,9 +32,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// etcd's --max-txn-ops default (DefaultMaxTxnOps in etcd-io/etcd server/embed/config.go): the
-// most operations each of a transaction's compare, success and failure lists may hold.
-constexpr size_t kMaxTxnOps = 128;
 // Keys per range answer: some 100 KiB of entry keys, far below the client's receive limit.
 constexpr int64_t kPageKeys = 1000;
 constexpr int kMaxRaces = 50;

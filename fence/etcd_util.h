@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright The mizarmp Authors
-// What the fence's etcd users share (the fence store, fence/etcd_store.h, and the port index,
-// fence/etcd_port_index.h): connecting to a location, prefix ranges, and which errors mean that
-// etcd could not answer or that a write was refused before it was applied.
+// What the fence's etcd users share (the fence store, fence/etcd_store.h, the port index,
+// fence/etcd_port_index.h, and the audit, fence/etcd_audit.h): connecting to a location, prefix
+// ranges, the transaction size limit, and which errors mean that etcd could not answer or that a
+// write was refused before it was applied.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +24,10 @@ namespace mizarmp::fence {
 // (RetryDeadline counts them).
 Result<std::unique_ptr<etcd::Client>> ConnectToLocation(const std::string& location,
                                                         etcd::Options& options);
+
+// etcd's --max-txn-ops default (DefaultMaxTxnOps in etcd-io/etcd server/embed/config.go): the
+// most operations each of a transaction's compare, success and failure lists may hold.
+inline constexpr size_t kMaxTxnOps = 128;
 
 // The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string PrefixEnd(std::string prefix);

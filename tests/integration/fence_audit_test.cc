@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "etcd/client.h"
 #include "fence/audit.h"
 #include "fence/backends.h"
 #include "fence/etcd_audit.h"
@@ -93,6 +96,44 @@ TEST(FenceAudit, EtcdKeepsTheNewestEntriesBesideTheStore) {
   ExpectTheLogsContract([&](size_t capacity) {
     return OpenEtcdAuditLog(etcd.Location(), etcd::Options{}, prefix, capacity);
   });
+}
+
+// Two replicas' clocks may disagree, and an entry's key starts with its replica's time: a
+// replica whose clock is an hour behind writes keys that sort first. The newest entries by
+// creation are kept, as Recent() lists them, not the newest by key.
+TEST(FenceAudit, EtcdKeepsTheNewestEntriesWhateverTheReplicasClocks) {
+  testing::EtcdCluster etcd(1);
+  ASSERT_TRUE(etcd.error().empty()) << etcd.error();
+  const std::string prefix = "/audit-clocks/";
+  auto log = OpenEtcdAuditLog(etcd.Location(), etcd::Options{}, prefix, 2);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_TRUE((*log)->Append(Request("req-1", "10.0.0.0/24")).ok());
+  // What a replica an hour behind appends: a key of an earlier time, the same JSON.
+  etcd::Options options;
+  options.endpoints = etcd.endpoints();
+  auto client = etcd::Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  const auto hour_ago = std::chrono::system_clock::now() - std::chrono::hours(1);
+  char stamp[32];  // as the log names its keys: nanoseconds, 20 digits
+  std::snprintf(stamp, sizeof(stamp), "%020lld",
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           hour_ago.time_since_epoch())
+                                           .count()));
+  AuditEntry behind = Request("req-2", "10.0.1.0/24");
+  behind.replica = "replica-b";
+  behind.time = "2026-11-28T11:00:00Z";
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(prefix + "e/" + stamp + "-replica-b");
+  put->set_value(AuditEntryToJson(behind).dump());
+  ASSERT_TRUE((*client)->Txn(txn).ok());
+  ASSERT_TRUE((*log)->Append(Request("req-3", "10.0.2.0/24")).ok());
+
+  auto recent = (*log)->Recent(10);
+  ASSERT_TRUE(recent.ok()) << recent.status().ToString();
+  std::vector<std::string> ids;
+  for (const AuditEntry& e : *recent) ids.push_back(e.request_id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"req-2", "req-3"}));
 }
 
 TEST(FenceAudit, AHostileDocumentIsRefusedNamingTheField) {
