@@ -7,10 +7,7 @@
 # does that in a scratch dir). Depends come from dpkg-shlibdeps over the binaries actually
 # packaged, so they are right whether the plugin is linked dynamically or statically.
 
-# 0.1.0+g<commit>: upgrades between builds of one release order by nothing but the release,
-# and the commit says which build is installed.
-set(MIZARMP_PACKAGE_VERSION "${PROJECT_VERSION}+g${MIZARMP_GIT_COMMIT}")
-
+# MIZARMP_PACKAGE_VERSION: the top-level CMakeLists.txt says how it orders.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME mizarmp)
 set(CPACK_PACKAGE_VERSION ${MIZARMP_PACKAGE_VERSION})

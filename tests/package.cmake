@@ -13,7 +13,7 @@ if(NOT MIZARMP_SANITIZE AND NOT MIZARMP_TSAN AND MIZARMP_PYTHON_GRPC
    AND TARGET mizarmp AND TARGET mizarmp-addons AND TARGET mizarmp-mock)
   add_test(NAME package_deb
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package/package_test.sh ${PROJECT_BINARY_DIR}
-                   "${PROJECT_VERSION}+g${MIZARMP_GIT_COMMIT}" ${MIZARMP_PYTHON_GRPC})
+                   "${MIZARMP_PACKAGE_VERSION}" ${MIZARMP_PYTHON_GRPC})
   set_tests_properties(package_deb PROPERTIES LABELS "package;root" TIMEOUT 600
                        SKIP_RETURN_CODE 77)
 endif()

@@ -206,6 +206,13 @@ for p in "${PACKAGES[@]}"; do
   expect_eq "$p: Version" "$(dpkg-deb -f "$deb" Version)" "$VERSION"
   log "$p: Depends: $(dpkg-deb -f "$deb" Depends)"
 done
+# dpkg orders builds by their commit count, whatever their hashes: the build before this one,
+# and the first builds' "+g<commit>", are older even with the highest hash.
+[[ "$VERSION" =~ ^([0-9.]+)\+git([0-9]+)\.[0-9a-f]+$ ]] || fail "version $VERSION is not R+gitN.COMMIT"
+for older in "${BASH_REMATCH[1]}+git$((BASH_REMATCH[2] - 1)).ffffffffffff" "${BASH_REMATCH[1]}+gffffffffffff"; do
+  dpkg --compare-versions "$older" lt "$VERSION" || fail "dpkg orders $older after $VERSION"
+done
+pass "dpkg orders earlier builds before $VERSION"
 expect_eq "mizarmp-addons: Depends names libgrpc++" \
   "$(dpkg-deb -f "$WORK/debs/mizarmp-addons_${VERSION}_${ARCH}.deb" Depends | grep -o 'libgrpc++[0-9.]*' | head -n1 | cut -c1-9)" \
   "libgrpc++"
