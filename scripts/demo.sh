@@ -108,6 +108,28 @@ EOF
 }
 bridge_ports() { ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1; }
 
+# One line per thing the demo created and did not remove, each named: ports at the controller,
+# the plugin's attachment records (read by mizarmpctl, the one reader of records/; the plugin's
+# outcome log and the lock files it sweeps later are not records) and the pods' plumbing.
+list_leftovers() {
+  local ports records
+  ports=$(mz_http GET "$URL/project/$PROJECT/ports") ||
+    { echo "the controller's port list (could not be read)"; return; }
+  mz_json '["port %s (%s) at the controller" % (p["id"], ",".join(i["ip_address"]
+            for i in p.get("fixed_ips", []))) for p in d["ports"]]' <<<"$ports" ||
+    echo "the controller's port list (not the JSON expected)"
+  records=$("$BIN/mizarmpctl" attachments -o json --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist") ||
+    { echo "the attachment records (mizarmpctl attachments failed)"; return; }
+  mz_json '["attachment record %s/%s:%s (port %s)" % (r["network"], r["containerId"],
+            r["ifname"], r["portId"]) for r in d]' <<<"$records" ||
+    echo "the attachment records (mizarmpctl printed no JSON list)"
+  if [[ $DIALECT == alcor ]]; then
+    alcor_leftovers
+  else
+    bridge_ports | sed "s/^/veth /; s/\$/ on $BRIDGE/"
+  fi
+}
+
 section "preparing: packages and build"
 if [[ $(id -u) -ne 0 ]]; then
   echo "demo: must run as root (podman's CNI backend, network namespaces, the agent's veths)" >&2
@@ -196,6 +218,8 @@ echo
 echo
 echo "what an operator sees on the node (the records joined with the ports and the pods):"
 run "$BIN/mizarmpctl" attachments --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
+run "$BIN/mizarmpctl" stale --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
+run "$BIN/mizarmpctl" gc --dry-run --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
 
 section "CSI-Addons server (mizarmp-addons)"
 ADDONS_SOCK="$WORK/addons/csi-addons.sock"
@@ -253,6 +277,13 @@ with grpc.insecure_channel("unix:" + sock) as channel:
         print("  GetFenceClients: %s: %s" % (client.id,
                                              ", ".join(c.cidr for c in client.addresses)))
 EOF
+echo
+echo "the same server as an operator asks it (mizarmpctl):"
+ADDONS_ENDPOINT="unix://$ADDONS_SOCK"
+run "$BIN/mizarmpctl" probe --endpoint "$ADDONS_ENDPOINT"
+run "$BIN/mizarmpctl" fence-clients --endpoint "$ADDONS_ENDPOINT"
+run "$BIN/mizarmpctl" fences --endpoint "$ADDONS_ENDPOINT"
+run "$BIN/mizarmpctl" fence --endpoint "$ADDONS_ENDPOINT" --dry-run "$IP_A/32"
 [[ $DIALECT == alcor ]] && alcor_fence_demo
 stop_pid "$ADDONS_PID"
 ADDONS_PID=""
@@ -268,20 +299,13 @@ run mz_podman ps -a
 
 section "nothing left"
 show_ports
-echo "attachment records: $(find "$STATE" -type f | wc -l)"
-if [[ $DIALECT == alcor ]]; then
-  plugged=$(alcor_leftovers)
-  echo "OVS ports on $ALCOR_BRIDGE and tap veths: $plugged"
-else
-  plugged=$(bridge_ports | wc -l)
-  echo "veths on $BRIDGE: $plugged"
-fi
-left=$(( $(mz_http GET "$URL/project/$PROJECT/ports" | mz_json 'len(d["ports"])') +
-         $(find "$STATE" -type f | wc -l) + plugged ))
-if [[ $left -ne 0 ]]; then
-  echo "demo: FAILED: $left leftover(s)"
+leftovers=$(list_leftovers)
+if [[ -n "$leftovers" ]]; then
+  echo "demo: FAILED: the check \"nothing left\" found $(wc -l <<<"$leftovers") leftover(s):"
+  sed 's/^/  /' <<<"$leftovers"
   exit 1
 fi
+echo "no port at the controller, no attachment record, no veth or OVS port"
 
 section "stopping the mock"
 kill -TERM "$MOCK_PID"

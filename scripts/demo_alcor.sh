@@ -79,18 +79,22 @@ alcor_show_ovs() {
   done
 }
 
-# The fence through the running mizarmp-addons (its socket is $WORK/addons/csi-addons.sock).
+# The fence through the running mizarmp-addons with mizarmpctl, as an operator would ask it
+# ($ADDONS_ENDPOINT is its unix socket), and the audit trail it leaves.
 alcor_fence_demo() {
   section "fence container A ($IP_A/32): the agent takes its OVS port down, B cannot reach it"
-  ha_fence addons fence "$IP_A/32"
+  run "$BIN/mizarmpctl" fence --endpoint "$ADDONS_ENDPOINT" "$IP_A/32"
   ha_expect_b_to_a "cut off" || { echo "demo: FAILED: B still reaches A after the fence"; return 1; }
   section "unfence container A: B reaches it again"
-  ha_fence addons unfence "$IP_A/32"
+  run "$BIN/mizarmpctl" unfence --endpoint "$ADDONS_ENDPOINT" "$IP_A/32"
   ha_expect_b_to_a reaches || { echo "demo: FAILED: B cannot reach A after the unfence"; return 1; }
+  section "the audit trail: who fenced what, and the ports each pass changed"
+  run "$BIN/mizarmpctl" audit --endpoint "$ADDONS_ENDPOINT" --limit 20
 }
 
-# How many OVS ports and tap veths are left.
+# The OVS ports and tap veths left, one a line, each named.
 alcor_leftovers() {
-  echo $(( $(alcor_ovs_vsctl list-ports "$ALCOR_BRIDGE" | wc -l) +
-           $(ip -o link show type veth | grep -c ': tap' || true) ))
+  alcor_ovs_vsctl list-ports "$ALCOR_BRIDGE" | sed "s/^/OVS port /; s/\$/ on $ALCOR_BRIDGE/" ||
+    echo "the OVS ports on $ALCOR_BRIDGE (ovs-vsctl failed)"
+  ip -o link show type veth | awk -F': ' '$2 ~ /^tap/ {print "veth " $2}' | cut -d@ -f1
 }

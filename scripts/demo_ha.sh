@@ -53,6 +53,18 @@ ha_start_replica() {
   return 1
 }
 
+# ha_wait_until_leads NAME: until replica NAME's log says it leads (fence/fence_service.cc).
+ha_wait_until_leads() {
+  local name=$1
+  for _ in $(seq 300); do
+    grep -q "fence: $name leads" "$WORK/$name.log" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "demo: replica $name did not take the lead within 30 s" >&2
+  tail -n 20 "$WORK/$name.log"
+  return 1
+}
+
 # ha_fence NAME fence|unfence|list [CIDR]: one FenceController call on replica NAME.
 ha_fence() {
   /usr/bin/python3 - "$ROOT" "$WORK/stubs" "$WORK/$1/csi-addons.sock" "$2" "${3:-}" <<'EOF'
@@ -97,7 +109,7 @@ demo_ha() {
 
   section "HA: two mizarmp-addons replicas sharing the fence state"
   ha_start_replica r1
-  sleep 1 # r1 takes the lead before r2 stands
+  ha_wait_until_leads r1 # before r2 stands, so the kill below is of the leader
   ha_start_replica r2
 
   section "HA: fence container A ($IP_A/32) through r1"
