@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -636,6 +638,48 @@ TEST(AddonsConfig, EveryKeyHasAFlagAndIsInHelp) {
     ++listed;
   }
   EXPECT_EQ(listed, static_cast<int>(known.size()));
+}
+
+// README.md's configuration examples (its ```json blocks) are files this server takes as they
+// stand: every key known, every value of its type, nothing required missing. Of what this box
+// cannot have, only a certificate or CA file the example names at a path that is not here is
+// refused.
+TEST(AddonsConfig, TheReadmeExamplesAreAccepted) {
+  std::ifstream readme(std::string(MIZARMP_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(readme.good());
+  std::vector<std::string> examples;
+  std::string line, block;
+  bool in_block = false;
+  while (std::getline(readme, line)) {
+    if (!in_block && line == "```json") {
+      in_block = true;
+      block.clear();
+    } else if (in_block && line == "```") {
+      in_block = false;
+      examples.push_back(block);
+    } else if (in_block) {
+      block += line + "\n";
+    }
+  }
+  ASSERT_GE(examples.size(), 4u) << "README.md's configuration examples were not found";
+  TempDir dir;
+  const std::string file = dir.path() + "/addons.json";
+  for (const std::string& example : examples) {
+    ASSERT_TRUE(WriteFileAtomic(file, example).ok());
+    auto parsed = Parse({"--config", file});
+    if (parsed.ok()) continue;
+    bool names_an_absent_file = false;
+    const std::string& message = parsed.status().message();
+    for (size_t at = message.find("/etc/"); at != std::string::npos;
+         at = message.find("/etc/", at + 1)) {
+      const size_t end = message.find_first_of(" \"':,()", at);
+      const std::string path = message.substr(at, end == std::string::npos ? end : end - at);
+      names_an_absent_file = names_an_absent_file || (example.find(path) != std::string::npos &&
+                                                      !std::filesystem::exists(path));
+    }
+    EXPECT_TRUE(names_an_absent_file)
+        << parsed.status().ToString() << "\nin README.md's example:\n" << example;
+  }
 }
 
 TEST(AddonsConfig, HelpAndVersionStopTheParse) {
