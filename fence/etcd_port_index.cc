@@ -34,7 +34,6 @@ using Clock = std::chrono::steady_clock;
 
 // Keys per range answer: some 100 KiB of entry keys, far below the client's receive limit.
 constexpr int64_t kPageKeys = 1000;
-constexpr int kMaxRaces = 50;
 constexpr std::string_view kEntriesDir = "a/";
 constexpr std::string_view kNodesDir = "n/";
 constexpr std::string_view kLeasesDir = "l/";

@@ -27,7 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kShards = 64;
 constexpr int kSchema = 1;
-constexpr int kMaxRaces = 50;
 constexpr size_t kShownMetaBytes = 200;  // of a foreign P meta, in the error refusing it
 // Own commits remembered for RevisionAfterOwnChanges(): more than a pass makes (three changes),
 // few enough to look through at every leader's tick.

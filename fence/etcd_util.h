@@ -29,6 +29,10 @@ Result<std::unique_ptr<etcd::Client>> ConnectToLocation(const std::string& locat
 // most operations each of a transaction's compare, success and failure lists may hold.
 inline constexpr size_t kMaxTxnOps = 128;
 
+// How many times in a row a read-modify-write transaction may lose its compare to another
+// writer before it gives up: far beyond any real contention, short of a livelock.
+inline constexpr int kMaxRaces = 50;
+
 // The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string PrefixEnd(std::string prefix);
 

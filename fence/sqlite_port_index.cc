@@ -28,7 +28,7 @@ namespace mizarmp::fence {
 namespace {
 
 // Version 4 added each entry's pod.
-constexpr int kSchemaVersion = 4;
+constexpr int kIndexSchemaVersion = 4;
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS attachments ("
     " ip BLOB NOT NULL,"
@@ -74,12 +74,12 @@ class SqlitePortIndex final : public PortIndex {
       }
       found = sqlite3_column_int(version.get(), 0);
     }
-    if (found > kSchemaVersion) {
+    if (found > kIndexSchemaVersion) {
       return FailedPreconditionError("port index \"" + path_ + "\": schema version " +
                                      std::to_string(found) + " is newer than this server's " +
-                                     std::to_string(kSchemaVersion));
+                                     std::to_string(kIndexSchemaVersion));
     }
-    if (found != 0 && found < kSchemaVersion) {
+    if (found != 0 && found < kIndexSchemaVersion) {
       MZ_LOG(kInfo) << "port index " << path_ << ": schema version " << found
                     << " dropped; node agents publish again";
       MZ_RETURN_IF_ERROR(Exec(kDropEarlierSchema));

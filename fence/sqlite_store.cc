@@ -24,7 +24,7 @@
 namespace mizarmp::fence {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kStoreSchemaVersion = 2;
 
 // Version 1: the fences and the pending unfences.
 constexpr const char* kSchemaV1 =
@@ -104,15 +104,15 @@ Status SqliteFenceStore::MigrateSchema() {
     }
     version = sqlite3_column_int(v.get(), 0);
   }
-  if (version > kSchemaVersion) {
+  if (version > kStoreSchemaVersion) {
     return FailedPreconditionError("fence store \"" + path_ + "\": schema version " +
                                    std::to_string(version) + " is newer than this server's " +
-                                   std::to_string(kSchemaVersion));
+                                   std::to_string(kStoreSchemaVersion));
   }
-  if (version == kSchemaVersion) return Status::Ok();
+  if (version == kStoreSchemaVersion) return Status::Ok();
   if (version >= 1) {
     MZ_LOG(kInfo) << "fence store " << path_ << ": migrating schema version " << version << " to "
-                  << kSchemaVersion << " (fences stored so far have no record of their ports)";
+                  << kStoreSchemaVersion << " (fences stored so far have no record of their ports)";
   }
   return InWriteTransaction([this, version]() MZ_REQUIRES(mu_) -> Status {
     if (version < 1) MZ_RETURN_IF_ERROR(Exec(kSchemaV1));

@@ -75,7 +75,7 @@ Result<Listing> ListBounded(const std::string& dir) {
 
 // What makes two paths one device: the device number of a block device, the inode of a file;
 // the path itself when it cannot be examined.
-std::string IdentityOf(const std::string& path) {
+std::string DeviceKeyOf(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "path " + path;
   if (S_ISBLK(st.st_mode)) return "block " + std::to_string(st.st_rdev);
@@ -215,7 +215,7 @@ class Search {
         if (failure.ok()) failure = device.status().WithContext(Shown(file));
         continue;
       }
-      std::string id = IdentityOf(*device);
+      std::string id = DeviceKeyOf(*device);
       if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
       seen.push_back(std::move(id));
       devices.push_back({std::move(*device), file, data});
@@ -245,10 +245,10 @@ class Search {
     if (found_.size() == 1) return std::move(found_.front());
     if (found_.size() > 1) {
       // The same device twice (a legacy and a block entry, say) is still one answer.
-      const std::string first = IdentityOf(found_.front().device);
+      const std::string first = DeviceKeyOf(found_.front().device);
       std::vector<std::string> listed;
       for (const StagedVolume& v : found_) {
-        if (IdentityOf(v.device) != first) listed.push_back(Shown(v.volume_data));
+        if (DeviceKeyOf(v.device) != first) listed.push_back(Shown(v.volume_data));
       }
       if (listed.empty()) return std::move(found_.front());
       listed.insert(listed.begin(), Shown(found_.front().volume_data));

@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/elapsed.h"
 #include "common/fileutil.h"
 #include "common/hex.h"
 #include "common/log.h"
@@ -141,10 +142,6 @@ Result<std::string> ReadToken(const std::string& path) {
     }
   }
   return token;
-}
-
-int64_t ElapsedMs(Clock::time_point since) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
 }
 
 enum class Method { kGet, kPost, kPut, kDelete };

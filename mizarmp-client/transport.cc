@@ -20,6 +20,7 @@
 #include <boost/beast/ssl.hpp>
 #include <cctype>
 
+#include "common/elapsed.h"
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -43,10 +44,6 @@ namespace {
 
 // Room made in the read buffer before a response body is read: Beast's largest single read.
 constexpr size_t kBodyReadBytes = 64 * 1024;
-
-int64_t ElapsedMs(Clock::time_point since) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - since).count();
-}
 
 // OpenSSL set up without reading openssl.cnf (the first initialisation wins, so this runs before
 // any other OpenSSL call of the transport). In the static plugin a host's configuration could

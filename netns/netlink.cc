@@ -2,7 +2,7 @@
 // Copyright The mizarmp Authors
 // Netlink: a libnl-route-3 socket bound to one network namespace.
 #include <arpa/inet.h>
-#include <linux/if.h>
+#include <net/if.h>
 #include <linux/if_addr.h>
 #include <linux/net_namespace.h>
 #include <linux/netlink.h>
