@@ -8,7 +8,8 @@
 #   2. a bounded fuzzing run over its corpus: build-asan/fuzz-corpus/<target>/ (what earlier runs
 #      found; new inputs go there) plus the committed seeds in tests/fuzz/corpus/<target>/
 #      (read only, kept small).
-# Any crash, sanitizer report, leak, timeout (-timeout=10 s per input) or memory blow-up
+# Any crash, sanitizer report, leak, timeout (-timeout, 10 s per input unless
+# MIZARMP_FUZZ_INPUT_TIMEOUT says otherwise) or memory blow-up
 # (-rss_limit_mb=2048) fails the target; the reproducer's path is printed (libFuzzer saves it in
 # build-asan/fuzz-artifacts/<target>/; a failing regression input is its own reproducer).
 # Reproduce one: build-asan/bin/fuzz/<target>_fuzz <file>.
@@ -64,7 +65,7 @@ echo "fuzz: build took $((SECONDS - START)) s"
 # Sanitizer settings of our own, whatever the caller exported (test.sh's ASan pass sets some).
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_stacktrace=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-FUZZ_FLAGS=(-timeout=10 -rss_limit_mb=2048 -detect_leaks=1)
+FUZZ_FLAGS=(-timeout="${MIZARMP_FUZZ_INPUT_TIMEOUT:-10}" -rss_limit_mb=2048 -detect_leaks=1)
 
 TARGETS=()
 if [[ -n "${MIZARMP_FUZZ_TARGETS:-}" ]]; then

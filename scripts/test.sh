@@ -9,12 +9,12 @@
 #   4. builds build-tsan/ (ThreadSanitizer) with only the tests labelled "concurrency"
 #      (servers, the mock, racing plugin processes) and the programs they start, and runs those
 #      tests with every race report fatal,
-#   5. builds the libFuzzer targets in build-asan/ (its libraries are already built) and runs
-#      every fuzz target for a bounded time over its seed corpus and its saved regression inputs
-#      (scripts/fuzz.sh; one test per target).
-# Each sanitizer tree is built while the pass before it runs its tests, at idle CPU and I/O
-# priority: the tests wait on servers, timers and containers for about half their time, and the
-# build takes only what they leave, never a core they want. Its output is printed when it is done.
+#   5. runs every libFuzzer target (built with build-asan/) for a bounded time over its seed
+#      corpus and its saved regression inputs (scripts/fuzz.sh; one test per target).
+# Each sanitizer tree is built while the pass before it runs its tests, and the fuzzers run while
+# the TSan tests do, at idle CPU and I/O priority: the tests wait on servers, timers and
+# containers for about half their time, and the background job takes only what they leave, never
+# a core they want. Its output is printed when it is done. The summary tables each phase's time.
 # Exits non-zero if any step or any test fails. Each run's own ctest summary line is printed in
 # the summary section, and the very last line is the same ctest-style line summed over both runs
 # ("100% tests passed, 0 tests failed out of N"). A failed step (install, build) also ends with
@@ -37,9 +37,27 @@ TOTAL_TESTS=0
 TOTAL_FAILED=0
 TOTAL_SKIPPED=0
 
+# The phases so far, each "NAME START_SECONDS": section starts one, print_phases tables them.
+PHASES=()
 section() {
   echo
   echo "==== $* ($((SECONDS - START)) s) ===="
+  PHASES+=("$SECONDS $*")
+}
+
+# The time each phase took (to the next one's start, the last to now), and the whole run.
+print_phases() {
+  local i start name next
+  echo "phase                                   seconds"
+  for i in "${!PHASES[@]}"; do
+    start=${PHASES[$i]%% *}
+    name=${PHASES[$i]#* }
+    [[ $name == summary ]] && continue
+    next=$SECONDS
+    [[ $((i + 1)) -lt ${#PHASES[@]} ]] && next=${PHASES[$((i + 1))]%% *}
+    printf '%-40s%7d\n' "$name" $((next - start))
+  done
+  printf '%-40s%7d\n' "total" $((SECONDS - START))
 }
 
 # The last line of every run: ctest's own summary format, summed over the passes that ran.
@@ -65,7 +83,7 @@ die() {
   for s in "${SUMMARIES[@]}"; do
     echo "$s"
   done
-  echo "wall time: $((SECONDS - START)) s"
+  print_phases
   final_summary
   exit 1
 }
@@ -80,13 +98,19 @@ run_ctest() {
   record_counts "$name" "$log" "${PIPESTATUS[0]}"
 }
 
-# run_fuzz NAME: scripts/fuzz.sh (it builds its targets in build-asan/), counted like a ctest run.
-run_fuzz() {
-  local name=$1 log
-  mkdir -p "$ROOT/build-asan"
-  log="$ROOT/build-asan/fuzz-output.log"
-  bash "$ROOT/scripts/fuzz.sh" "${MIZARMP_FUZZ_SECONDS:-20}" </dev/null 2>&1 | tee "$log"
-  record_counts "$name" "$log" "${PIPESTATUS[0]}"
+# The fuzz pass: scripts/fuzz.sh (its targets are built with build-asan/), counted like a ctest
+# run. It runs beside the TSan tests (start_idle), on the CPU they leave.
+FUZZ_LOG="$ROOT/build-asan/fuzz-output.log"
+# At idle priority an input can wait seconds for a CPU while two tests hold both, so the time an
+# input may take before it counts as a hang is a minute rather than fuzz.sh's 10 s.
+start_fuzz() {
+  start_idle fuzz "$FUZZ_LOG" env MIZARMP_FUZZ_INPUT_TIMEOUT=60 \
+    bash "$ROOT/scripts/fuzz.sh" "${MIZARMP_FUZZ_SECONDS:-20}"
+}
+finish_fuzz() {
+  local rc=0
+  finish_idle || rc=$?
+  record_counts fuzz "$FUZZ_LOG" "$rc"
 }
 
 # record_counts NAME LOG RC: adds the last ctest-style summary line of LOG to the totals.
@@ -117,11 +141,11 @@ record_counts() {
   return "$rc"
 }
 
-# The build running in the background (start_build) and where its output goes.
-BUILD_PID=
-BUILD_FLAVOUR=
-BUILD_LOG=
-trap '[[ -n $BUILD_PID ]] && kill -- "-$BUILD_PID" 2>/dev/null' EXIT
+# The job running in the background at idle priority (start_idle): its name and its output.
+IDLE_PID=
+IDLE_NAME=
+IDLE_LOG=
+trap '[[ -n $IDLE_PID ]] && kill -- "-$IDLE_PID" 2>/dev/null' EXIT
 
 # Runs a command at idle priority: SCHED_IDLE gets a CPU only when nothing else wants it, and
 # the idle I/O class the disk likewise (nice 19 where the scheduler class is refused).
@@ -130,26 +154,32 @@ if chrt --idle 0 true 2>/dev/null && ionice -c 3 true 2>/dev/null; then
   IDLE=(chrt --idle 0 ionice -c 3)
 fi
 
-# start_build FLAVOUR: scripts/build.sh FLAVOUR in the background at idle priority, in a process
-# group of its own (so an early exit stops the whole build), output to its build directory.
-start_build() {
-  BUILD_FLAVOUR=$1
-  BUILD_LOG="$ROOT/build-$1/build-output.log"
-  mkdir -p "$ROOT/build-$1"
-  setsid --wait "${IDLE[@]}" bash "$ROOT/scripts/build.sh" "$1" </dev/null >"$BUILD_LOG" 2>&1 &
-  BUILD_PID=$!
-  echo "build ($1) started in the background at idle priority; its output follows when it is done"
+# start_idle NAME LOG COMMAND...: COMMAND in the background at idle priority, in a process group
+# of its own (so an early exit stops all of it), its output to LOG.
+start_idle() {
+  IDLE_NAME=$1
+  IDLE_LOG=$2
+  shift 2
+  mkdir -p "$(dirname "$IDLE_LOG")"
+  setsid --wait "${IDLE[@]}" "$@" </dev/null >"$IDLE_LOG" 2>&1 &
+  IDLE_PID=$!
+  echo "$IDLE_NAME started in the background at idle priority; its output follows when it is done"
 }
 
-# finish_build: waits for the build start_build began, prints its output, dies if it failed.
-finish_build() {
-  section "build ($BUILD_FLAVOUR), finishing"
+# finish_idle: waits for the job start_idle began and prints its output; returns its exit code.
+finish_idle() {
+  section "$IDLE_NAME, finishing"
   local rc=0
-  wait "$BUILD_PID" || rc=$?
-  BUILD_PID=
-  cat "$BUILD_LOG"
-  [[ $rc -eq 0 ]] || die "$BUILD_FLAVOUR build"
+  wait "$IDLE_PID" || rc=$?
+  IDLE_PID=
+  cat "$IDLE_LOG"
+  return "$rc"
 }
+
+start_build() {
+  start_idle "build ($1)" "$ROOT/build-$1/build-output.log" bash "$ROOT/scripts/build.sh" "$1"
+}
+finish_build() { finish_idle || die "$IDLE_NAME"; }
 
 section "install dependencies"
 bash "$ROOT/scripts/install-deps.sh" </dev/null || die "scripts/install-deps.sh"
@@ -159,6 +189,7 @@ bash "$ROOT/scripts/build.sh" normal </dev/null || die "normal build"
 
 WANT_ASAN=$([[ "${MIZARMP_TEST_SKIP_ASAN:-}" == 1 ]] || echo 1)
 WANT_TSAN=$([[ "${MIZARMP_TEST_SKIP_TSAN:-}" == 1 ]] || echo 1)
+WANT_FUZZ=$([[ "${MIZARMP_TEST_SKIP_FUZZ:-}" == 1 ]] || echo 1)
 
 section "tests (normal)"
 if [[ -n $WANT_ASAN ]]; then start_build asan; elif [[ -n $WANT_TSAN ]]; then start_build tsan; fi
@@ -185,6 +216,7 @@ if [[ -n $WANT_TSAN ]]; then
   finish_build
 
   section "tests (tsan)"
+  [[ -n $WANT_FUZZ ]] && start_fuzz
   # Debian's gRPC, protobuf, abseil and OpenSSL are not built with ThreadSanitizer: their own
   # accesses are not checked (ignore_noninstrumented_modules), and tsan.supp names the few
   # hand-overs inside gRPC that TSan sees only half of; nothing of ours is suppressed.
@@ -194,9 +226,9 @@ if [[ -n $WANT_TSAN ]]; then
 fi
 
 FUZZ_RC=0
-if [[ "${MIZARMP_TEST_SKIP_FUZZ:-}" != 1 ]]; then
-  section "fuzz"
-  run_fuzz fuzz
+if [[ -n $WANT_FUZZ ]]; then
+  [[ -n $WANT_TSAN ]] || start_fuzz  # no TSan pass to run beside: it has the CPU to itself
+  finish_fuzz
   FUZZ_RC=$?
 fi
 
@@ -204,7 +236,7 @@ section "summary"
 for s in "${SUMMARIES[@]}"; do
   echo "$s"
 done
-echo "wall time: $((SECONDS - START)) s"
+print_phases
 [[ $TOTAL_SKIPPED -gt 0 ]] && echo "$TOTAL_SKIPPED test(s) skipped (counted as passed, as ctest does)"
 final_summary
 [[ $NORMAL_RC -eq 0 && $ASAN_RC -eq 0 && $TSAN_RC -eq 0 && $FUZZ_RC -eq 0 && $TOTAL_FAILED -eq 0 ]]
