@@ -67,6 +67,9 @@ mizarmp_add_test(NAME fence_audit_test SOURCES integration/fence_audit_test.cc
 # endpoint (loopback TCP, client certificates), Publishers reading records, the strict Alcor mock.
 # A new port inside a fence and a dead node's port are cut off, a fenced plug-mode pod's host
 # link is cut (root) and restored; bad publications are refused.
+# It reads the mock's journal with cpp-httplib, whose classes change with the CPPHTTPLIB_*
+# macros PkgConfig::HTTPLIB defines: every file that includes httplib.h must get them, or its
+# httplib::Client and the mock's are two layouts under one name (a heap corruption at -O0).
 mizarmp_add_test(NAME publication_test SOURCES integration/publication_test.cc
-                 LIBS mizarmp_fence mizarmp_mock mizarmp_netns LABELS "integration;root;concurrency"
-                 TIMEOUT 120)
+                 LIBS mizarmp_fence mizarmp_mock mizarmp_netns PkgConfig::HTTPLIB
+                 LABELS "integration;root;concurrency" TIMEOUT 120)
