@@ -108,21 +108,27 @@ EOF
 }
 bridge_ports() { ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1; }
 
+# each_named WHAT EXPR COMMAND...: one line per item that EXPR (mz_json) names in COMMAND's JSON;
+# a line naming WHAT instead when COMMAND fails or prints something else, never nothing.
+each_named() {
+  local what=$1 expr=$2 doc
+  shift 2
+  doc=$("$@") || { echo "$what (could not be read)"; return; }
+  mz_json "$expr" <<<"$doc" || echo "$what (not the JSON expected)"
+}
+
 # One line per thing the demo created and did not remove, each named: ports at the controller,
 # the plugin's attachment records (read by mizarmpctl, the one reader of records/; the plugin's
 # outcome log and the lock files it sweeps later are not records) and the pods' plumbing.
 list_leftovers() {
-  local ports records
-  ports=$(mz_http GET "$URL/project/$PROJECT/ports") ||
-    { echo "the controller's port list (could not be read)"; return; }
-  mz_json '["port %s (%s) at the controller" % (p["id"], ",".join(i["ip_address"]
-            for i in p.get("fixed_ips", []))) for p in d["ports"]]' <<<"$ports" ||
-    echo "the controller's port list (not the JSON expected)"
-  records=$("$BIN/mizarmpctl" attachments -o json --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist") ||
-    { echo "the attachment records (mizarmpctl attachments failed)"; return; }
-  mz_json '["attachment record %s/%s:%s (port %s)" % (r["network"], r["containerId"],
-            r["ifname"], r["portId"]) for r in d]' <<<"$records" ||
-    echo "the attachment records (mizarmpctl printed no JSON list)"
+  each_named "the controller's port list" \
+    '["port %s (%s) at the controller" % (p["id"], ",".join(i["ip_address"]
+      for i in p.get("fixed_ips", []))) for p in d["ports"]]' \
+    mz_http GET "$URL/project/$PROJECT/ports"
+  each_named "the attachment records (mizarmpctl attachments)" \
+    '["attachment record %s/%s:%s (port %s)" % (r["network"], r["containerId"], r["ifname"],
+      r["portId"]) for r in d]' \
+    "$BIN/mizarmpctl" attachments -o json --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
   if [[ $DIALECT == alcor ]]; then
     alcor_leftovers
   else

@@ -60,23 +60,22 @@ WRAPPER
 dirs_before=$(demo_dirs)
 [[ -z "$(demo_processes)" ]] || { echo "demo_test: a demo is already running:"; demo_processes; exit 1; }
 
-env_args=(MIZARMP_DEMO_BIN_DIR="$BIN")
+log=$(mktemp /tmp/mizarmp-demo-test-log.XXXXXX)
 WRAPPED=""
+trap 'rm -rf "$log" ${WRAPPED:+"$WRAPPED"}' EXIT
+env_args=(MIZARMP_DEMO_BIN_DIR="$BIN")
 case $CASE in
   plain) ;;
   ha) env_args+=(MIZARMP_DEMO_HA=1) ;;
   alcor) env_args+=(MIZARMP_DEMO_DIALECT=alcor) ;;
   planted-record)
     WRAPPED=$(mktemp -d /tmp/mizarmp-demo-test.XXXXXX)
-    trap 'rm -rf "$WRAPPED"' EXIT
     plant_record_keeping_plugin "$WRAPPED"
     env_args=(MIZARMP_DEMO_BIN_DIR="$WRAPPED")
     ;;
   *) echo "usage: $0 BIN_DIR plain|ha|alcor|planted-record" >&2; exit 2 ;;
 esac
 
-log=$(mktemp /tmp/mizarmp-demo-test-log.XXXXXX)
-trap 'rm -rf "$log" ${WRAPPED:+"$WRAPPED"}' EXIT
 rc=0
 env "${env_args[@]}" bash "$ROOT/scripts/demo.sh" </dev/null 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
 echo
