@@ -2,6 +2,9 @@
 // Copyright The mizarmp Authors
 #include "fence/publication_service.h"
 
+#include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/auth_context.h>
+
 #include "addons/grpc_status.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -34,6 +37,25 @@ Result<std::string> PublishedPod(const ::mizarmp::v1::Attachment& attachment,
 }
 
 }  // namespace
+
+Status CheckPublisherIdentity(const grpc::ServerContext& context, const std::string& node) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  const std::vector<grpc::string_ref> names =
+      auth ? auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME) : std::vector<grpc::string_ref>{};
+  const std::string wanted = LogEscaped(kNodeIdentityPrefix + node);
+  if (names.empty()) {
+    // The controller's own unix socket: 0600 in a 0700 directory, so the caller is the operator
+    // of this server, who may write the index as it may write the store (DESIGN.md, "Security").
+    if (context.peer().rfind("unix:", 0) == 0) return Status::Ok();
+    return PermissionDeniedError("a publication for node " + LogEscaped(node) +
+                                 " needs a client certificate whose CN is " + wanted);
+  }
+  const std::string caller(names.front().data(), names.front().size());
+  if (caller == kNodeIdentityPrefix + node) return Status::Ok();
+  return PermissionDeniedError("the client certificate " + LogEscaped(caller) +
+                               " may not publish for node " + LogEscaped(node) + ": only " +
+                               wanted + " may");
+}
 
 Result<std::vector<AddressedPort>> PublishedPorts(const ::mizarmp::v1::PublishRequest& request) {
   MZ_RETURN_IF_ERROR(CheckName(request.node(), "node"));
@@ -69,13 +91,14 @@ std::string PublicationService::health_name() const {
   return ::mizarmp::v1::PortIndex::service_full_name();
 }
 
-grpc::Status PublicationService::Publish(grpc::ServerContext* /*context*/,
+grpc::Status PublicationService::Publish(grpc::ServerContext* context,
                                          const ::mizarmp::v1::PublishRequest* request,
                                          ::mizarmp::v1::PublishResponse* response) {
   auto ports = PublishedPorts(*request);
-  if (!ports.ok()) {
-    MZ_LOG(kWarn) << "Publish refused: " << ports.status().message();
-    return addons::ToGrpcStatus(ports.status());
+  Status allowed = ports.ok() ? CheckPublisherIdentity(*context, request->node()) : ports.status();
+  if (!allowed.ok()) {
+    MZ_LOG(kWarn) << "Publish refused: " << allowed.message();
+    return addons::ToGrpcStatus(allowed);
   }
   auto answer = fences_.Publish(request->node(), *ports);
   if (!answer.ok()) {

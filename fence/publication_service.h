@@ -6,7 +6,8 @@
 // publication to FenceService::Publish, which owns the index.
 //
 // It is served on every endpoint of the controller's server; node agents reach it on the
-// publication endpoint (a tcp:// listener that authenticates them by client certificate).
+// publication endpoint (a tcp:// listener that authenticates them by client certificate, each
+// of which may publish for its own node only: CheckPublisherIdentity).
 #pragma once
 
 #include <string>
@@ -23,6 +24,17 @@ namespace mizarmp::fence {
 inline constexpr int kMaxPublishedAttachments = 100000;
 inline constexpr int kMaxAddressesPerAttachment = 16;
 inline constexpr size_t kMaxPublishedNameBytes = 253;
+
+// A node agent's client certificate names its node as Kubernetes names a kubelet's: its subject
+// CN is "system:node:<name>" (kubernetes pkg/auth/nodeidentifier/default.go), so a kubelet's
+// client certificate can serve, and no node can publish for another (as NodeRestriction keeps a
+// kubelet to its own Node object).
+inline constexpr const char* kNodeIdentityPrefix = "system:node:";
+
+// OK when the caller may publish for `node`: its certificate's CN is kNodeIdentityPrefix + node,
+// or it has no certificate and came in on the server's own unix socket (its operator).
+// PERMISSION_DENIED naming both names otherwise.
+Status CheckPublisherIdentity(const grpc::ServerContext& context, const std::string& node);
 
 // The request as the index takes it: every address of every attachment, or INVALID_ARGUMENT
 // naming the field (`attachments[3].ips[1]`) and what is wrong with it.

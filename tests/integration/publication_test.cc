@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -117,8 +118,10 @@ class PublicationTest : public ::testing::Test {
     PublisherOptions o;
     o.target = PublicationTarget();
     o.ca_file = pki_.ca;
-    o.cert_file = pki_.client_cert;
-    o.key_file = pki_.client_key;
+    const Pki::KeyPair own = pki_.NodeClient(node);
+    EXPECT_TRUE(pki_.error.empty()) << pki_.error;
+    o.cert_file = own.cert;
+    o.key_file = own.key;
     o.node = node;
     o.state_dir = StateDir(node);
     o.interval = 50ms;
@@ -177,13 +180,14 @@ class PublicationTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
 
-  // A stub on the publication endpoint with this test's client certificate, or without one.
-  std::unique_ptr<::mizarmp::v1::PortIndex::Stub> Stub(bool with_certificate) const {
+  // A stub on the publication endpoint with `certificate` as its client certificate, or none.
+  std::unique_ptr<::mizarmp::v1::PortIndex::Stub> Stub(
+      const std::optional<Pki::KeyPair>& certificate) const {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = *ReadFile(pki_.ca);
-    if (with_certificate) {
-      ssl.pem_cert_chain = *ReadFile(pki_.client_cert);
-      ssl.pem_private_key = *ReadFile(pki_.client_key);
+    if (certificate) {
+      ssl.pem_cert_chain = *ReadFile(certificate->cert);
+      ssl.pem_private_key = *ReadFile(certificate->key);
     }
     return ::mizarmp::v1::PortIndex::NewStub(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(server_->additional_port()), grpc::SslCredentials(ssl)));
@@ -565,6 +569,8 @@ TEST_F(PublicationTest, APlugModePodsHostLinkIsCutWhileAFenceHoldsItsPort) {
 
 TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  const Pki::KeyPair node_a = pki_.NodeClient("node-a");
+  ASSERT_TRUE(pki_.error.empty()) << pki_.error;
   ::mizarmp::v1::PublishRequest request;
   request.set_node("node-a");
   auto* attachment = request.add_attachments();
@@ -574,19 +580,19 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + 10s);
-    const grpc::Status s = Stub(/*with_certificate=*/false)->Publish(&context, request, &response);
+    const grpc::Status s = Stub(std::nullopt)->Publish(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   }
   {
     grpc::ClientContext context;
-    const grpc::Status s = Stub(true)->Publish(&context, request, &response);
+    const grpc::Status s = Stub(node_a)->Publish(&context, request, &response);
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(response.lease_seconds(), 30u);
   }
   attachment->add_ips("10.240.0.999");
   {
     grpc::ClientContext context;
-    const grpc::Status s = Stub(true)->Publish(&context, request, &response);
+    const grpc::Status s = Stub(node_a)->Publish(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("attachments[0].ips[1]"), std::string::npos)
         << s.error_message();
@@ -594,7 +600,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   request.set_node("");
   {
     grpc::ClientContext context;
-    const grpc::Status s = Stub(true)->Publish(&context, request, &response);
+    const grpc::Status s = Stub(node_a)->Publish(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("node is empty"), std::string::npos) << s.error_message();
   }
@@ -608,10 +614,51 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
     attachment->set_pod_namespace(pod_namespace);
     attachment->set_pod_name(pod_name);
     grpc::ClientContext context;
-    const grpc::Status s = Stub(true)->Publish(&context, request, &response);
+    const grpc::Status s = Stub(node_a)->Publish(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find(field), std::string::npos) << s.error_message();
   }
+}
+
+// As NodeRestriction keeps a kubelet to its own Node: a node's certificate publishes for that
+// node only. Were another node's empty publication accepted under a dead node's name, the index
+// would hold that node as live with nothing on it, and a fence would never find its ports.
+TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.240.0.10", true));
+  auto agent = StartPublisher("node-a");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+  agent.reset();  // node-a's agent is gone; its lease still runs
+
+  const Pki::KeyPair node_b = pki_.NodeClient("node-b");
+  const Pki::KeyPair not_a_node{pki_.client_cert, pki_.client_key};  // CN mizarmp-client
+  ASSERT_TRUE(pki_.error.empty()) << pki_.error;
+  ::mizarmp::v1::PublishRequest empty_for_a;
+  empty_for_a.set_node("node-a");
+  for (const auto& [certificate, caller] :
+       std::vector<std::pair<Pki::KeyPair, std::string>>{{node_b, "system:node:node-b"},
+                                                          {not_a_node, "mizarmp-client"}}) {
+    grpc::ClientContext context;
+    ::mizarmp::v1::PublishResponse response;
+    const grpc::Status s = Stub(certificate)->Publish(&context, empty_for_a, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << caller;
+    EXPECT_NE(s.error_message().find("\"" + caller + "\" may not publish for node \"node-a\""),
+              std::string::npos)
+        << s.error_message();
+  }
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  EXPECT_FALSE(Up("a1")) << "a refused publication hid node-a's port from the fence";
+
+  // The controller's own unix socket is its operator's (0600 in a 0700 directory).
+  grpc::ClientContext context;
+  ::mizarmp::v1::PublishRequest for_c;
+  for_c.set_node("node-c");
+  ::mizarmp::v1::PublishResponse response;
+  const grpc::Status s =
+      ::mizarmp::v1::PortIndex::NewStub(SocketChannel())->Publish(&context, for_c, &response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
 TEST(NodeAttachments, PublishesEveryAddressOfThisNodesRecordsOnce) {

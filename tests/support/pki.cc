@@ -10,6 +10,24 @@
 #include "tests/support/process.h"
 
 namespace mizarmp::testing {
+namespace {
+
+constexpr const char* kNewKey = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
+constexpr const char* kSign =
+    "openssl x509 -req -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 ";
+
+// Runs the shell steps in order, stopping at the first that fails; false with the output in
+// `error` then.
+bool RunSteps(const std::vector<std::string>& steps, std::string* error) {
+  std::string script = "set -e";
+  for (const auto& step : steps) script += "; " + step;
+  std::string out;
+  if (Shell("(" + script + ") 2>&1", &out) == 0) return true;
+  *error = out;
+  return false;
+}
+
+}  // namespace
 
 TempDir::TempDir(const std::string& parent) {
   std::string tmpl = parent + "/mizarmp-test-XXXXXX";
@@ -29,8 +47,8 @@ Pki::Pki(const std::string& san) {
   server_key = d + "/server.key";
   client_cert = d + "/client.crt";
   client_key = d + "/client.key";
-  const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
-  const std::string sign = "openssl x509 -req -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 ";
+  const std::string key = kNewKey;
+  const std::string sign = kSign;
   const std::vector<std::string> steps = {
       "cd '" + d + "'",
       "printf 'subjectAltName=" + san + "\\nextendedKeyUsage=serverAuth\\n' > server.ext",
@@ -40,10 +58,21 @@ Pki::Pki(const std::string& san) {
       sign + "-in server.csr -out server.crt -extfile server.ext",
       "openssl req " + key + "-keyout client.key -out client.csr -subj /CN=mizarmp-client",
       sign + "-in client.csr -out client.crt -extfile client.ext"};
-  std::string script = "set -e";
-  for (const auto& step : steps) script += "; " + step;
-  std::string out;
-  if (Shell("(" + script + ") 2>&1", &out) != 0) error = out;
+  RunSteps(steps, &error);
+}
+
+Pki::KeyPair Pki::NodeClient(const std::string& node) {
+  const std::string d = dir.path();
+  const std::string name = "node-client-" + node;
+  const KeyPair made{d + "/" + name + ".crt", d + "/" + name + ".key"};
+  if (std::filesystem::exists(made.cert)) return made;  // issued before
+  const std::vector<std::string> steps = {
+      "cd '" + d + "'",
+      "openssl req " + std::string(kNewKey) + "-keyout '" + name + ".key' -out '" + name +
+          ".csr' -subj '/O=system:nodes/CN=system:node:" + node + "'",
+      std::string(kSign) + "-in '" + name + ".csr' -out '" + name + ".crt' -extfile client.ext"};
+  if (!RunSteps(steps, &error)) return {};
+  return made;
 }
 
 }  // namespace mizarmp::testing

@@ -30,6 +30,14 @@ struct Pki {
   TempDir dir;
   std::string ca, server_cert, server_key, client_cert, client_key;
   std::string error;
+
+  // A node agent's client certificate, signed by this CA, named as a kubelet's is
+  // (CN system:node:<node>, O system:nodes). `node` is a plain test name (no quotes or slashes).
+  // Empty paths, with openssl's output in `error`, when it failed.
+  struct KeyPair {
+    std::string cert, key;
+  };
+  KeyPair NodeClient(const std::string& node);
 };
 
 }  // namespace mizarmp::testing
