@@ -266,7 +266,7 @@ Key PluginTlsKey() {
              "",
              "",
              "{\"caFile\", \"certFile\", \"keyFile\", \"insecureSkipVerify\"}: the --mp-* flags' "
-             "settings in the CNI plugin's shape; whichever comes later in the file wins",
+             "settings in the CNI plugin's shape (not beside them in one file)",
              std::move(from_json),
              nullptr};
 }
@@ -602,6 +602,20 @@ Status ValidatePublication(const ServerConfig& c) {
   return c.publisher.Validate();
 }
 
+// "tls" (the plugin's shape) and the flat mp* keys set the same settings. JSON gives an object's
+// keys no order to honour (nlohmann::json applies them alphabetically), so a file gives one
+// shape or the other.
+Status CheckOneTlsShape(const json& doc) {
+  if (!doc.contains("tls")) return Status::Ok();
+  for (const char* flat : {"mpCaFile", "mpCertFile", "mpKeyFile", "mpInsecureSkipVerify"}) {
+    if (doc.contains(flat)) {
+      return InvalidArgumentError("config: \"tls\" and " + Quoted(flat) +
+                                  " set the same settings; give one of them");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
@@ -612,6 +626,7 @@ Status ApplyConfigJson(std::string_view json_text, ServerConfig& config) {
   json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
   if (doc.is_discarded()) return InvalidArgumentError("config: not valid JSON");
   if (!doc.is_object()) return InvalidArgumentError("config: the top level must be an object");
+  MZ_RETURN_IF_ERROR(CheckOneTlsShape(doc));
   for (const auto& item : doc.items()) {
     // Named locals, not a structured binding: clang 14 (the fuzz build) does not yet let a
     // lambda capture a structured binding (a C++20 change, P1091).

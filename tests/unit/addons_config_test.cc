@@ -479,6 +479,27 @@ TEST(AddonsConfig, PluginShapedTlsObject) {
   ExpectInvalid({"--mpurl", "http://127.0.0.1:1", "--tls", "x"}, "--tls");
 }
 
+// "tls" and the flat mp* keys set the same settings. A JSON object has no order a reader must
+// keep (nlohmann::json applies keys alphabetically), so one file holding both is refused,
+// whichever comes first, rather than one silently beating the other.
+TEST(AddonsConfig, TheTlsObjectAndTheFlatMpKeysAreNotMixedInOneFile) {
+  for (const std::string flat : {"mpCaFile", "mpCertFile", "mpKeyFile"}) {
+    for (const bool tls_first : {true, false}) {
+      const std::string tls = R"("tls": {"caFile": "/a.pem"})";
+      const std::string other = "\"" + flat + "\": \"/b.pem\"";
+      ServerConfig c;
+      const Status s = ApplyConfigJson(
+          "{" + (tls_first ? tls + ", " + other : other + ", " + tls) + "}", c);
+      EXPECT_EQ(s.code(), Code::kInvalidArgument) << flat;
+      EXPECT_NE(s.message().find("\"tls\" and \"" + flat + "\""), std::string::npos)
+          << s.message();
+    }
+  }
+  ServerConfig c;
+  const Status s = ApplyConfigJson(R"({"mpInsecureSkipVerify": true, "tls": {}})", c);
+  EXPECT_NE(s.message().find("\"mpInsecureSkipVerify\""), std::string::npos) << s.message();
+}
+
 // The reader, the flags and --help are generated from one table (config.cc): every JSON key has
 // a kebab-case flag (only "tls", the --mp-* settings in the CNI plugin's shape, is config file
 // only), and each key and flag shows up in --help with its help line.
