@@ -154,6 +154,16 @@ Status FenceService::OpenStore() {
 void FenceService::Start() { StartLoop(/*initial_pass=*/true); }
 
 Status FenceService::StartAndWait() {
+  // A second opening would replace store_ while a pass holds pointers into the first one.
+  const bool started = [this] {
+    {
+      MutexLock lock(run_mu_);
+      if (thread_.joinable()) return true;
+    }
+    MutexLock lock(store_mu_);
+    return store_ != nullptr;
+  }();
+  if (started) return FailedPreconditionError("fence service: already started");
   MZ_RETURN_IF_ERROR(OpenStore());
   auto first = Reconcile();
   if (!first.ok()) {

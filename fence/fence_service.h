@@ -138,7 +138,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // For tests: opens the store and reconciles once, synchronously, then starts the loop;
   // returns the open error. Start() does the same on the loop's thread, and a test that drives
   // Reconcile() itself needs the first pass over before its own, which only the service's
-  // private opening and term bookkeeping can give.
+  // private opening and term bookkeeping can give. FAILED_PRECONDITION once started (by either).
   Status StartAndWait() MZ_EXCLUDES(store_mu_, enforce_mu_, run_mu_);
 
   // The fence families (fence/metrics.h) on the server's registry.

@@ -249,6 +249,25 @@ TEST_F(FenceServiceSeedTest, Ipv6FenceCoversDualStackPorts) {
   EXPECT_EQ(List(), (std::vector<std::string>{"fd00:240::/64", v6_of_a1 + "/128"}));
 }
 
+// The store is opened once: a second start would replace it while a pass holds pointers into
+// the one it opened. A StartAndWait() after Start() (or after itself) is refused, and the
+// service goes on with the store it has.
+TEST_F(FenceServiceTest, ASecondStartIsRefusedAndKeepsTheStore) {
+  Port("a1", "10.240.1.10", "node-a");
+  Start();
+  const Status again = service_->StartAndWait();
+  EXPECT_EQ(again.code(), Code::kFailedPrecondition) << again.ToString();
+  EXPECT_NE(again.message().find("already started"), std::string::npos) << again.message();
+
+  FenceService started(Options());
+  started.Start();  // opens the store on its own thread
+  EXPECT_EQ(started.StartAndWait().code(), Code::kFailedPrecondition);
+  started.Stop();
+
+  ASSERT_TRUE(Fence({"10.240.1.10/32"}).ok());
+  EXPECT_EQ(AdminUp(), (std::map<std::string, bool>{{"a1", false}}));
+}
+
 TEST_F(FenceServiceTest, BadAndMissingCidrsAreInvalidArgumentNamingTheValue) {
   Port("a1", "10.240.1.10", "node-a");
   Start();
