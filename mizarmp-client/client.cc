@@ -500,9 +500,11 @@ struct Client::Impl {
   }
 
   // The ports of a list answer `read` from `r`'s body (bare, or under "ports"; null is none).
-  // A 2xx answer got here only once ListReader had read it.
+  // Call() gives a 2xx list answer to ListReader before it returns, so `read` is absent only
+  // if that ever changed: an error then, never a dereference of nothing.
   static Result<PortList> PortListOf(const Response& r, std::optional<PortListDocument> read) {
     if (!r.success()) return r.Error();
+    if (!read) return r.Unusable(Code::kInternal, "the list answer was never read");
     JsonType list_type = read->type;
     if (read->type == JsonType::kObject) {
       if (read->ports_type == JsonType::kAbsent) {
