@@ -953,7 +953,7 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
       << "server did not come up; log: " << ReadFile(dir.path() + "/addons.log").value();
   auto stub = identity::Identity::NewStub(channel);
   // Health turns SERVING once the background evaluation found everything ready (its Mizar-MP
-  // check took 1.5 s); past the Mizar-MP check's 1 s cache, the Probe below makes its own.
+  // check took 1.5 s).
   for (int i = 0; i < 400; ++i) {
     auto serving = HealthCheck(channel, "");
     if (serving.ok() && *serving == 1) break;
@@ -962,18 +962,27 @@ TEST(AddonsBinary, SigtermDrainsAndRemovesSocket) {
   auto serving = HealthCheck(channel, "");
   ASSERT_TRUE(serving.ok() && *serving == 1)
       << "health never SERVING; log: " << ReadFile(dir.path() + "/addons.log").value();
-  std::this_thread::sleep_for(1200ms);
 
-  const uint64_t before = mock->requests();
-  auto probe = std::async(std::launch::async, [&] {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-    identity::ProbeResponse resp;
-    grpc::Status s = stub->Probe(&ctx, {}, &resp);
-    return std::make_pair(s, resp);
-  });
-  // Wait until the Probe is inside the server (its REST call reached the mock).
-  for (int i = 0; i < 2000 && mock->requests() == before; ++i) std::this_thread::sleep_for(5ms);
+  // Probes until one is inside the server making its own REST call: while the Mizar-MP check's
+  // 1 s cache holds the evaluation above, a Probe answers from it at once, and another is sent.
+  auto start_probe = [&] {
+    return std::async(std::launch::async, [&] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+      identity::ProbeResponse resp;
+      grpc::Status s = stub->Probe(&ctx, {}, &resp);
+      return std::make_pair(s, resp);
+    });
+  };
+  uint64_t before = 0;
+  std::future<std::pair<grpc::Status, identity::ProbeResponse>> probe;
+  const auto give_up = std::chrono::steady_clock::now() + 30s;
+  do {
+    before = mock->requests();
+    probe = start_probe();
+    while (mock->requests() == before && probe.wait_for(5ms) != std::future_status::ready) {
+    }
+  } while (mock->requests() == before && std::chrono::steady_clock::now() < give_up);
   ASSERT_GT(mock->requests(), before);
 
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
