@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/fileutil.h"
+#include "common/unix_socket.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"
@@ -196,11 +197,17 @@ TEST_F(ClientRelayTest, TheNodeServerRelaysForThePluginAndRemovesItsSocketOnExit
   const std::string log = dir_.path() + "/addons.log";
   const pid_t pid = testing::SpawnProcess(argv, {}, "", log);
   ASSERT_GT(pid, 0);
+  // The socket file exists from the relay's bind(), before its listen(): a plugin connecting
+  // in between is refused and goes directly (with a TLS handshake of its own, which is what
+  // failed this test under load). So the relay is ready once it accepts a connection.
+  const auto live = [this] {
+    auto accepts = SocketIsLive(socket_);
+    return accepts.ok() && *accepts;
+  };
+  for (int i = 0; i < 1500 && !live(); ++i) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(live()) << "no relay; log:\n" << LogText(log);
   struct stat st {};
-  for (int i = 0; i < 500 && ::stat(socket_.c_str(), &st) != 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  ASSERT_TRUE(S_ISSOCK(st.st_mode)) << "no relay socket; log:\n" << LogText(log);
+  ASSERT_EQ(::stat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
   const TlsHandshakes made = CreateAndRead(Config(), "p1");
