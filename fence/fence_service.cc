@@ -314,7 +314,11 @@ Result<FenceService::PublicationAnswer> FenceService::Publish(
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
   FencesMet met = MetBy(snap, ports);
   if (met.unheld_inside) RequestPassSoon(*opened.store);
-  return PublicationAnswer{options_.publication_lease, std::move(met.held)};
+  std::vector<Cidr> standing;
+  standing.reserve(snap.fences.size());
+  for (const FenceEntry& f : snap.fences) standing.push_back(f.cidr);
+  return PublicationAnswer{options_.publication_lease, std::move(met.held),
+                           MakeFenceSet(std::move(standing))};
 }
 
 // The loop's next turn (within kStorePollInterval) makes the pass on this replica if it leads;

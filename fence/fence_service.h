@@ -91,6 +91,7 @@
 #include "fence/cidrset.h"
 #include "fence/clients.h"
 #include "fence/enforcer.h"
+#include "fence/fence_set.h"
 #include "fence/fence.grpc.pb.h"
 #include "fence/leadership.h"
 #include "fence/listed_nodes.h"
@@ -150,9 +151,12 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // waiting for the reconcile interval. The answer also names the published ports a fence holds
   // down, for the node to cut where Mizar-MP's agent does not. FAILED_PRECONDITION when the
   // index is off.
+  // The answer also carries the standing fence set, whose CIDRs the adapter sends only to a
+  // node that named another set's digest (fence/host_filter.h enforces it there).
   struct PublicationAnswer {
     std::chrono::seconds lease;
     std::vector<std::string> fenced_port_ids;  // of the published ports, those a fence holds
+    FenceSet fence_set;                        // every standing fence
   };
   Result<PublicationAnswer> Publish(const std::string& node,
                                     const std::vector<AddressedPort>& ports) MZ_EXCLUDES(store_mu_);

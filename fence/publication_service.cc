@@ -108,6 +108,10 @@ grpc::Status PublicationService::Publish(grpc::ServerContext* context,
   }
   response->set_lease_seconds(static_cast<uint32_t>(answer->lease.count()));
   for (const std::string& id : answer->fenced_port_ids) response->add_fenced_port_ids(id);
+  response->set_fence_set_digest(answer->fence_set.digest);
+  if (request->fence_set_digest() != answer->fence_set.digest) {
+    for (const Cidr& c : answer->fence_set.cidrs) response->add_fenced_cidrs(c.ToString());
+  }
   return grpc::Status::OK;
 }
 

@@ -2,7 +2,9 @@
 // Copyright The mizarmp Authors
 #include "fence/publisher.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netdb.h>
 
 #include <algorithm>
 
@@ -26,6 +28,32 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const PublisherOpt
   MZ_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPemFile("publishCertFile", o.cert_file));
   MZ_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPemFile("publishKeyFile", o.key_file));
   return grpc::SslCredentials(ssl);
+}
+
+// The controller's addresses, which the host filter never cuts: an unfence travels this way
+// even when a fenced CIDR covers the controller. None when the name does not resolve now (the
+// controller is then unreachable as well).
+std::vector<KeptPeer> ControllerPeers(const endpoint::Endpoint& target) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(target.host.c_str(), nullptr, &hints, &found) != 0) {
+    MZ_LOG(kWarn) << "publication: " << target.host << " does not resolve; the fence set may cut it";
+    return {};
+  }
+  std::vector<KeptPeer> peers;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* bytes =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (::inet_ntop(a->ai_family, bytes, text, sizeof text) == nullptr) continue;
+    auto ip = IpAddress::Parse(text);
+    if (ip.ok()) peers.push_back({*ip, static_cast<uint16_t>(target.port)});
+  }
+  ::freeaddrinfo(found);
+  return peers;
 }
 
 }  // namespace
@@ -67,11 +95,15 @@ Result<std::unique_ptr<Publisher>> Publisher::Create(PublisherOptions options) {
   MZ_ASSIGN_OR_RETURN(const endpoint::Endpoint target, endpoint::ParseEndpoint(options.target));
   MZ_ASSIGN_OR_RETURN(auto credentials, Credentials(options));
   auto channel = grpc::CreateChannel(target.GrpcAddress(), credentials);
-  return std::unique_ptr<Publisher>(new Publisher(std::move(options), std::move(channel)));
+  return std::unique_ptr<Publisher>(
+      new Publisher(std::move(options), std::move(channel), ControllerPeers(target)));
 }
 
-Publisher::Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel)
-    : options_(std::move(options)), channel_(std::move(channel)) {}
+Publisher::Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel,
+                     std::vector<KeptPeer> controller)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      filter_(options_.state_dir + "/.fence-set", std::move(controller)) {}
 
 Publisher::~Publisher() { Stop(); }
 
@@ -101,6 +133,11 @@ void Publisher::Run() {
     MutexLock lock(mu_);
     return lock.WaitFor(cv_, d, [this]() MZ_REQUIRES(mu_) { return stopping_; });
   };
+  // A rebooted node enforces the last set it knew before it publishes: it never lifts a fence
+  // it has not seen lifted.
+  if (Status restored = filter_.Restore(); !restored.ok()) {
+    MZ_LOG(kWarn) << "fence: " << restored.ToString();
+  }
   do {
     Look();
   } while (!stopped_within(options_.interval));
@@ -130,6 +167,7 @@ void Publisher::Look() {
 Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort>& ports) {
   ::mizarmp::v1::PublishRequest request;
   request.set_node(options_.node);
+  request.set_fence_set_digest(filter_.digest());
   ::mizarmp::v1::Attachment* current = nullptr;
   std::vector<const AddressedPort*> by_port;
   for (const AddressedPort& p : ports) by_port.push_back(&p);
@@ -157,12 +195,31 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
   // A third of the lease: two more tries before the node lapses.
   republish_at_ = std::chrono::steady_clock::now() +
                   std::chrono::seconds(std::max<uint32_t>(1, response.lease_seconds() / 3));
+  Enforce(response);
   {
     MutexLock lock(mu_);
     ++published_;
   }
   return std::set<std::string>(response.fenced_port_ids().begin(),
                                response.fenced_port_ids().end());
+}
+
+void Publisher::Enforce(const ::mizarmp::v1::PublishResponse& response) {
+  if (response.fence_set_digest().empty() || response.fence_set_digest() == filter_.digest()) {
+    return;
+  }
+  auto set = ParseFenceSet({response.fenced_cidrs().begin(), response.fenced_cidrs().end()},
+                           "Publish answer: fenced_cidrs");
+  if (set.ok() && set->digest != response.fence_set_digest()) {
+    set = InternalError("Publish answer: fenced_cidrs do not make the set its digest names");
+  }
+  Status applied = set.ok() ? filter_.Apply(*set) : set.status();
+  if (!applied.ok()) {
+    // The set enforced before stands; the next publication asks for this one again.
+    MZ_LOG(kWarn) << "fence: " << applied.ToString();
+    return;
+  }
+  MZ_LOG(kInfo) << "fence: this node enforces " << set->cidrs.size() << " fenced CIDR(s)";
 }
 
 }  // namespace mizarmp::fence

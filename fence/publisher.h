@@ -10,7 +10,9 @@
 // again once a third of the lease the controller granted has passed, so a live node never lapses
 // for one lost call. A failed call is retried at the next look. Each answer names this node's
 // ports a fence holds down, whose plug-mode host links the publisher then holds down too
-// (fence/link_cutter.h): within a third of the lease of the fence. The whole set goes in every
+// (fence/link_cutter.h): within a third of the lease of the fence. It also carries the standing
+// fence set, which this node enforces for itself and the pods it routes (fence/host_filter.h),
+// so a fence holds on the surviving nodes when the fenced node's own agent is dead. The whole set goes in every
 // call: the controller replaces what the node published before, so nothing depends on an
 // earlier call having arrived.
 #pragma once
@@ -24,6 +26,7 @@
 
 #include "addons/service.h"
 #include "common/mutex.h"
+#include "fence/host_filter.h"
 #include "fence/link_cutter.h"
 #include "fence/options.h"
 #include "fence/port_index.h"
@@ -32,6 +35,9 @@
 namespace grpc {
 class Channel;
 }  // namespace grpc
+namespace mizarmp::v1 {
+class PublishResponse;
+}  // namespace mizarmp::v1
 
 namespace mizarmp::fence {
 
@@ -53,17 +59,22 @@ class Publisher final : public addons::AddonsComponent {
   uint64_t published() const MZ_EXCLUDES(mu_);
 
  private:
-  Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel);
+  Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel,
+            std::vector<KeptPeer> controller);
   void Run() MZ_EXCLUDES(mu_);
   // One look at the records, and a publication when due.
   void Look();
-  // The ports of this node that a fence holds down, as the controller answered.
+  // The ports of this node that a fence holds down, as the controller answered. Enforces the
+  // fence set the answer carries.
   Result<std::set<std::string>> Publish(const std::vector<AddressedPort>& ports);
+  // Enforces the set `response` carries, when it names another than the one enforced.
+  void Enforce(const ::mizarmp::v1::PublishResponse& response);
 
   const PublisherOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   records::RecordCache records_{options_.state_dir};
   LinkCutter cutter_{options_.state_dir + "/.fenced-links"};
+  HostFilter filter_;  // the loop's own
   // The loop's own (its thread only): what the controller last accepted, and when to publish an
   // unchanged set again.
   std::vector<AddressedPort> accepted_;

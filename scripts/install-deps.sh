@@ -15,11 +15,11 @@ PACKAGES=(
   # libraries the C++ code links
   nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libcpp-httplib-dev libboost-dev
   libssl-dev openssl libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcryptsetup-dev libsqlite3-dev prometheus-cpp-dev libsimdjson-dev
+  libcryptsetup-dev libnftables-dev libsqlite3-dev prometheus-cpp-dev libsimdjson-dev
   # tests: googletest, LUKS tooling, an independent gRPC client
   libgtest-dev libgmock-dev cryptsetup-bin python3 python3-grpcio python3-grpc-tools
   # network namespaces, links and pings in tests and the demo
-  iproute2 iputils-ping procps
+  iproute2 iputils-ping procps nftables
   # the etcd fence store's tests and benchmarks: a real etcd cluster on loopback and etcdctl
   etcd-server etcd-client
   # Open vSwitch for the ovsdb library's tests and the mock's OVS agent (tests/ovs.cmake):

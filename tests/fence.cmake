@@ -73,3 +73,7 @@ mizarmp_add_test(NAME fence_audit_test SOURCES integration/fence_audit_test.cc
 mizarmp_add_test(NAME publication_test SOURCES integration/publication_test.cc
                  LIBS mizarmp_fence mizarmp_mock mizarmp_netns PkgConfig::HTTPLIB
                  LABELS "integration;root;concurrency" TIMEOUT 120)
+
+# The standing fence set and the node's nftables host filter (root: a namespace per test).
+mizarmp_add_test(NAME host_filter_test SOURCES integration/host_filter_test.cc
+                 LIBS mizarmp_fence_core LABELS "netns;root" TIMEOUT 60)

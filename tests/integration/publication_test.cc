@@ -33,6 +33,7 @@
 #include "records/records.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/port_spec.h"
+#include "tests/support/process.h"
 #include "tests/support/records.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
@@ -45,6 +46,8 @@ using mizarmp::testing::TempDir;
 using namespace std::chrono_literals;
 
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
+// The controller's address on the link to a node in a namespace of its own.
+constexpr const char* kControllerAddress = "10.253.0.1";
 
 // Polls `done` (a look at the mock or a counter) until it holds or `limit` passed.
 template <typename Predicate>
@@ -94,7 +97,8 @@ class PublicationTest : public ::testing::Test {
     admin_ = std::make_unique<FenceAdminService>(*fences_);
     addons::ServerOptions s;
     s.endpoint = "unix://" + dir_.path() + "/run/csi-addons.sock";
-    s.additional_endpoint = "tcp://127.0.0.1:0";
+    // Every address: a node agent in a namespace of its own comes in on kControllerAddress.
+    s.additional_endpoint = "tcp://0.0.0.0:0";
     s.tls_cert_file = pki_.server_cert;
     s.tls_key_file = pki_.server_key;
     s.tls_client_ca_file = pki_.ca;
@@ -263,7 +267,7 @@ class PublicationTest : public ::testing::Test {
   void PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(const std::string& store);
 
   TempDir dir_;
-  Pki pki_;
+  Pki pki_{std::string("IP:127.0.0.1,IP:") + kControllerAddress + ",DNS:localhost"};
   std::unique_ptr<mock::MockServer> mock_;
   std::unique_ptr<client::Client> mp_;
   std::unique_ptr<FenceService> fences_;
@@ -659,6 +663,91 @@ TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
   const grpc::Status s =
       ::mizarmp::v1::PortIndex::NewStub(SocketChannel())->Publish(&context, for_c, &response);
   EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// Two nodes, each a network namespace: node-a holds pod A's address and has no agent (it died);
+// node-b runs mizarmp-addons in node mode, publishing to this controller over a link of its own.
+// A fence of A's address is enforced by node-b itself: no packet passes between A and node-b
+// either way, whatever node-a does, and the unfence restores both directions.
+TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
+  MZ_REQUIRE_NETNS();
+  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.240.0.10", false));
+  const std::string tag = std::to_string(::getpid() % 100000);
+  testing::ScopedNetns node_a(testing::UniqueName("mzna")), node_b(testing::UniqueName("mznb"));
+  ASSERT_TRUE(node_a.ok() && node_b.ok());
+  const std::string ab = "mzab" + tag, ba = "mzba" + tag, cb = "mzcb" + tag, bc = "mzbc" + tag;
+  for (const std::string& step : std::vector<std::string>{
+           // node-a (pod A's address) and node-b, linked
+           "ip link add " + ab + " netns " + node_a.name() + " type veth peer " + ba + " netns " +
+               node_b.name(),
+           "ip -n " + node_a.name() + " addr add 10.240.0.10/24 dev " + ab,
+           "ip -n " + node_b.name() + " addr add 10.240.0.20/24 dev " + ba,
+           // node-b and the controller (this namespace)
+           "ip link add " + cb + " type veth peer " + bc + " netns " + node_b.name(),
+           std::string("ip addr add ") + kControllerAddress + "/30 dev " + cb,
+           "ip -n " + node_b.name() + " addr add 10.253.0.2/30 dev " + bc,
+           "ip link set " + cb + " up", "ip -n " + node_a.name() + " link set " + ab + " up",
+           "ip -n " + node_b.name() + " link set " + ba + " up",
+           "ip -n " + node_b.name() + " link set " + bc + " up"}) {
+    std::string out;
+    ASSERT_EQ(testing::Shell(step, &out), 0) << step << ": " << out;
+  }
+  struct LinkRemoved {
+    std::string name;
+    ~LinkRemoved() { testing::Shell("ip link del " + name + " 2>/dev/null"); }
+  } controller_link{cb};
+  const auto a_reaches_b = [&] {
+    return node_a.Exec("ping -c1 -W1 10.240.0.20 >/dev/null 2>&1") == 0;
+  };
+  const auto b_reaches_a = [&] {
+    return node_b.Exec("ping -c1 -W1 10.240.0.10 >/dev/null 2>&1") == 0;
+  };
+  ASSERT_TRUE(b_reaches_a() && a_reaches_b());
+
+  const Pki::KeyPair own = pki_.NodeClient("node-b");
+  ASSERT_TRUE(pki_.error.empty()) << pki_.error;
+  const std::string agent_dir = dir_.path() + "/node-b-agent";
+  ASSERT_TRUE(MakeDirs(agent_dir + "/cni", 0700).ok());
+  const std::string log = agent_dir + "/addons.log";
+  testing::Daemon agent;
+  ASSERT_TRUE(agent.Start(
+      {"/usr/sbin/ip", "netns", "exec", node_b.name(), testing::BinDir() + "/mizarmp-addons",
+       "--mode=node",
+       "--endpoint=unix://" + agent_dir + "/run/addons.sock", "--key-store-dir=" + agent_dir +
+       "/keys", "--state-dir=" + agent_dir + "/cni", "--host-id=node-b",
+       "--publish-to=tcp://" + std::string(kControllerAddress) + ":" +
+           std::to_string(server_->additional_port()),
+       "--publish-ca-file=" + pki_.ca, "--publish-cert-file=" + own.cert,
+       "--publish-key-file=" + own.key, "--publish-interval-ms=100"},
+      log));
+  const auto agent_log = [&log] {
+    auto text = ReadFile(log);
+    return text.ok() ? *text : std::string("(no log)");
+  };
+  // The number of times node-b's agent has put a fence set of `count` CIDRs in place.
+  const auto enforced = [&](int count) {
+    const std::string line = "this node enforces " + std::to_string(count) + " fenced CIDR(s)";
+    const std::string text = agent_log();
+    size_t n = 0;
+    for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return enforced(0) >= 1; })) << agent_log();
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.10/32"));
+  EXPECT_FALSE(Up("a1"));
+  ASSERT_TRUE(WaitUntil([&] { return enforced(1) >= 1; })) << agent_log();
+  EXPECT_FALSE(b_reaches_a()) << "node-b still reaches the fenced pod";
+  EXPECT_FALSE(a_reaches_b()) << "the fenced pod still reaches node-b";
+
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.240.0.10/32"));
+  ASSERT_TRUE(WaitUntil([&] { return enforced(0) >= 2; })) << agent_log();
+  EXPECT_TRUE(b_reaches_a());
+  EXPECT_TRUE(a_reaches_b());
+  std::string ruleset;
+  node_b.Exec("nft list ruleset", &ruleset);
+  EXPECT_EQ(ruleset.find("mizarmp_fence"), std::string::npos) << "the unfence left " << ruleset;
 }
 
 TEST(NodeAttachments, PublishesEveryAddressOfThisNodesRecordsOnce) {

@@ -79,6 +79,7 @@ LIBRARY_OWNERS = [
     ("cpp-httplib", re.compile(r"^httplib\.h$"), {"mock-server"}),
     ("Boost", re.compile(r"^boost/"), {"mizarmp-client", "relay"}),
     ("SQLite", re.compile(r"^sqlite3\.h$"), {"fence"}),
+    ("libnftables", re.compile(r"^nftables/"), {"fence"}),
     ("simdjson", re.compile(r"^simdjson\.h$"), {"mizarmp-client"}),
     ("libcryptsetup", re.compile(r"^libcryptsetup\.h$"), {"keyrotation"}),
     ("prometheus-cpp", re.compile(r"^prometheus/"), {"addons", "fence/service", "relay"}),

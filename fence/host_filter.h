@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
+// A node's own enforcement of the standing fence set (fence/fence_set.h), on every node,
+// whatever that node's Mizar-MP agent does: the nftables table `inet mizarmp_fence` in the node
+// agent's network namespace drops every packet from or to a fenced CIDR on the input, output
+// and forward hooks. So a node neither talks to a fenced address nor routes its pods' traffic to
+// or from one, and a dead node's pods are cut off by the nodes that survive it.
+//
+// The table is replaced in one nftables transaction, so a change never opens a gap. It lives in
+// the kernel and outlasts a restart of the agent; the set is also kept in a 0600 file, so a
+// rebooted node puts it back (Restore) before it publishes. An empty set removes the table:
+// nothing of it stays once every fence is lifted. The peers in `keep` (the controller's
+// publication endpoint) stay reachable whatever the set holds: the unfence travels that way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/ipaddr.h"
+#include "common/status.h"
+#include "fence/fence_set.h"
+
+namespace mizarmp::fence {
+
+inline constexpr const char* kHostFilterTable = "mizarmp_fence";
+
+// A TCP peer the filter never cuts.
+struct KeptPeer {
+  IpAddress address;
+  uint16_t port = 0;
+};
+
+// The nftables script that makes the table hold `set` (and keep `keep` reachable), replacing
+// what it held; for an empty set, the script that removes the table.
+std::string HostFilterScript(const FenceSet& set, const std::vector<KeptPeer>& keep);
+
+class HostFilter {
+ public:
+  // `state_file`: where the enforced set is kept (absolute).
+  HostFilter(std::string state_file, std::vector<KeptPeer> keep)
+      : state_file_(std::move(state_file)), keep_(std::move(keep)) {}
+
+  // Enforces `set` in this thread's network namespace and keeps it in the state file.
+  // UNAVAILABLE with nftables' own message when the kernel refused it: the old set then stands.
+  Status Apply(const FenceSet& set);
+
+  // Enforces the set the state file holds, if any (a rebooted node's last known set).
+  Status Restore();
+
+  // The digest of the set enforced now: empty until Apply or Restore succeeded.
+  const std::string& digest() const { return digest_; }
+
+ private:
+  const std::string state_file_;
+  const std::vector<KeptPeer> keep_;
+  std::string digest_;
+};
+
+}  // namespace mizarmp::fence
