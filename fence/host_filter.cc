@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/fileutil.h"
+#include "common/log.h"
 #include "common/strings.h"
 
 namespace mizarmp::fence {
@@ -101,7 +102,7 @@ std::string HostFilterScript(const FenceSet& set, const std::vector<KeptPeer>& k
 
 Status HostFilter::Apply(const FenceSet& set) {
   MZ_RETURN_IF_ERROR(RunNft(HostFilterScript(set, keep_)));
-  digest_ = set.digest;
+  enforced_ = set;
   std::string text;
   for (const Cidr& c : set.cidrs) text += c.ToString() + "\n";
   return WriteFileAtomic(state_file_, text, 0600).WithContext("keeping the fence set");
@@ -119,6 +120,15 @@ Status HostFilter::Restore() {
   }
   MZ_ASSIGN_OR_RETURN(const FenceSet set, ParseFenceSet(lines, state_file_));
   return Apply(set);
+}
+
+Status HostFilter::Repair() {
+  if (enforced_.cidrs.empty()) return Status::Ok();  // no table is wanted
+  const std::string table = std::string("inet ") + kHostFilterTable;
+  if (RunNft("list chain " + table + " input").ok()) return Status::Ok();
+  MZ_LOG(kWarn) << "fence: nftables table " << table
+                << " is gone (a flush of the ruleset?); putting the fence set back";
+  return Apply(enforced_);
 }
 
 }  // namespace mizarmp::fence

@@ -48,13 +48,18 @@ class HostFilter {
   // Enforces the set the state file holds, if any (a rebooted node's last known set).
   Status Restore();
 
+  // Puts the enforced set back when its table is gone: `nft flush ruleset` (which Debian's
+  // nftables.service runs when it starts) removes every table, ours too. Only the table's
+  // presence is looked at, a small netlink dump, so it can run at every look of the agent.
+  Status Repair();
+
   // The digest of the set enforced now: empty until Apply or Restore succeeded.
-  const std::string& digest() const { return digest_; }
+  const std::string& digest() const { return enforced_.digest; }
 
  private:
   const std::string state_file_;
   const std::vector<KeptPeer> keep_;
-  std::string digest_;
+  FenceSet enforced_;  // digest empty until Apply or Restore succeeded
 };
 
 }  // namespace mizarmp::fence

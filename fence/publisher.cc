@@ -144,6 +144,9 @@ void Publisher::Run() {
 }
 
 void Publisher::Look() {
+  if (Status repaired = filter_.Repair(); !repaired.ok()) {
+    MZ_LOG(kWarn) << "fence: " << repaired.ToString();
+  }
   auto snapshot = records_.Snapshot();
   if (!snapshot.ok()) {
     MZ_LOG(kWarn) << "publication: reading the records: " << snapshot.status().message();

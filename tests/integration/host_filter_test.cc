@@ -130,6 +130,23 @@ TEST_F(HostFilterTest, AFencedAddressIsCutOffAndTheUnfenceLiftsExactlyThat) {
   EXPECT_EQ(Ruleset().find("mizarmp_fence"), std::string::npos) << Ruleset();
 }
 
+// `nft flush ruleset` (Debian's nftables.service runs it as it starts) removes every table:
+// the agent's next look puts the fence set back.
+TEST_F(HostFilterTest, AFlushedRulesetGetsTheFenceSetBack) {
+  HostFilter filter(dir_.path() + "/fence-set", controller_);
+  ASSERT_TRUE(Apply(filter, SetOf({"10.251.0.0/24"})).ok());
+  ASSERT_EQ(node_.Exec("nft flush ruleset"), 0);
+  ASSERT_TRUE(Reaches("10.251.0.10"));
+  {
+    EnteredNetns inside(node_.path());
+    ASSERT_EQ(inside.error(), "");
+    const Status repaired = filter.Repair();
+    ASSERT_TRUE(repaired.ok()) << repaired.ToString();
+    ASSERT_TRUE(filter.Repair().ok());  // present now: nothing to do
+  }
+  EXPECT_FALSE(Reaches("10.251.0.10")) << Ruleset();
+}
+
 TEST_F(HostFilterTest, ARestartedAgentPutsTheKeptSetBack) {
   {
     HostFilter before(dir_.path() + "/fence-set", controller_);

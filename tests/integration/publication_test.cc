@@ -740,6 +740,12 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
   ASSERT_TRUE(WaitUntil([&] { return enforced(1) >= 1; })) << agent_log();
   EXPECT_FALSE(b_reaches_a()) << "node-b still reaches the fenced pod";
   EXPECT_FALSE(a_reaches_b()) << "the fenced pod still reaches node-b";
+  // Debian's nftables.service flushes the whole ruleset as it starts: the agent puts it back.
+  ASSERT_EQ(node_b.Exec("nft flush ruleset"), 0);
+  EXPECT_TRUE(WaitUntil([&] { return agent_log().find("putting the fence set back") !=
+                                     std::string::npos; }))
+      << agent_log();
+  EXPECT_FALSE(b_reaches_a()) << "a flushed ruleset let node-b reach the fenced pod";
 
   ASSERT_NO_FATAL_FAILURE(Unfence("10.240.0.10/32"));
   ASSERT_TRUE(WaitUntil([&] { return enforced(0) >= 2; })) << agent_log();
