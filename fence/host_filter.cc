@@ -126,9 +126,12 @@ Status HostFilter::Repair() {
   if (enforced_.cidrs.empty()) return Status::Ok();  // no table is wanted
   const std::string table = std::string("inet ") + kHostFilterTable;
   if (RunNft("list chain " + table + " input").ok()) return Status::Ok();
+  const FenceSet wanted = enforced_;
+  MZ_RETURN_IF_ERROR(Apply(wanted));
+  // Said once it is true: whoever reads the log may rely on the cut being in place.
   MZ_LOG(kWarn) << "fence: nftables table " << table
-                << " is gone (a flush of the ruleset?); putting the fence set back";
-  return Apply(enforced_);
+                << " was gone (a flush of the ruleset?); the fence set is back";
+  return Status::Ok();
 }
 
 }  // namespace mizarmp::fence

@@ -742,7 +742,7 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
   EXPECT_FALSE(a_reaches_b()) << "the fenced pod still reaches node-b";
   // Debian's nftables.service flushes the whole ruleset as it starts: the agent puts it back.
   ASSERT_EQ(node_b.Exec("nft flush ruleset"), 0);
-  EXPECT_TRUE(WaitUntil([&] { return agent_log().find("putting the fence set back") !=
+  EXPECT_TRUE(WaitUntil([&] { return agent_log().find("the fence set is back") !=
                                      std::string::npos; }))
       << agent_log();
   EXPECT_FALSE(b_reaches_a()) << "a flushed ruleset let node-b reach the fenced pod";
