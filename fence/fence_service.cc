@@ -219,6 +219,7 @@ void FenceService::Run(bool initial_pass) {
 }
 
 void FenceService::Tick() {
+  metrics_.ObserveLook();
   auto opened = Store();
   if (!opened.ok()) return;
   const bool shared = !opened->leadership->sole();

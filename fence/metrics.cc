@@ -35,6 +35,13 @@ void FenceMetrics::Register(std::shared_ptr<prometheus::Registry> registry) {
                      .Register(*registry_);
   passes_ok_ = &passes.Add({{"result", "ok"}});
   passes_failed_ = &passes.Add({{"result", "failed"}});
+  looks_ = &prometheus::BuildCounter()
+                .Name("mizarmp_addons_fence_looks_total")
+                .Help(
+                    "The fence loop's looks at the store, every replica's whether or not it "
+                    "leads or passes: a counter that stops rising is a loop that has stopped")
+                .Register(*registry_)
+                .Add({});
   leader_ = &prometheus::BuildGauge()
                  .Name("mizarmp_addons_leader")
                  .Help("1 while this replica leads (changes ports at Mizar-MP), else 0")
@@ -74,6 +81,10 @@ void FenceMetrics::ObserveStore(const StoreCounts& counts) {
 void FenceMetrics::ObservePass(bool ok) {
   if (!registered()) return;
   (ok ? passes_ok_ : passes_failed_)->Increment();
+}
+
+void FenceMetrics::ObserveLook() {
+  if (registered()) looks_->Increment();
 }
 
 void FenceMetrics::ObserveLeader(bool leads) {

@@ -34,6 +34,8 @@ class FenceMetrics {
 
   void ObserveStore(const StoreCounts& counts);
   void ObservePass(bool ok);
+  // The reconcile loop looked at the store (a pass may or may not follow).
+  void ObserveLook();
   void ObserveLeader(bool leads);
   void ObserveLapsedNodes(size_t count) const;
   void ObservePublication(bool ok);
@@ -48,6 +50,7 @@ class FenceMetrics {
   prometheus::Gauge* leader_ = nullptr;
   prometheus::Counter* passes_ok_ = nullptr;
   prometheus::Counter* passes_failed_ = nullptr;
+  prometheus::Counter* looks_ = nullptr;
   prometheus::Gauge* lapsed_nodes_ = nullptr;
   prometheus::Counter* publications_ok_ = nullptr;
   prometheus::Counter* publications_failed_ = nullptr;

@@ -27,6 +27,7 @@
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"
+#include "tests/support/scrape.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
@@ -34,67 +35,15 @@ namespace mizarmp {
 namespace {
 
 using json = nlohmann::json;
+using testing::LinesWith;
+using testing::LogAt;
+using testing::PortFromLog;
+using testing::Scrape;
+using testing::ScrapeMetrics;
 using testing::TempDir;
 
 constexpr const char* kProject = "3dda2801-d675-4688-a63f-dcda8d327f50";
 constexpr const char* kSubnet = "a87e0f87-a2d9-44ef-9194-9a62f178594e";
-
-// The lines of `log` holding `needle`.
-std::vector<std::string> LinesWith(const std::string& log, const std::string& needle) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t end; (end = log.find('\n', start)) != std::string::npos; start = end + 1) {
-    const std::string line = log.substr(start, end - start);
-    if (line.find(needle) != std::string::npos) out.push_back(line);
-  }
-  return out;
-}
-
-// One scrape: "name{label="v",...}" (labels sorted by name, as prometheus-cpp writes them) ->
-// value. Comment lines are skipped.
-using Scrape = std::map<std::string, double>;
-
-Scrape Parse(const std::string& text) {
-  Scrape out;
-  for (const std::string& line : LinesWith(text, "")) {
-    const size_t space = line.rfind(' ');
-    if (line.empty() || line[0] == '#' || space == std::string::npos) continue;
-    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
-  }
-  return out;
-}
-
-// The number after "(port " on the first line holding `what`, 0 when there is none.
-int PortAfter(const std::string& log, const std::string& what) {
-  for (const std::string& line : LinesWith(log, what)) {
-    const size_t at = line.find("(port ");
-    if (at != std::string::npos) return std::atoi(line.c_str() + at + 6);
-  }
-  return 0;
-}
-
-// The log at `path`, or a note that there is none yet.
-std::string LogAt(const std::string& path) {
-  auto text = ReadFile(path);
-  return text.ok() ? *text : "(no log)";
-}
-
-// The port a server logged (at `log_path`) for a listener, once it has; 0 after 10 s.
-int PortFromLog(const std::string& log_path, const std::string& what) {
-  for (int i = 0; i < 200; ++i) {
-    if (const int port = PortAfter(LogAt(log_path), what); port > 0) return port;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
-
-Scrape ScrapeMetrics(int port) {
-  std::string out;
-  const int rc = testing::Shell(
-      "curl -sS --fail --max-time 10 http://127.0.0.1:" + std::to_string(port) + "/metrics", &out);
-  EXPECT_EQ(rc, 0) << out;
-  return Parse(out);
-}
 
 // The key of an RPC counter's series.
 std::string RpcSeries(const std::string& method, const std::string& code) {
@@ -199,7 +148,7 @@ class AddonsMetricsTest : public ::testing::Test {
 
   std::string log_path() const { return dir_.path() + "/addons.log"; }
   std::string Log() const { return LogAt(log_path()); }
-  Scrape ScrapeMetrics() const { return mizarmp::ScrapeMetrics(metrics_port_); }
+  Scrape ScrapeMetrics() const { return testing::ScrapeMetrics(metrics_port_); }
 
   // A port at the mock with this address on this node: what a fence of its CIDR disables.
   void AddPort(const std::string& id, const std::string& ip) {

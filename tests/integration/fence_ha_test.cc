@@ -28,6 +28,7 @@
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/etcd_cluster.h"
+#include "tests/support/scrape.h"
 #include "tests/support/started_mock.h"
 #include "tests/support/support.h"
 
@@ -72,11 +73,18 @@ struct Replica {
   std::unique_ptr<identity::Identity::Stub> identity;
   std::unique_ptr<::fence::FenceController::Stub> fence;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
+  int metrics_port = 0;
 
   std::string socket() const { return dir + "/csi-addons.sock"; }
-  std::string Log() const {
-    auto text = ReadFile(dir + "/addons.log");
-    return text.ok() ? *text : "(no log)";
+  std::string Log() const { return testing::LogAt(dir + "/addons.log"); }
+  // How many times its fence loop has looked at the store so far.
+  double Looks() const {
+    return testing::ScrapeMetrics(metrics_port)["mizarmp_addons_fence_looks_total"];
+  }
+  // Waits until its fence loop has looked at the store `n` more times (60 s at most).
+  bool WaitForLooks(int n) const {
+    const double target = Looks() + n;
+    return WaitFor([&] { return Looks() >= target; }, 60s);
   }
   void Kill() {
     ::kill(process.pid(), SIGKILL);
@@ -217,6 +225,7 @@ class FenceHaTest : public ::testing::Test {
         {"readinessIntervalMs", 3600000},
         {"logLevel", "debug"},
         {"logFile", r->dir + "/addons.log"},
+        {"metricsAddress", "127.0.0.1:0"},
     };
     const std::string path = r->dir + "/addons.json";
     EXPECT_TRUE(WriteFileAtomic(path, config.dump(2)).ok());
@@ -231,6 +240,8 @@ class FenceHaTest : public ::testing::Test {
     EXPECT_TRUE(WaitFor([&] { return (last = r->Probe(&ready)).ok() && ready; }, 30s))
         << name << " never became ready: " << Text(last) << "\n"
         << r->Log();
+    r->metrics_port = testing::PortFromLog(r->dir + "/addons.log", "serving Prometheus metrics on ");
+    EXPECT_GT(r->metrics_port, 0) << name << " serves no metrics\n" << r->Log();
     replicas_.push_back(std::move(r));
     return *replicas_.back();
   }
@@ -355,7 +366,7 @@ TEST_F(FenceHaTest, TheLeaderPassesAgainForAnotherReplicasChangeNotForItsOwn) {
   ASSERT_TRUE(r1.Fence({kFenced}).ok());
   EXPECT_FALSE(Up(first));
   const int64_t after_fence = MockRequests();
-  std::this_thread::sleep_for(1s);  // five of the leader's looks at the store
+  ASSERT_TRUE(r1.WaitForLooks(5)) << "the leader's loop stopped looking at the store";
   EXPECT_EQ(MockRequests(), after_fence) << "the leader passed again over its own fence";
 
   const grpc::Status stored_by_follower = r2.Fence({"10.242.0.16/28"});
@@ -463,7 +474,7 @@ TEST_F(FenceHaTest, AReplicaCutOffFromEtcdStopsEnforcingBeforeAnotherStarts) {
   ASSERT_TRUE(unfenced.ok()) << Text(unfenced);
   EXPECT_TRUE(Up(a));
   const std::string b = AddPort("10.242.0.3");
-  std::this_thread::sleep_for(kLeaseTtl);  // several of replica-1's reconcile intervals
+  ASSERT_TRUE(r1.WaitForLooks(5)) << "replica-1's loop stopped looking at the store";
   EXPECT_TRUE(Up(a));
   EXPECT_TRUE(Up(b));
   ExpectActedOneAfterTheOther("replica-1", "replica-2");
