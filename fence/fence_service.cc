@@ -419,12 +419,14 @@ Result<EnforceReport> FenceService::EnforceLocked(Leases leases, PendingListing 
 
 Result<EnforceReport> FenceService::EnforcePass(Leases leases, PendingListing listing) {
   ++passes_;
+  lead_lapsed_in_pass_ = false;
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   FenceStore* store = opened.store;
   Leadership& leadership = *opened.leadership;
   const bool leads = leadership.LeadsFor(UpdateBudget());
   metrics_.ObserveLeader(leads);
   if (!leads) {
+    lead_lapsed_in_pass_ = true;
     const std::string leader = leadership.leader();
     return UnavailableError(
         "this replica (" + options_.replica_id + ") does not lead; " +
@@ -453,8 +455,11 @@ Result<EnforceReport> FenceService::EnforcePass(Leases leases, PendingListing li
   const PassConnections connections{.first = listed.client.get(),
                                     .more = [this] { return NewClient(); },
                                     .count = options_.update_connections};
-  AppliedPlan applied =
-      ApplyPlan(connections, plan, [&] { return leadership.LeadsFor(UpdateBudget()); });
+  AppliedPlan applied = ApplyPlan(connections, plan, [&] {
+    if (leadership.LeadsFor(UpdateBudget())) return true;
+    lead_lapsed_in_pass_ = true;
+    return false;
+  });
   if (opened.audit != nullptr) AuditPass(*opened.audit, plan, applied);
   // What an update found out (a pass through the index lists nothing): later clients ask no more.
   if (listed.client != nullptr) generation_.store(listed.client->generation_found());
@@ -676,19 +681,13 @@ Result<EnforceReport> FenceService::FollowLeader(const Admitted& call, bool fenc
 Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline) {
   constexpr auto kPoll = std::chrono::milliseconds(50);
   for (;;) {
-    MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*call.store));
-    bool done = true;
-    if (fence) {
-      for (const FenceEntry& e : snap.fences) {
-        if (e.state == FenceState::kPending && call.cidrs.Has(e.cidr)) done = false;
-      }
-    } else {
-      for (const UnfenceEntry& e : snap.unfences) {
-        if (call.cidrs.Has(e.cidr)) done = false;
-      }
-    }
-    if (done) return Status::Ok();
+    // The store stalling for a moment (an election, a slow disk) stalls the leader's pass too:
+    // the wait rides it out and reports it only if it lasts to the deadline.
+    Result<StoreSnapshot> snap = ReadStore(*call.store);
+    if (!snap.ok() && !snap.status().IsTransient()) return snap.status();
+    if (snap.ok() && Completed(*snap, call.cidrs, fence)) return Status::Ok();
     if (Clock::now() + kPoll > deadline) {
+      if (!snap.ok()) return snap.status();
       const std::string leader = call.leadership->leader();
       return UnavailableError(
           "this replica (" + options_.replica_id + ") does not lead and " +
@@ -699,79 +698,91 @@ Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_p
   }
 }
 
+bool FenceService::Completed(const StoreSnapshot& snap, const CidrSet& cidrs, bool fence) {
+  if (fence) {
+    return std::none_of(snap.fences.begin(), snap.fences.end(), [&](const FenceEntry& e) {
+      return e.state == FenceState::kPending && cidrs.Has(e.cidr);
+    });
+  }
+  return std::none_of(snap.unfences.begin(), snap.unfences.end(),
+                      [&](const UnfenceEntry& e) { return cidrs.Has(e.cidr); });
+}
+
 grpc::Status FenceService::FenceClusterNetwork(grpc::ServerContext* context,
                                                const ::fence::FenceClusterNetworkRequest* request,
                                                ::fence::FenceClusterNetworkResponse*) {
-  auto call = Admit("FenceClusterNetwork", request->secrets(), &request->cidrs());
-  if (!call.ok()) return ToGrpcStatus(call.status());
-  const CidrSet& cidrs = call->cidrs;
-  FenceStore* store = call->store;
-
-  MutexLock lock(enforce_mu_);
-  if (Status s = CheckStoreLimit(*store, cidrs); !s.ok()) {
-    MZ_LOG(kWarn) << "FenceClusterNetwork refused: " << s.message();
-    return ToGrpcStatus(s);
-  }
-  if (Status s = AuditRequest(*call, "fence", *context); !s.ok()) return ToGrpcStatus(s);
-  PendingListing listing = StartListing(*call);
-  // Durable first: once this returns, a crash cannot lose the fence.
-  if (Status s = store->AddFences(cidrs.cidrs()); !s.ok()) {
-    NoteStoreError(s);
-    MZ_LOG(kError) << "FenceClusterNetwork: " << s.ToString();
-    return ToGrpcStatus(s.WithContext("storing the fence"));
-  }
-  const std::string names = Join(cidrs.Strings());
-  MZ_LOG(kInfo) << "fence stored: " << names;
-  Result<EnforceReport> report = EnforceReport{};
-  if (call->leadership->LeadsFor(UpdateBudget())) {
-    report = EnforceLocked(Leases::kRecent, std::move(listing));
-  } else {
-    lock.Unlock();  // the wait must not hold up this replica's other RPCs
-    report = FollowLeader(*call, /*fence=*/true, *context);
-  }
-  if (!report.ok()) {
-    MZ_LOG(kWarn) << "fence of " << names << " not yet enforced: " << report.status().message();
-    return ToGrpcStatus(report.status().WithContext("fence of " + names + " is stored"));
-  }
-  MZ_LOG(kInfo) << "fence enforced: " << names << " (" << report->disabled << " port(s) disabled)";
-  return grpc::Status::OK;
+  return ChangeFences(kFenceChange, request->secrets(), request->cidrs(), *context);
 }
 
 grpc::Status FenceService::UnfenceClusterNetwork(
     grpc::ServerContext* context, const ::fence::UnfenceClusterNetworkRequest* request,
     ::fence::UnfenceClusterNetworkResponse*) {
-  auto call = Admit("UnfenceClusterNetwork", request->secrets(), &request->cidrs());
-  if (!call.ok()) return ToGrpcStatus(call.status());
-  const CidrSet& cidrs = call->cidrs;
-  FenceStore* store = call->store;
+  return ChangeFences(kUnfenceChange, request->secrets(), request->cidrs(), *context);
+}
 
-  MutexLock lock(enforce_mu_);
-  if (Status s = AuditRequest(*call, "unfence", *context); !s.ok()) return ToGrpcStatus(s);
-  PendingListing listing = StartListing(*call);
-  auto removed = store->RemoveFences(cidrs.cidrs());
-  if (!removed.ok()) {
-    NoteStoreError(removed.status());
-    MZ_LOG(kError) << "UnfenceClusterNetwork: " << removed.status().ToString();
-    return ToGrpcStatus(removed.status().WithContext("removing the fence"));
+grpc::Status FenceService::ChangeFences(
+    const FenceChange& change, const Secrets& secrets,
+    const google::protobuf::RepeatedPtrField<::fence::CIDR>& cidrs,
+    const grpc::ServerContext& context) {
+  auto call = Admit(change.rpc, secrets, &cidrs);
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  const std::string names = Join(call->cidrs.Strings());
+  std::optional<Result<EnforceReport>> report;
+  {
+    MutexLock lock(enforce_mu_);
+    if (Status s = AuditRequest(*call, change.action, context); !s.ok()) return ToGrpcStatus(s);
+    PendingListing listing = StartListing(*call);
+    // Durable first: once this returns, a crash cannot lose the change.
+    if (Status s = StoreChange(change, *call); !s.ok()) return ToGrpcStatus(s);
+    if (call->leadership->LeadsFor(UpdateBudget())) {
+      report = EnforceLocked(Leases::kRecent, std::move(listing));
+      // A lease that ran short during the pass (a slow renewal on a loaded etcd) is not the
+      // change's failure: it is stored, and the leader's next pass completes it, this replica's
+      // own once its lease is renewed. Any other failure is the caller's to see now.
+      if (!report->ok() && lead_lapsed_in_pass_) {
+        MZ_LOG(kInfo) << "this replica's lead lapsed during the pass for " << names << " ("
+                      << report->status().message() << "); waiting for the leader's pass";
+        report.reset();
+      }
+    }
+  }  // the wait for the leader must not hold up this replica's other RPCs
+  if (!report) report = FollowLeader(*call, change.fence, context);
+  if (!report->ok()) {
+    MZ_LOG(kWarn) << change.action << " of " << names << " not yet complete: "
+                  << report->status().message();
+    return ToGrpcStatus(
+        report->status().WithContext(std::string(change.action) + " of " + names + " is stored"));
   }
-  const std::string names = Join(cidrs.Strings());
+  MZ_LOG(kInfo) << change.action << " complete: " << names << " ("
+                << (change.fence ? (*report)->disabled : (*report)->enabled) << " port(s) "
+                << (change.fence ? "disabled" : "re-enabled") << ")";
+  return grpc::Status::OK;
+}
+
+Status FenceService::StoreChange(const FenceChange& change, const Admitted& call) {
+  FenceStore& store = *call.store;
+  const std::string names = Join(call.cidrs.Strings());
+  if (change.fence) {
+    if (Status s = CheckStoreLimit(store, call.cidrs); !s.ok()) {
+      MZ_LOG(kWarn) << change.rpc << " refused: " << s.message();
+      return s;
+    }
+    if (Status s = store.AddFences(call.cidrs.cidrs()); !s.ok()) return StoreFailed(change, s);
+    MZ_LOG(kInfo) << "fence stored: " << names;
+    return Status::Ok();
+  }
+  auto removed = store.RemoveFences(call.cidrs.cidrs());
+  if (!removed.ok()) return StoreFailed(change, removed.status());
   MZ_LOG(kInfo) << "unfence of " << names << ": lifted "
                 << (removed->empty() ? std::string("nothing (not fenced)")
                                      : Join(CidrTexts(*removed)));
-  Result<EnforceReport> report = EnforceReport{};
-  if (call->leadership->LeadsFor(UpdateBudget())) {
-    report = EnforceLocked(Leases::kRecent, std::move(listing));
-  } else {
-    lock.Unlock();  // the wait must not hold up this replica's other RPCs
-    report = FollowLeader(*call, /*fence=*/false, *context);
-  }
-  if (!report.ok()) {
-    MZ_LOG(kWarn) << "unfence of " << names << " not yet complete: " << report.status().message();
-    return ToGrpcStatus(report.status().WithContext("unfence of " + names + " is stored"));
-  }
-  MZ_LOG(kInfo) << "unfence complete: " << names << " (" << report->enabled
-                << " port(s) re-enabled)";
-  return grpc::Status::OK;
+  return Status::Ok();
+}
+
+Status FenceService::StoreFailed(const FenceChange& change, const Status& why) {
+  NoteStoreError(why);
+  MZ_LOG(kError) << change.rpc << ": " << why.ToString();
+  return why.WithContext(change.fence ? "storing the fence" : "removing the fence");
 }
 
 // ------------------------------------------------------------------------ preview and audit

@@ -266,14 +266,32 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // etcd) is then off the RPC's time. Invalid when this replica does not lead, or no thread is
   // left (the pass then lists the ports itself).
   PendingListing StartListing(const Admitted& call) const MZ_REQUIRES(enforce_mu_);
-  // After a change was stored, the fence and unfence RPCs make this replica's own pass
-  // (EnforceLocked, planning on the listing) when it leads; otherwise they release enforce_mu_,
-  // so the wait does not hold up this replica's other RPCs, and wait for the leader's pass here
-  // (AwaitLeader), until twice the lease and kFollowerSlack or the caller's deadline.
+  // A fence or an unfence, as the one path both RPCs take.
+  struct FenceChange {
+    bool fence;
+    const char* rpc;     // its RPC's name, for refusals
+    const char* action;  // "fence" or "unfence", for the audit and the log
+  };
+  static constexpr FenceChange kFenceChange{true, "FenceClusterNetwork", "fence"};
+  static constexpr FenceChange kUnfenceChange{false, "UnfenceClusterNetwork", "unfence"};
+  // Admits, audits and stores the change, then completes it: by this replica's own pass
+  // (EnforceLocked, planning on a listing started before the store's commit) when it leads;
+  // otherwise, or when its lead lapsed during that pass, by waiting for the leader's pass
+  // (FollowLeader) without enforce_mu_, so the wait does not hold up this replica's other RPCs.
+  grpc::Status ChangeFences(const FenceChange& change, const Secrets& secrets,
+                            const google::protobuf::RepeatedPtrField<::fence::CIDR>& cidrs,
+                            const grpc::ServerContext& context) MZ_EXCLUDES(enforce_mu_);
+  // Stores the change (a fence within the store's limit); logs what it stored or why not.
+  Status StoreChange(const FenceChange& change, const Admitted& call) MZ_REQUIRES(enforce_mu_);
+  Status StoreFailed(const FenceChange& change, const Status& why);
+  // Waits for the leader's pass (AwaitLeader), until twice the lease and kFollowerSlack or the
+  // caller's deadline.
   Result<EnforceReport> FollowLeader(const Admitted& call, bool fence,
                                      const grpc::ServerContext& context) MZ_EXCLUDES(enforce_mu_);
   // Waits until the leader enforced `cidrs` (fence) or completed their unfence.
   Status AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline);
+  // Whether `snap` shows no fence of `cidrs` pending (fence) or no unfence of them left.
+  static bool Completed(const StoreSnapshot& snap, const CidrSet& cidrs, bool fence);
   // How long one port update may take (what a leader's lease must still cover to start it).
   Clock::duration UpdateBudget() const;
   Result<Admitted> Admit(const char* rpc, const Secrets& secrets,
@@ -334,6 +352,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // The store's revision after the last pass that succeeded and its own writes. Up to it, the
   // store holds nothing a pass has not accounted for.
   int64_t passed_revision_ MZ_GUARDED_BY(enforce_mu_) = -1;
+  // Whether the last pass found this replica's lead lapsed (it then changed nothing more).
+  bool lead_lapsed_in_pass_ MZ_GUARDED_BY(enforce_mu_) = false;
 
   Mutex run_mu_;
   std::condition_variable run_cv_;

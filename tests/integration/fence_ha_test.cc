@@ -422,6 +422,37 @@ TEST_F(FenceHaTest, AMinorityOfEtcdLostLosesNothingAQuorumLostIsUnavailableUntil
 // A replica whose etcd is gone answers Probe ready=false, never an error, for as long as the
 // outage lasts, and ready=true once etcd is back; grpc.health.v1 follows ("" NOT_SERVING while
 // not ready, "liveness" SERVING throughout), and the log says why once, not once per Probe.
+// A leader whose lease runs short in the middle of a pass (etcd stalls: a slow disk, a paused
+// VM) stops changing ports. The fence is stored all the same, so the RPC waits for the leader's
+// next pass and answers OK once that pass has enforced it, rather than failing it.
+TEST_F(FenceHaTest, AFenceWhoseLeaderStallsMidPassAnswersOnceTheNextPassEnforcesIt) {
+  Replica& r1 = StartReplica("replica-1", etcd_->Location());
+  std::vector<std::string> inside;
+  for (int i = 129; i < 190; ++i) inside.push_back(AddPort("10.242.0." + std::to_string(i)));
+  // Slow updates: 61 at 300 ms over the pass's 8 connections take over 2 s, longer than the
+  // lease's margin over an update once etcd stops answering.
+  mock::Faults slow;
+  slow.delay_ms = 300;
+  mock_->SetFaults(slow);
+  grpc::Status fenced;
+  std::thread fence([&] { fenced = r1.Fence({"10.242.0.128/26"}, false, 60s); });
+  EXPECT_TRUE(WaitFor([&] { return !Journal().empty(); }, 30s)) << "no update was ever sent";
+  for (int m = 0; m < etcd_->size(); ++m) etcd_->Freeze(m);
+  // Whichever pass it is (the RPC's own, or the loop's when the RPC found the lease already
+  // short), it stops at an update its lease no longer covers.
+  EXPECT_TRUE(WaitFor([&] { return r1.Log().find("stopped leading before the update") !=
+                                   std::string::npos; },
+                      30s))
+      << "the pass never saw the leader's lease run short";
+  // The stall is over, and Mizar-MP answers at its usual pace again: the next pass (within the
+  // RPC's wait for the leader, twice the lease and 10 s) finishes the fence.
+  for (int m = 0; m < etcd_->size(); ++m) etcd_->Thaw(m);
+  mock_->SetFaults({});
+  fence.join();
+  EXPECT_TRUE(fenced.ok()) << Text(fenced);
+  for (const std::string& port : inside) EXPECT_FALSE(Up(port)) << port;
+}
+
 TEST_F(FenceHaTest, ProbeDuringAnEtcdOutageIsNotReadyWithoutAnErrorAndReadyAfter) {
   // The replica reaches etcd through member 0 only: stopping it is the replica's outage.
   Replica& r = StartReplica("replica-1", etcd_->Location(0));

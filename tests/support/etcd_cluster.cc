@@ -261,6 +261,14 @@ void EtcdCluster::Kill(int member) {
 
 void EtcdCluster::Stop(int member) { At(member).process.reset(); }
 
+void EtcdCluster::Freeze(int member) {
+  if (Running(member)) ::kill(At(member).process->pid(), SIGSTOP);
+}
+
+void EtcdCluster::Thaw(int member) {
+  if (Running(member)) ::kill(At(member).process->pid(), SIGCONT);
+}
+
 bool EtcdCluster::Restart(int member) {
   Member& m = At(member);
   Kill(member);

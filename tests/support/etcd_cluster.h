@@ -52,6 +52,10 @@ class EtcdCluster {
   void Kill(int member);
   // SIGTERM, then waits for it to exit (SIGKILL after 10 s).
   void Stop(int member);
+  // SIGSTOP and SIGCONT: a frozen member neither answers nor refuses, as one on a stalled disk
+  // or a paused VM. No-op for a member not running.
+  void Freeze(int member);
+  void Thaw(int member);
   // Starts a stopped or killed member (killing it first if it still runs) again with its data
   // directory and ports, and waits (up to 30 s) until it serves a linearizable read, which needs a
   // quorum. False on timeout.
