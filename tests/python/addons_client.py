@@ -3,7 +3,9 @@
 """An independent Python client for mizarmp-addons, shared by the Python gRPC tests.
 
 Nothing here comes from the C++ build except the binaries under test: the stubs are generated
-from the project's .proto files at test time with grpc_tools (Debian's python3-grpc-tools),
+at test time with grpc_tools (Debian's python3-grpc-tools) from csi-addons/spec's own protos as
+published (MIZARMP_UPSTREAM_PROTO_DIR, ../shared/upstream/csi-addons-spec), so every RPC is driven
+in upstream's wire format, and gRPC's health.proto from proto/;
 TLS material is made with the openssl CLI, and the servers are real processes.
 
     stubs = generate_stubs(tmpdir)               # identity_pb2, fence_pb2_grpc, health_pb2, ...
@@ -12,7 +14,8 @@ TLS material is made with the openssl CLI, and the servers are real processes.
         ident.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
 
 Environment: MIZARMP_BIN_DIR (default <repo>/build/bin), MIZARMP_PROTO_DIR (default
-<repo>/proto).
+<repo>/proto), MIZARMP_UPSTREAM_PROTO_DIR (without it, or where it is absent, the CSI-Addons stubs
+come from proto/ with a printed note; under CI=true that is an error).
 """
 
 import importlib
@@ -32,14 +35,15 @@ import grpc
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
 
-# Paths under proto/, the include root: the CSI-Addons protos sit where csi-addons/spec has them.
-PROTO_FILES = [
+# Paths under the include root, where csi-addons/spec has them (and proto/ mirrors them).
+CSI_ADDONS_PROTO_FILES = [
     "identity/identity.proto",
     "fence/fence.proto",
     "encryptionkeyrotation/encryptionkeyrotation.proto",
-    "health.proto",
     "github.com/container-storage-interface/spec/lib/go/csi/csi.proto",
 ]
+# gRPC's own health service, which is no part of the CSI-Addons spec: always from proto/.
+HEALTH_PROTO_FILES = ["health.proto"]
 # The generated modules (named by their .proto's path, so "identity/identity.proto" gives
 # identity.identity_pb2, a module of the namespace package identity) and the attribute of the
 # namespace generate_stubs() returns each under.
@@ -89,16 +93,37 @@ def _well_known_include():
     return "/usr/include"
 
 
-def generate_stubs(out_dir):
-    """Generates Python message and gRPC modules from the project's protos into out_dir, puts
-    out_dir on sys.path and returns a namespace with the imported modules as attributes."""
-    os.makedirs(out_dir, exist_ok=True)
+def csi_addons_proto_dir():
+    """The include root of the CSI-Addons protos the stubs are made from: upstream's when
+    present, else proto/ (a note says so; under CI=true, where upstream's are always present,
+    their absence is an error)."""
+    upstream = os.environ.get("MIZARMP_UPSTREAM_PROTO_DIR", "")
+    if upstream and os.path.isdir(upstream):
+        return upstream
+    reason = f"no upstream CSI-Addons protos at {upstream or '(MIZARMP_UPSTREAM_PROTO_DIR unset)'}"
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(f"{reason}; CI always has them")
+    print(f"note: {reason}; the stubs come from proto/", file=sys.stderr)
+    return proto_dir()
+
+
+def _protoc(include_dir, out_dir, files):
     cmd = [sys.executable, "-m", "grpc_tools.protoc",
-           "-I", proto_dir(), "-I", _well_known_include(),
-           "--python_out", out_dir, "--grpc_python_out", out_dir] + PROTO_FILES
+           "-I", include_dir, "-I", _well_known_include(),
+           "--python_out", out_dir, "--grpc_python_out", out_dir] + files
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if run.returncode != 0:
-        raise RuntimeError(f"grpc_tools.protoc failed ({run.returncode}): {run.stderr}")
+        raise RuntimeError(f"grpc_tools.protoc on {include_dir} failed ({run.returncode}): "
+                           f"{run.stderr}")
+
+
+def generate_stubs(out_dir):
+    """Generates Python message and gRPC modules into out_dir (the CSI-Addons ones from
+    csi_addons_proto_dir()), puts out_dir on sys.path and returns a namespace with the imported
+    modules as attributes."""
+    os.makedirs(out_dir, exist_ok=True)
+    _protoc(csi_addons_proto_dir(), out_dir, CSI_ADDONS_PROTO_FILES)
+    _protoc(proto_dir(), out_dir, HEALTH_PROTO_FILES)
     # Regular packages, so a same-named directory elsewhere on sys.path (the repository's fence/
     # when run from its root) cannot join them as a namespace package.
     for module in STUB_MODULES.values():
