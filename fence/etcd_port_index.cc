@@ -120,12 +120,16 @@ struct LeaseRecord {
   // The node key's mod_revision the digest was checked against by a renewal; 0 when the lease
   // key was written in the same transaction as the node key (so their revisions are equal).
   int64_t of = 0;
+  // The digest of the fence set the node enforces (Publication::enforced); empty for none.
+  std::string enforced;
 };
 
-std::string LeaseText(int64_t at_ms, size_t entries, const std::string& digest, int64_t of) {
+std::string LeaseText(int64_t at_ms, size_t entries, const std::string& digest, int64_t of,
+                      const std::string& enforced) {
   json doc{{"at_ms", at_ms}, {"entries", entries}};
   if (!digest.empty()) doc["digest"] = digest;
   if (of != 0) doc["of"] = of;
+  if (!enforced.empty()) doc["enforced"] = enforced;
   return doc.dump();
 }
 
@@ -139,6 +143,7 @@ Status ParseLease(const std::string& value, LeaseRecord& out) {
   MZ_ASSIGN_OR_RETURN(out.entries,
                       fields.RequiredInt("entries", 0, std::numeric_limits<int64_t>::max()));
   MZ_RETURN_IF_ERROR(fields.String("digest", &out.digest));
+  MZ_RETURN_IF_ERROR(fields.String("enforced", &out.enforced));
   return fields.Int("of", int64_t{0}, std::numeric_limits<int64_t>::max(), &out.of);
 }
 
@@ -289,7 +294,7 @@ class EtcdPortIndex final : public PortIndex {
   }
 
   Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
-                 std::chrono::system_clock::time_point at) override {
+                 std::chrono::system_clock::time_point at, const std::string& enforced) override {
     if (node.empty()) return InvalidArgumentError("port index: a publication names no node");
     std::set<std::string> wanted;
     std::map<std::string, std::string> pods;  // by entry name
@@ -303,12 +308,12 @@ class EtcdPortIndex final : public PortIndex {
     }
     const int64_t at_ms = ToUnixMillis(at);
     const std::string digest = SetDigest(wanted);
-    auto renewed = Renew(node, at_ms, wanted.size(), digest);
+    auto renewed = Renew(node, at_ms, wanted.size(), digest, enforced);
     if (!renewed.ok()) return Named(renewed.status().WithContext("renewing node " + node));
     if (*renewed) return Status::Ok();
     const std::string record =
         RecordText(at_ms, std::vector<std::string>(wanted.begin(), wanted.end()));
-    const std::string lease = LeaseText(at_ms, wanted.size(), digest, /*of=*/0);
+    const std::string lease = LeaseText(at_ms, wanted.size(), digest, /*of=*/0, enforced);
     return Rewrite(node, "publishing node " + node, [&](const NodeRecord& old) {
       std::set<std::string> listed(old.entries.begin(), old.entries.end());
       Ops changes;
@@ -338,7 +343,7 @@ class EtcdPortIndex final : public PortIndex {
       const int64_t kept_at = old.live_at_ms.value_or(at_ms);
       txns.push_back(
           {PutOp(NodeKey(node), PartialRecordText(kept_at, {listed.begin(), listed.end()})),
-           PutOp(LeaseKey(node), LeaseText(kept_at, listed.size(), "", 0))});
+           PutOp(LeaseKey(node), LeaseText(kept_at, listed.size(), "", 0, ""))});
       AppendInTransactions(std::move(changes), txns);
       txns.push_back(std::move(finish));  // together: the lease's digest is the node key's
       return txns;
@@ -375,7 +380,8 @@ class EtcdPortIndex final : public PortIndex {
             Skip(kv.key(), parsed);
             return;
           }
-          found.push_back({node, FromUnixMillis(lease.at_ms), static_cast<size_t>(lease.entries)});
+          found.push_back({node, FromUnixMillis(lease.at_ms), static_cast<size_t>(lease.entries),
+                           lease.enforced});
         }));
     return found;
   }
@@ -439,7 +445,8 @@ class EtcdPortIndex final : public PortIndex {
     RequireModRevision(txn, LeaseKey(node), 0);
     *txn.add_success() =
         PutOp(LeaseKey(node), LeaseText(record.at_ms, names.size(),
-                                        record.partial ? "" : SetDigest(names), node_revision));
+                                        record.partial ? "" : SetDigest(names), node_revision,
+                                        ""));
     return RetryingUntil(deadline, [&] { return client_->Txn(txn); }).status();
   }
 
@@ -476,7 +483,7 @@ class EtcdPortIndex final : public PortIndex {
   // while neither key moved. False when it does not vouch, or another writer came in between:
   // the caller then takes the long way, which is always right.
   Result<bool> Renew(const std::string& node, int64_t at_ms, size_t entries,
-                     const std::string& digest) {
+                     const std::string& digest, const std::string& enforced) {
     if (digest.empty()) return false;
     const Clock::time_point deadline = RetryDeadline(options_);
     MZ_ASSIGN_OR_RETURN(const LeaseState state,
@@ -488,7 +495,7 @@ class EtcdPortIndex final : public PortIndex {
     RequireModRevision(txn, LeaseKey(node), state.lease.revision);
     RequireModRevision(txn, NodeKey(node), state.node_revision);
     *txn.add_success() =
-        PutOp(LeaseKey(node), LeaseText(at_ms, entries, digest, state.node_revision));
+        PutOp(LeaseKey(node), LeaseText(at_ms, entries, digest, state.node_revision, enforced));
     // A lost answer re-sent: had it committed, its compare now fails, and the long way follows.
     MZ_ASSIGN_OR_RETURN(const auto answer,
                         RetryingUntil(deadline, [&] { return client_->Txn(txn); }));

@@ -18,7 +18,8 @@
 //                                 to delete without a scan; "partial":true while a batched
 //                                 publication is under way.
 //   P l/<node>                    {"at_ms":<unix ms>,"entries":<count>,"digest":"<hex>",
-//                                 "of":<revision>}: the node's lease, what Publications() reads.
+//                                 "of":<revision>,"enforced":"<fence set digest>"}: the node's
+//                                 lease, what Publications() reads.
 //                                 "digest": SHA-256 of the node key's entry names, present only
 //                                 when every one of them is in the index; "of": the node key's
 //                                 mod_revision a renewal checked the digest against (absent

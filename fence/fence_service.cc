@@ -302,24 +302,20 @@ FencesMet MetBy(const StoreSnapshot& snap, const std::vector<AddressedPort>& por
 }  // namespace
 
 Result<FenceService::PublicationAnswer> FenceService::Publish(
-    const std::string& node, const std::vector<AddressedPort>& ports) {
+    const std::string& node, const std::vector<AddressedPort>& ports, const std::string& enforced) {
   MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
   if (opened.port_index == nullptr) {
     return FailedPreconditionError(
         "this controller keeps no port index (portIndex is off): nothing to publish to");
   }
   const Status published =
-      opened.port_index->Publish(node, ports, std::chrono::system_clock::now());
+      opened.port_index->Publish(node, ports, std::chrono::system_clock::now(), enforced);
   metrics_.ObservePublication(published.ok());
   MZ_RETURN_IF_ERROR(published);
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
   FencesMet met = MetBy(snap, ports);
   if (met.unheld_inside) RequestPassSoon(*opened.store);
-  std::vector<Cidr> standing;
-  standing.reserve(snap.fences.size());
-  for (const FenceEntry& f : snap.fences) standing.push_back(f.cidr);
-  return PublicationAnswer{options_.publication_lease, std::move(met.held),
-                           MakeFenceSet(std::move(standing))};
+  return PublicationAnswer{options_.publication_lease, std::move(met.held), StandingSet(snap)};
 }
 
 // The loop's next turn (within kStorePollInterval) makes the pass on this replica if it leads;
@@ -698,6 +694,62 @@ Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_p
   }
 }
 
+Status FenceService::AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline) {
+  constexpr auto kPoll = std::chrono::milliseconds(100);
+  for (;;) {
+    Result<StoreSnapshot> snap = ReadStore(*call.store);
+    if (!snap.ok() && !snap.status().IsTransient()) return snap.status();
+    std::vector<std::string> behind;
+    if (snap.ok()) {
+      const FenceSet set = StandingSet(*snap);
+      if (!HoldsChange(set, call.cidrs, fence)) return Status::Ok();  // superseded
+      MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications,
+                          call.port_index->Publications());
+      behind = NodesNotEnforcing(publications, set.digest, options_.publication_lease,
+                                 std::chrono::system_clock::now());
+      if (behind.empty()) return Status::Ok();
+    }
+    if (Clock::now() + kPoll > deadline) {
+      if (!snap.ok()) return snap.status();
+      return UnavailableError("in place at " + MizarMpName() + ", but " +
+                              std::to_string(behind.size()) + " live node(s) do not enforce it yet: " +
+                              Join(behind, 10) + "; a node enforces it within a third of the " +
+                              std::to_string(options_.publication_lease.count()) +
+                              " s publication lease, or lapses");
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+FenceService::Clock::time_point FenceService::NodesDeadline(
+    const grpc::ServerContext& context) const {
+  // Ended a little before the caller's deadline, so that the caller reads which nodes it waited
+  // for rather than DEADLINE_EXCEEDED.
+  constexpr auto kAnswerMargin = std::chrono::milliseconds(500);
+  Clock::time_point deadline = Clock::now() + options_.publication_lease;
+  const auto caller = context.deadline();
+  if (caller != std::chrono::system_clock::time_point::max()) {
+    deadline = std::min(deadline, Clock::now() + (caller - std::chrono::system_clock::now()) -
+                                      kAnswerMargin);
+  }
+  return deadline;
+}
+
+bool FenceService::HoldsChange(const FenceSet& set, const CidrSet& cidrs, bool fence) {
+  for (const Cidr& c : cidrs.cidrs()) {
+    const bool held = std::find(set.cidrs.begin(), set.cidrs.end(), c) != set.cidrs.end();
+    if (held != fence) return false;
+  }
+  return true;
+}
+
+FenceSet FenceService::StandingSet(const StoreSnapshot& snap) {
+  std::vector<Cidr> standing;
+  standing.reserve(snap.fences.size());
+  for (const FenceEntry& f : snap.fences) standing.push_back(f.cidr);
+  return MakeFenceSet(std::move(standing));
+}
+
 bool FenceService::Completed(const StoreSnapshot& snap, const CidrSet& cidrs, bool fence) {
   if (fence) {
     return std::none_of(snap.fences.begin(), snap.fences.end(), [&](const FenceEntry& e) {
@@ -747,6 +799,10 @@ grpc::Status FenceService::ChangeFences(
     }
   }  // the wait for the leader must not hold up this replica's other RPCs
   if (!report) report = FollowLeader(*call, change.fence, context);
+  if (report->ok() && call->port_index != nullptr) {
+    Status enforced = AwaitNodes(*call, change.fence, NodesDeadline(context));
+    if (!enforced.ok()) report = enforced;
+  }
   if (!report->ok()) {
     MZ_LOG(kWarn) << change.action << " of " << names << " not yet complete: "
                   << report->status().message();

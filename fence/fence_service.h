@@ -51,8 +51,9 @@
 // kStorePollInterval and makes a pass when it changed, so a change is enforced within that
 // interval plus one pass while a leader lives, and within the lease TTL and a third (a new
 // election) plus that when the leader was lost. The RPC answers OK once its fences are enforced
-// (its unfences complete); UNAVAILABLE, saying it is stored, when that took longer than twice the
-// lease TTL and 10 s, or the caller's deadline. A leader starts a port update only while its lease
+// (its unfences complete) and, with the port index, once every live node enforces the fence set
+// that holds the change (AwaitNodes); UNAVAILABLE, saying it is stored, when that took longer
+// than twice the lease TTL and 10 s (the nodes: the publication lease), or the caller's deadline. A leader starts a port update only while its lease
 // covers the update's whole time (Mizar-MP's connect + request timeouts, one attempt), so an old
 // leader has stopped before a new one starts. The first pass of a new term runs at once.
 //
@@ -158,8 +159,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
     std::vector<std::string> fenced_port_ids;  // of the published ports, those a fence holds
     FenceSet fence_set;                        // every standing fence
   };
+  // `enforced` is the digest of the fence set the node enforces now, its acknowledgement.
   Result<PublicationAnswer> Publish(const std::string& node,
-                                    const std::vector<AddressedPort>& ports) MZ_EXCLUDES(store_mu_);
+                                    const std::vector<AddressedPort>& ports,
+                                    const std::string& enforced) MZ_EXCLUDES(store_mu_);
 
   using Secrets = google::protobuf::Map<std::string, std::string>;
 
@@ -292,6 +295,18 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Status AwaitLeader(const Admitted& call, bool fence, Clock::time_point deadline);
   // Whether `snap` shows no fence of `cidrs` pending (fence) or no unfence of them left.
   static bool Completed(const StoreSnapshot& snap, const CidrSet& cidrs, bool fence);
+  // With the port index, once the change is in place at Mizar-MP: waits until every live node
+  // (its publication lease not lapsed) enforces the standing fence set, as its last publication
+  // says, unless the set no longer holds the change (a later one superseded it). The bound is the
+  // publication lease: a live node publishes every third of it, and again at once when its set
+  // changed. UNAVAILABLE naming the nodes still behind at `deadline`.
+  Status AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline);
+  // The nodes' wait ends within the publication lease, or the caller's deadline.
+  Clock::time_point NodesDeadline(const grpc::ServerContext& context) const;
+  // Whether `set` holds every one of `cidrs` (fence) or none (unfence).
+  static bool HoldsChange(const FenceSet& set, const CidrSet& cidrs, bool fence);
+  // The fence set the nodes enforce: every standing fence, pending or enforced.
+  static FenceSet StandingSet(const StoreSnapshot& snap);
   // How long one port update may take (what a leader's lease must still cover to start it).
   Clock::duration UpdateBudget() const;
   Result<Admitted> Admit(const char* rpc, const Secrets& secrets,

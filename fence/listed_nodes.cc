@@ -17,6 +17,16 @@ std::vector<std::string> LapsedNodes(const std::vector<Publication>& publication
   return lapsed;
 }
 
+std::vector<std::string> NodesNotEnforcing(const std::vector<Publication>& publications,
+                                           const std::string& digest, std::chrono::seconds lease,
+                                           std::chrono::system_clock::time_point now) {
+  std::vector<std::string> behind;
+  for (const Publication& p : publications) {
+    if (p.at + lease >= now && p.enforced != digest) behind.push_back(p.node);
+  }
+  return behind;
+}
+
 std::vector<std::string> UnpublishedNodes(const std::vector<client::Node>& registered,
                                           const std::vector<Publication>& publications) {
   std::set<std::string> published;

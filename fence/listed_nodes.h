@@ -40,6 +40,13 @@ std::vector<std::string> LapsedNodes(const std::vector<Publication>& publication
                                      std::chrono::seconds lease,
                                      std::chrono::system_clock::time_point now);
 
+// The live nodes (not lapsed by `lease` at `now`) whose last publication did not say they enforce
+// the fence set of digest `digest`: those a fence change still waits for. Sorted by node name, as
+// Publications() is.
+std::vector<std::string> NodesNotEnforcing(const std::vector<Publication>& publications,
+                                           const std::string& digest, std::chrono::seconds lease,
+                                           std::chrono::system_clock::time_point now);
+
 class ListedNodes {
  public:
   using Now = std::function<std::chrono::system_clock::time_point()>;

@@ -38,12 +38,15 @@ struct IndexedPort {
   friend bool operator==(const IndexedPort&, const IndexedPort&) = default;
 };
 
-// When a node last published, and how many entries it has: the node's lease is live while `at`
-// is recent (the controller's publication lease, fence/publication_service.h).
+// When a node last published, how many entries it has, and the fence set it said it enforces
+// then: the node's lease is live while `at` is recent (the controller's publication lease,
+// fence/publication_service.h), and its `enforced` digest (fence/fence_set.h; "" for none) is its
+// acknowledgement of the fence set it was given.
 struct Publication {
   std::string node;
   std::chrono::system_clock::time_point at;
   size_t entries = 0;
+  std::string enforced;
   friend bool operator==(const Publication&, const Publication&) = default;
 };
 
@@ -51,10 +54,12 @@ class PortIndex {
  public:
   virtual ~PortIndex() = default;
   // Replaces whatever `node` published before with `ports` (all or nothing) and records `at` as
-  // its publication time. An empty list is a live node without ports: it stays in
-  // Publications(). INVALID_ARGUMENT for an empty node name or port id.
+  // its publication time and `enforced` as the fence set it enforces. An empty list is a live
+  // node without ports: it stays in Publications(). INVALID_ARGUMENT for an empty node name or
+  // port id.
   virtual Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
-                         std::chrono::system_clock::time_point at) = 0;
+                         std::chrono::system_clock::time_point at,
+                         const std::string& enforced) = 0;
   // Every node that ever published (until Forget), sorted by node name.
   virtual Result<std::vector<Publication>> Publications() const = 0;
   // Drops `node`'s entries and its publication (a node the controller no longer knows). A node

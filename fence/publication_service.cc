@@ -36,6 +36,17 @@ Result<std::string> PublishedPod(const ::mizarmp::v1::Attachment& attachment,
   return attachment.pod_namespace() + "/" + attachment.pod_name();
 }
 
+// The fence set a node says it enforces: empty, or a digest as fence/fence_set.h makes them
+// ("<count>-<16 hex digits>"), so what the index stores for it stays small and printable.
+Status CheckEnforcedDigest(const std::string& digest) {
+  constexpr size_t kMaxDigestBytes = 32;  // "65536-" and 16 digits, with room
+  const bool shaped = digest.size() <= kMaxDigestBytes &&
+                      digest.find_first_not_of("0123456789abcdef-") == std::string::npos;
+  if (shaped) return Status::Ok();
+  return InvalidArgumentError("fence_set_digest (\"" + LogEscaped(digest.substr(0, 40)) +
+                              "\") is not a fence set's digest (<count>-<16 hex digits>)");
+}
+
 }  // namespace
 
 Status CheckPublisherIdentity(const grpc::ServerContext& context, const std::string& node) {
@@ -95,12 +106,13 @@ grpc::Status PublicationService::Publish(grpc::ServerContext* context,
                                          const ::mizarmp::v1::PublishRequest* request,
                                          ::mizarmp::v1::PublishResponse* response) {
   auto ports = PublishedPorts(*request);
-  Status allowed = ports.ok() ? CheckPublisherIdentity(*context, request->node()) : ports.status();
+  Status allowed = ports.ok() ? CheckEnforcedDigest(request->fence_set_digest()) : ports.status();
+  if (allowed.ok()) allowed = CheckPublisherIdentity(*context, request->node());
   if (!allowed.ok()) {
     MZ_LOG(kWarn) << "Publish refused: " << allowed.message();
     return addons::ToGrpcStatus(allowed);
   }
-  auto answer = fences_.Publish(request->node(), *ports);
+  auto answer = fences_.Publish(request->node(), *ports, request->fence_set_digest());
   if (!answer.ok()) {
     MZ_LOG(kWarn) << "Publish of node " << LogEscaped(request->node())
                   << " failed: " << answer.status().message();

@@ -156,6 +156,9 @@ void Publisher::Look() {
   const bool changed = !accepted_any_ || ports != accepted_;
   if (!changed && std::chrono::steady_clock::now() < republish_at_) return;
   auto fenced = Publish(ports);
+  // A new fence set is acknowledged at once: a fence answers only once every live node enforces
+  // it (fence/fence_service.h, AwaitNodes).
+  if (fenced.ok() && unacknowledged_) fenced = Publish(ports);
   if (!fenced.ok()) {
     MZ_LOG(kWarn) << "publication to " << options_.target << ": " << fenced.status().ToString();
     return;
@@ -198,7 +201,7 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
   // A third of the lease: two more tries before the node lapses.
   republish_at_ = std::chrono::steady_clock::now() +
                   std::chrono::seconds(std::max<uint32_t>(1, response.lease_seconds() / 3));
-  Enforce(response);
+  unacknowledged_ = Enforce(response);
   {
     MutexLock lock(mu_);
     ++published_;
@@ -207,9 +210,9 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
                                response.fenced_port_ids().end());
 }
 
-void Publisher::Enforce(const ::mizarmp::v1::PublishResponse& response) {
+bool Publisher::Enforce(const ::mizarmp::v1::PublishResponse& response) {
   if (response.fence_set_digest().empty() || response.fence_set_digest() == filter_.digest()) {
-    return;
+    return false;
   }
   auto set = ParseFenceSet({response.fenced_cidrs().begin(), response.fenced_cidrs().end()},
                            "Publish answer: fenced_cidrs");
@@ -220,9 +223,10 @@ void Publisher::Enforce(const ::mizarmp::v1::PublishResponse& response) {
   if (!applied.ok()) {
     // The set enforced before stands; the next publication asks for this one again.
     MZ_LOG(kWarn) << "fence: " << applied.ToString();
-    return;
+    return false;
   }
   MZ_LOG(kInfo) << "fence: this node enforces " << set->cidrs.size() << " fenced CIDR(s)";
+  return true;
 }
 
 }  // namespace mizarmp::fence

@@ -67,8 +67,9 @@ class Publisher final : public addons::AddonsComponent {
   // The ports of this node that a fence holds down, as the controller answered. Enforces the
   // fence set the answer carries.
   Result<std::set<std::string>> Publish(const std::vector<AddressedPort>& ports);
-  // Enforces the set `response` carries, when it names another than the one enforced.
-  void Enforce(const ::mizarmp::v1::PublishResponse& response);
+  // Enforces the set `response` carries, when it names another than the one enforced; true when
+  // it applied one (the controller has yet to hear of it).
+  bool Enforce(const ::mizarmp::v1::PublishResponse& response);
 
   const PublisherOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -80,6 +81,7 @@ class Publisher final : public addons::AddonsComponent {
   std::vector<AddressedPort> accepted_;
   bool accepted_any_ = false;
   std::chrono::steady_clock::time_point republish_at_;
+  bool unacknowledged_ = false;  // a set was applied since the last publication
 
   mutable Mutex mu_;
   std::condition_variable cv_;

@@ -4,7 +4,8 @@
 //
 // attachments(ip BLOB, port_id TEXT, node TEXT; PRIMARY KEY (ip, port_id)) WITHOUT ROWID, and an
 // index by node for Publish's replace; publications(node TEXT PRIMARY KEY, at_ms INTEGER,
-// entries INTEGER) holds each node's last publication time (unix milliseconds) and size, so that
+// entries INTEGER, enforced TEXT) holds each node's last publication time (unix milliseconds),
+// size and the fence set it enforces, so that
 // a pass's look at the leases reads one row per node, not every entry. An address is stored as its
 // address key (fence/address_key.h), so a CIDR is the range [network, last]. SQLite's page cache
 // bounds the memory, whatever the row count.
@@ -27,8 +28,8 @@
 namespace mizarmp::fence {
 namespace {
 
-// Version 4 added each entry's pod.
-constexpr int kIndexSchemaVersion = 4;
+// Version 4 added each entry's pod, 5 the fence set each node enforces.
+constexpr int kIndexSchemaVersion = 5;
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS attachments ("
     " ip BLOB NOT NULL,"
@@ -40,8 +41,9 @@ constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS publications ("
     " node TEXT PRIMARY KEY,"
     " at_ms INTEGER NOT NULL,"
-    " entries INTEGER NOT NULL) WITHOUT ROWID;"
-    "PRAGMA user_version = 4;";
+    " entries INTEGER NOT NULL,"
+    " enforced TEXT NOT NULL DEFAULT '') WITHOUT ROWID;"
+    "PRAGMA user_version = 5;";
 // An index of an earlier schema is dropped, not migrated: it is soft state, which the node
 // agents' next publications rebuild.
 constexpr const char* kDropEarlierSchema =
@@ -88,7 +90,7 @@ class SqlitePortIndex final : public PortIndex {
   }
 
   Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
-                 std::chrono::system_clock::time_point at) override {
+                 std::chrono::system_clock::time_point at, const std::string& enforced) override {
     if (node.empty()) return InvalidArgumentError("port index: a publication names no node");
     for (const AddressedPort& p : ports) {
       if (p.port_id.empty()) {
@@ -99,7 +101,8 @@ class SqlitePortIndex final : public PortIndex {
     MutexLock lock(mu_);
     MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     auto entries = ReplaceNode(node, ports);
-    Status s = entries.ok() ? RecordPublication(node, at, *entries) : entries.status();
+    Status s =
+        entries.ok() ? RecordPublication(node, at, *entries, enforced) : entries.status();
     return Finish(std::move(s));
   }
 
@@ -118,7 +121,7 @@ class SqlitePortIndex final : public PortIndex {
   Result<std::vector<Publication>> Publications() const override {
     MutexLock lock(mu_);
     Stmt query;
-    if (!query.Prepare(db_, "SELECT node, at_ms, entries FROM publications ORDER BY node")) {
+    if (!query.Prepare(db_, "SELECT node, at_ms, entries, enforced FROM publications ORDER BY node")) {
       return Error("preparing the read of publications");
     }
     std::vector<Publication> found;
@@ -126,8 +129,9 @@ class SqlitePortIndex final : public PortIndex {
     while ((rc = query.Step()) == SQLITE_ROW) {
       const auto at = std::chrono::system_clock::time_point(
           std::chrono::milliseconds(sqlite3_column_int64(query.get(), 1)));
-      found.push_back(
-          {Column(query.get(), 0), at, static_cast<size_t>(sqlite3_column_int64(query.get(), 2))});
+      found.push_back({Column(query.get(), 0), at,
+                       static_cast<size_t>(sqlite3_column_int64(query.get(), 2)),
+                       Column(query.get(), 3)});
     }
     if (rc != SQLITE_DONE) return Error("reading the publications");
     return found;
@@ -227,16 +231,17 @@ class SqlitePortIndex final : public PortIndex {
   }
 
   Status RecordPublication(const std::string& node, std::chrono::system_clock::time_point at,
-                           size_t entries) MZ_REQUIRES(mu_) {
+                           size_t entries, const std::string& enforced) MZ_REQUIRES(mu_) {
     Stmt record;
     if (!record.Prepare(db_,
-                        "INSERT OR REPLACE INTO publications(node, at_ms, entries)"
-                        " VALUES (?1, ?2, ?3)")) {
+                        "INSERT OR REPLACE INTO publications(node, at_ms, entries, enforced)"
+                        " VALUES (?1, ?2, ?3, ?4)")) {
       return Error("preparing the publication time of node " + node);
     }
     record.BindText(1, node);
     record.BindInt64(2, UnixMillis(at));
     record.BindInt64(3, static_cast<int64_t>(entries));
+    record.BindText(4, enforced);
     if (record.Step() != SQLITE_DONE) return Error("recording the publication of node " + node);
     return Status::Ok();
   }

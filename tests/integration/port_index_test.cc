@@ -75,7 +75,7 @@ TimePoint At(int64_t unix_ms) { return TimePoint(milliseconds(unix_ms)); }
 
 Status PublishNow(PortIndex& index, const std::string& node,
                   const std::vector<AddressedPort>& ports) {
-  return index.Publish(node, ports, std::chrono::system_clock::now());
+  return index.Publish(node, ports, std::chrono::system_clock::now(), "");
 }
 
 std::vector<std::string> Ids(const std::vector<IndexedPort>& found) {
@@ -192,10 +192,10 @@ TYPED_TEST(PortIndexTest, ARenewalOfAnEarlierSetAfterAChangeRestoresItsEntries) 
   auto index = this->Open();
   ASSERT_NE(index, nullptr);
   const std::vector<AddressedPort> first = {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}};
-  ASSERT_TRUE(index->Publish("node-a", first, At(1000)).ok());
-  ASSERT_TRUE(index->Publish("node-a", first, At(2000)).ok());
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.3"), "a3"}}, At(3000)).ok());
-  ASSERT_TRUE(index->Publish("node-a", first, At(4000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", first, At(1000), "").ok());
+  ASSERT_TRUE(index->Publish("node-a", first, At(2000), "").ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.3"), "a3"}}, At(3000), "").ok());
+  ASSERT_TRUE(index->Publish("node-a", first, At(4000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2"}));
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(4000), 2}}));
 }
@@ -227,7 +227,7 @@ TYPED_TEST(PortIndexTest, KeepsItsEntriesAndPublicationsAcrossAReopen) {
   {
     auto index = this->Open();
     ASSERT_NE(index, nullptr);
-    ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1790000000123)).ok());
+    ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1790000000123), "").ok());
   }
   auto index = this->Open();
   ASSERT_NE(index, nullptr);
@@ -240,23 +240,44 @@ TYPED_TEST(PortIndexTest, PublicationsHaveTheirTimesAndEntryCountsByNodeName) {
   ASSERT_NE(index, nullptr);
   EXPECT_TRUE(PublicationsOf(*index).empty());
   ASSERT_TRUE(
-      index->Publish("node-b", {{Ip("10.0.0.1"), "b1"}, {Ip("fd00::1"), "b1"}}, At(1790000000000))
+      index->Publish("node-b", {{Ip("10.0.0.1"), "b1"}, {Ip("fd00::1"), "b1"}}, At(1790000000000), "")
           .ok());
   // A node without ports is live all the same.
-  ASSERT_TRUE(index->Publish("node-a", {}, At(1790000000500)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {}, At(1790000000500), "").ok());
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(1790000000500), 0},
                                                               {"node-b", At(1790000000000), 2}}));
-  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.1"), "b1"}}, At(1790000009000)).ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.1"), "b1"}}, At(1790000009000), "").ok());
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(1790000000500), 0},
                                                               {"node-b", At(1790000009000), 1}}));
+}
+
+// The fence set a node says it enforces is its acknowledgement: each publication records the
+// latest, whether its ports changed or not (etcd's renewal of an unchanged set included), and it
+// survives a reopen.
+TYPED_TEST(PortIndexTest, EachPublicationRecordsTheFenceSetTheNodeEnforces) {
+  const std::vector<AddressedPort> ports = {{Ip("10.0.0.1"), "a1"}};
+  {
+    auto index = this->Open();
+    ASSERT_NE(index, nullptr);
+    ASSERT_TRUE(index->Publish("node-a", ports, At(1000), "").ok());
+    EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(1000), 1, ""}}));
+    ASSERT_TRUE(index->Publish("node-a", ports, At(2000), "1-00000000000000aa").ok());
+    EXPECT_EQ(PublicationsOf(*index),
+              (std::vector<Publication>{{"node-a", At(2000), 1, "1-00000000000000aa"}}));
+    ASSERT_TRUE(index->Publish("node-a", {}, At(3000), "2-00000000000000bb").ok());
+  }
+  auto index = this->Open();
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(PublicationsOf(*index),
+            (std::vector<Publication>{{"node-a", At(3000), 0, "2-00000000000000bb"}}));
 }
 
 TYPED_TEST(PortIndexTest, ForgetDropsTheNodesEntriesAndItsPublication) {
   auto index = this->Open();
   ASSERT_NE(index, nullptr);
   ASSERT_TRUE(
-      index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}, At(1000)).ok());
-  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b1"}}, At(2000)).ok());
+      index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}, At(1000), "").ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b1"}}, At(2000), "").ok());
   ASSERT_TRUE(index->Forget("node-a").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), std::vector<std::string>{"b1"});
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-b", At(2000), 1}}));
@@ -264,7 +285,7 @@ TYPED_TEST(PortIndexTest, ForgetDropsTheNodesEntriesAndItsPublication) {
   EXPECT_TRUE(index->Forget("node-a").ok());
   EXPECT_TRUE(index->Forget("node-never").ok());
   // A forgotten node publishes afresh.
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.9"), "a9"}}, At(3000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.9"), "a9"}}, At(3000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"b1", "a9"}));
 }
 
@@ -272,8 +293,8 @@ TYPED_TEST(PortIndexTest, PublishesAndFindsThousandsOfEntries) {
   auto index = this->Open();
   ASSERT_NE(index, nullptr);
   // More entries than etcd takes in one transaction (128), and an answer of more than one page.
-  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000)).ok());
-  ASSERT_TRUE(index->Publish("node-b", ManyPorts("b", 1000, 1000), At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000), "").ok());
+  ASSERT_TRUE(index->Publish("node-b", ManyPorts("b", 1000, 1000), At(2000), "").ok());
   auto found = index->Inside({Net("10.1.0.0/21")});
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   ASSERT_EQ(found->size(), 2000u);
@@ -283,7 +304,7 @@ TYPED_TEST(PortIndexTest, PublishesAndFindsThousandsOfEntries) {
   EXPECT_EQ(found->back(), (IndexedPort{V4Plus(1999), "b-999", "node-b"}));
 
   // The republication drops 700 of node-a's entries: more deletes than one transaction takes.
-  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 300), At(3000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 300), At(3000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.1.0.0/21")}).size(), 1300u);
   EXPECT_TRUE(IdsInside(*index, {Net("10.1.1.44/32")}).empty());  // 10.1.0.0 + 300
   EXPECT_EQ(PublicationsOf(*index),
@@ -396,7 +417,7 @@ class EtcdPortIndex : public ::testing::Test {
 TEST_F(EtcdPortIndex, KeysThatDoNotDecodeAreSkippedNeverACrash) {
   auto index = Open();
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000), "").ok());
   // Each inside the range of 10.0.0.0/24 or of every IPv4 address, none an entry.
   for (const char* name :
        {"a/040a000001", "a/040a000001/p9", "a/040a000001/p9/", "a/040a0000zz/p9/node-x",
@@ -427,7 +448,7 @@ TEST_F(EtcdPortIndex, KeysThatDoNotDecodeAreSkippedNeverACrash) {
   }
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(1000), 1}}));
   // A node whose record does not decode publishes over it, and can be forgotten.
-  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.7"), "b7"}}, At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.7"), "b7"}}, At(2000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "b7"}));
   EXPECT_TRUE(index->Forget("node-c").ok());
   EXPECT_EQ(PublicationsOf(*index),
@@ -437,9 +458,9 @@ TEST_F(EtcdPortIndex, KeysThatDoNotDecodeAreSkippedNeverACrash) {
 TEST_F(EtcdPortIndex, ARenewalOfAnUnchangedSetIsOneWrite) {
   auto index = Open();
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000), "").ok());
   const int64_t before = Revision();
-  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000), "").ok());
   // etcd's revision counts transactions that wrote: the renewal took exactly one, of the
   // node's lease key alone, a value whose size does not follow the node's entries.
   EXPECT_EQ(Revision(), before + 1);
@@ -454,8 +475,8 @@ TEST_F(EtcdPortIndex, ARenewalOfAnUnchangedSetIsOneWrite) {
 TEST_F(EtcdPortIndex, PublicationsAreReadFromTheLeaseKeysAlone) {
   auto index = Open();
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000)).ok());
-  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(1000), "").ok());
+  ASSERT_TRUE(index->Publish("node-a", ManyPorts("a", 0, 1000), At(2000), "").ok());
   // The node key, 1,000 entries long, is not what a pass reads: its loss does not show.
   Put("n/node-a", "not json");
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(2000), 1000}}));
@@ -466,12 +487,12 @@ TEST_F(EtcdPortIndex, PublicationsAreReadFromTheLeaseKeysAlone) {
 TEST_F(EtcdPortIndex, ANodeKeyRewrittenWithoutItsLeaseKeySendsTheRenewalTheLongWay) {
   auto index = Open();
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000), "").ok());
   Put("n/node-a", R"({"at_ms":2000,"entries":["040a000002/a2"]})");
   Put("a/040a000002/a2/node-a", "");
   Delete("a/040a000001/a1/node-a");
   // The lease key's digest is that of {a1}, but it no longer vouches for the node key.
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(3000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(3000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), std::vector<std::string>{"a1"});
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(3000), 1}}));
 }
@@ -494,10 +515,10 @@ TEST_F(EtcdPortIndex, AnIndexOfTheFirstLayoutGetsItsLeaseKeysWhenOpened) {
   // Its lease key vouches for its set: the renewal writes the lease key alone.
   int64_t before = Revision();
   ASSERT_TRUE(
-      index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}, At(2000)).ok());
+      index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}}, At(2000), "").ok());
   EXPECT_EQ(WrittenAfter(before).size(), 1u);
   // A partial node key vouches for nothing: its renewal puts every entry.
-  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b3"}}, At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b3"}}, At(2000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2", "b3"}));
 
   // Once upgraded, opening again writes nothing.
@@ -511,11 +532,11 @@ TEST_F(EtcdPortIndex, AnIndexOfTheFirstLayoutGetsItsLeaseKeysWhenOpened) {
 TEST_F(EtcdPortIndex, APublicationAfterAnInterruptedOnePutsWhatIsMissing) {
   auto index = Open();
   ASSERT_NE(index, nullptr);
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000), "").ok());
   Put("n/node-a", R"({"at_ms":1000,"entries":["040a000001/a1","040a000002/a2","040a000003/a3"],)"
                   R"("partial":true})");
   Put("a/040a000003/a3/node-a", "");
-  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.2"), "a2"}}, At(2000)).ok());
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.2"), "a2"}}, At(2000), "").ok());
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), std::vector<std::string>{"a2"});
   EXPECT_EQ(PublicationsOf(*index), (std::vector<Publication>{{"node-a", At(2000), 1}}));
 }
@@ -525,10 +546,10 @@ TEST_F(EtcdPortIndex, ReplicasSeeWhatEachOtherPublished) {
   auto second = Open();
   ASSERT_NE(first, nullptr);
   ASSERT_NE(second, nullptr);
-  ASSERT_TRUE(first->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000)).ok());
-  ASSERT_TRUE(second->Publish("node-b", {{Ip("10.0.0.2"), "b2"}}, At(2000)).ok());
+  ASSERT_TRUE(first->Publish("node-a", {{Ip("10.0.0.1"), "a1"}}, At(1000), "").ok());
+  ASSERT_TRUE(second->Publish("node-b", {{Ip("10.0.0.2"), "b2"}}, At(2000), "").ok());
   EXPECT_EQ(IdsInside(*first, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "b2"}));
-  ASSERT_TRUE(second->Publish("node-a", {}, At(3000)).ok());
+  ASSERT_TRUE(second->Publish("node-a", {}, At(3000), "").ok());
   EXPECT_EQ(IdsInside(*first, {Net("10.0.0.0/24")}), std::vector<std::string>{"b2"});
 }
 

@@ -608,6 +608,18 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("node is empty"), std::string::npos) << s.error_message();
   }
+  // What a node says it enforces is stored as it came: only a fence set's digest is taken.
+  request.set_node("node-a");
+  attachment->clear_ips();
+  attachment->add_ips("10.240.0.5");
+  for (const std::string& digest : {std::string(4096, 'a'), std::string("1-ABC\n")}) {
+    request.set_fence_set_digest(digest);
+    grpc::ClientContext context;
+    const grpc::Status s = Stub(node_a)->Publish(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("fence_set_digest"), std::string::npos) << s.error_message();
+  }
+  request.clear_fence_set_digest();
   // A pod is named by both K8S_POD_* values, and its namespace cannot hide a '/'.
   request.set_node("node-a");
   attachment->clear_ips();
@@ -652,7 +664,18 @@ TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
         << s.error_message();
   }
 
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  // node-a's lease still runs, so the fence is in place at Mizar-MP but waits for node-a to
+  // enforce it or lapse: within the caller's deadline it answers which node it waits for.
+  auto stub = ::fence::FenceController::NewStub(SocketChannel());
+  grpc::ClientContext fence_context;
+  fence_context.set_deadline(std::chrono::system_clock::now() + 3s);
+  ::fence::FenceClusterNetworkRequest fence;
+  fence.add_cidrs()->set_cidr("10.240.0.0/24");
+  ::fence::FenceClusterNetworkResponse fenced;
+  const grpc::Status waited = stub->FenceClusterNetwork(&fence_context, fence, &fenced);
+  EXPECT_EQ(waited.error_code(), grpc::StatusCode::UNAVAILABLE) << waited.error_message();
+  EXPECT_NE(waited.error_message().find("do not enforce it yet: node-a"), std::string::npos)
+      << waited.error_message();
   EXPECT_FALSE(Up("a1")) << "a refused publication hid node-a's port from the fence";
 
   // The controller's own unix socket is its operator's (0600 in a 0700 directory).
@@ -735,9 +758,11 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
   };
   ASSERT_TRUE(WaitUntil([&] { return enforced(0) >= 1; })) << agent_log();
 
+  // In place when it answers: node-b has acknowledged the set that holds the fence, so the very
+  // next packet is dropped, with no wait.
   ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.10/32"));
   EXPECT_FALSE(Up("a1"));
-  ASSERT_TRUE(WaitUntil([&] { return enforced(1) >= 1; })) << agent_log();
+  EXPECT_GE(enforced(1), 1u) << agent_log();
   EXPECT_FALSE(b_reaches_a()) << "node-b still reaches the fenced pod";
   EXPECT_FALSE(a_reaches_b()) << "the fenced pod still reaches node-b";
   // Debian's nftables.service flushes the whole ruleset as it starts: the agent puts it back.
@@ -748,7 +773,7 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
   EXPECT_FALSE(b_reaches_a()) << "a flushed ruleset let node-b reach the fenced pod";
 
   ASSERT_NO_FATAL_FAILURE(Unfence("10.240.0.10/32"));
-  ASSERT_TRUE(WaitUntil([&] { return enforced(0) >= 2; })) << agent_log();
+  EXPECT_GE(enforced(0), 2u) << agent_log();
   EXPECT_TRUE(b_reaches_a());
   EXPECT_TRUE(a_reaches_b());
   std::string ruleset;

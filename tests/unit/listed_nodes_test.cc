@@ -24,9 +24,9 @@ const Time kStart = Time(std::chrono::hours(24 * 365 * 56));
 // An index that holds publications only, and counts how often they are read.
 class LeaseIndex final : public PortIndex {
  public:
-  Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
-                 Time at) override {
-    published[node] = Publication{node, at, ports.size()};
+  Status Publish(const std::string& node, const std::vector<AddressedPort>& ports, Time at,
+                 const std::string& enforced) override {
+    published[node] = Publication{node, at, ports.size(), enforced};
     return Status::Ok();
   }
   Result<std::vector<Publication>> Publications() const override {
@@ -64,7 +64,7 @@ struct Fixture {
 
 TEST(ListedNodes, FencePassesReuseALeaseReadYoungerThanAThirdOfTheLease) {
   Fixture f;
-  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart).ok());
+  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart, "").ok());
   EXPECT_TRUE(f.Find(Leases::kRecent).empty());
   f.now += seconds(9);
   EXPECT_TRUE(f.Find(Leases::kRecent).empty());
@@ -82,8 +82,8 @@ TEST(ListedNodes, FencePassesReuseALeaseReadYoungerThanAThirdOfTheLease) {
 // the time of the pass, not of the read.
 TEST(ListedNodes, AReusedReadStillListsANodeThatLapsedSince) {
   Fixture f;
-  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart).ok());
-  ASSERT_TRUE(f.index.Publish("worker-2", {}, kStart + seconds(25)).ok());
+  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart, "").ok());
+  ASSERT_TRUE(f.index.Publish("worker-2", {}, kStart + seconds(25), "").ok());
   f.now = kStart + seconds(25);
   EXPECT_TRUE(f.Find(Leases::kReadNow).empty());
   f.now = kStart + seconds(31);
@@ -97,9 +97,9 @@ TEST(ListedNodes, ANodeThatPublishedAfterTheReadIsListedUntilReadAgain) {
   Fixture f;
   const auto registered = std::make_shared<const std::vector<client::Node>>(
       std::vector<client::Node>{{"9a0b", "worker-1"}, {"4c2e", "worker-2"}});
-  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart).ok());
+  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart, "").ok());
   EXPECT_EQ(f.Find(Leases::kReadNow, registered), (std::vector<std::string>{"4c2e", "worker-2"}));
-  ASSERT_TRUE(f.index.Publish("worker-2", {}, kStart).ok());
+  ASSERT_TRUE(f.index.Publish("worker-2", {}, kStart, "").ok());
   EXPECT_EQ(f.Find(Leases::kRecent, registered), (std::vector<std::string>{"4c2e", "worker-2"}));
   EXPECT_TRUE(f.Find(Leases::kReadNow, registered).empty());
 }
@@ -108,7 +108,7 @@ TEST(ListedNodes, ANodeThatPublishedAfterTheReadIsListedUntilReadAgain) {
 // the leases are not read again.
 TEST(ListedNodes, ANewRegisteredListIsMatchedAgainstTheReusedRead) {
   Fixture f;
-  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart).ok());
+  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart, "").ok());
   const auto one = std::make_shared<const std::vector<client::Node>>(
       std::vector<client::Node>{{"9a0b", "worker-1"}});
   EXPECT_TRUE(f.Find(Leases::kReadNow, one).empty());
@@ -122,7 +122,7 @@ TEST(ListedNodes, ANewRegisteredListIsMatchedAgainstTheReusedRead) {
 // and the next pass tries again.
 TEST(ListedNodes, AClockSetBackOrAFailedReadReadsAgain) {
   Fixture f;
-  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart).ok());
+  ASSERT_TRUE(f.index.Publish("worker-1", {}, kStart, "").ok());
   EXPECT_TRUE(f.Find(Leases::kReadNow).empty());
   f.now -= seconds(60);
   EXPECT_TRUE(f.Find(Leases::kRecent).empty());
@@ -145,6 +145,22 @@ TEST(ListedNodes, UnpublishedNodesAreThoseKnownByNeitherName) {
   EXPECT_EQ(UnpublishedNodes(registered, published),
             (std::vector<std::string>{"77d1", "worker-3", "worker-4"}));
   EXPECT_TRUE(UnpublishedNodes({}, published).empty());
+}
+
+// A fence change waits for the live nodes whose last publication names another fence set than
+// the one holding it; a lapsed node has nothing left to acknowledge.
+TEST(NodesNotEnforcing, NamesTheLiveNodesBehindTheSetAndNeverALapsedOne) {
+  const std::vector<Publication> publications = {
+      {"node-a", kStart, 3, "2-aaaa"},                 // enforces the set
+      {"node-b", kStart - seconds(10), 1, "1-bbbb"},   // live, an older set
+      {"node-c", kStart - seconds(31), 2, "1-bbbb"},   // lapsed
+      {"node-d", kStart, 0, ""},                       // live, never enforced any
+  };
+  EXPECT_EQ(NodesNotEnforcing(publications, "2-aaaa", kLease, kStart),
+            (std::vector<std::string>{"node-b", "node-d"}));
+  EXPECT_EQ(NodesNotEnforcing(publications, "1-bbbb", kLease, kStart),
+            (std::vector<std::string>{"node-a", "node-d"}));
+  EXPECT_TRUE(NodesNotEnforcing({}, "2-aaaa", kLease, kStart).empty());
 }
 
 }  // namespace
