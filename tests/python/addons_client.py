@@ -3,9 +3,10 @@
 """An independent Python client for mizarmp-addons, shared by the Python gRPC tests.
 
 Nothing here comes from the C++ build except the binaries under test: the stubs are generated
-at test time with grpc_tools (Debian's python3-grpc-tools) from csi-addons/spec's own protos as
-published (MIZARMP_UPSTREAM_PROTO_DIR, ../shared/upstream/csi-addons-spec), so every RPC is driven
-in upstream's wire format, and gRPC's health.proto from proto/;
+at test time with grpc_tools (Debian's python3-grpc-tools): the CSI-Addons ones from
+csi-addons/spec's own protos as published where MIZARMP_UPSTREAM_PROTO_DIR names them (the Python
+tests: every RPC is driven in upstream's wire format), else from proto/, and gRPC's health.proto
+from proto/;
 TLS material is made with the openssl CLI, and the servers are real processes.
 
     stubs = generate_stubs(tmpdir)               # identity_pb2, fence_pb2_grpc, health_pb2, ...
@@ -14,8 +15,8 @@ TLS material is made with the openssl CLI, and the servers are real processes.
         ident.Probe(stubs.identity_pb2.ProbeRequest(), timeout=10)
 
 Environment: MIZARMP_BIN_DIR (default <repo>/build/bin), MIZARMP_PROTO_DIR (default
-<repo>/proto), MIZARMP_UPSTREAM_PROTO_DIR (without it, or where it is absent, the CSI-Addons stubs
-come from proto/ with a printed note; under CI=true that is an error).
+<repo>/proto), MIZARMP_UPSTREAM_PROTO_DIR (unset: the CSI-Addons stubs come from proto/; set to an
+absent directory: the same with a printed note, and under CI=true an error).
 """
 
 import importlib
@@ -94,13 +95,16 @@ def _well_known_include():
 
 
 def csi_addons_proto_dir():
-    """The include root of the CSI-Addons protos the stubs are made from: upstream's when
-    present, else proto/ (a note says so; under CI=true, where upstream's are always present,
-    their absence is an error)."""
+    """The include root of the CSI-Addons protos the stubs are made from: proto/ unless
+    MIZARMP_UPSTREAM_PROTO_DIR names upstream's (the Python tests' ctest entries do; the demo
+    and the package test do not). Where it names a directory that is absent, proto/ serves with
+    a printed note, and under CI=true, where upstream's are always present, that is an error."""
     upstream = os.environ.get("MIZARMP_UPSTREAM_PROTO_DIR", "")
-    if upstream and os.path.isdir(upstream):
+    if not upstream:
+        return proto_dir()
+    if os.path.isdir(upstream):
         return upstream
-    reason = f"no upstream CSI-Addons protos at {upstream or '(MIZARMP_UPSTREAM_PROTO_DIR unset)'}"
+    reason = f"no upstream CSI-Addons protos at {upstream}"
     if os.environ.get("CI") == "true":
         raise RuntimeError(f"{reason}; CI always has them")
     print(f"note: {reason}; the stubs come from proto/", file=sys.stderr)
