@@ -44,7 +44,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
   (cd "$BUILD_DIR" && ctest -L "$LABEL" -j"$JOBS" --output-on-failure) </dev/null >"$log" 2>&1
   summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n1)
   echo "round $round/$ROUNDS ($((SECONDS - round_start)) s): ${summary:-no ctest summary}"
-  failed_here=$(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*$/\1/p' "$log")
+  # The names ctest lists under "The following tests FAILED:" (not its skipped ones).
+  failed_here=$(awk '/^The following tests FAILED:/ {f = 1; next}
+                     f && /^[[:space:]]+[0-9]+ - / {print $3; next}
+                     f {f = 0}' "$log")
   if [[ -n $failed_here || -z $summary ]]; then
     failed_rounds=$((failed_rounds + 1))
     for t in $failed_here; do
