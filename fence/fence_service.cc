@@ -3,6 +3,7 @@
 #include "fence/fence_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <set>
 #include <span>
@@ -451,11 +452,14 @@ Result<EnforceReport> FenceService::EnforcePass(Leases leases, PendingListing li
   const PassConnections connections{.first = listed.client.get(),
                                     .more = [this] { return NewClient(); },
                                     .count = options_.update_connections};
+  // Asked on the update connections' threads at once.
+  std::atomic<bool> lapsed{false};
   AppliedPlan applied = ApplyPlan(connections, plan, [&] {
     if (leadership.LeadsFor(UpdateBudget())) return true;
-    lead_lapsed_in_pass_ = true;
+    lapsed = true;
     return false;
   });
+  lead_lapsed_in_pass_ = lapsed;
   if (opened.audit != nullptr) AuditPass(*opened.audit, plan, applied);
   // What an update found out (a pass through the index lists nothing): later clients ask no more.
   if (listed.client != nullptr) generation_.store(listed.client->generation_found());
