@@ -62,6 +62,11 @@ bool WaitUntil(Predicate done, std::chrono::milliseconds limit = 20s) {
 
 class PublicationTest : public ::testing::Test {
  protected:
+  // The node agents these tests run in process enforce the fence set in this host's own
+  // nftables (fence/host_filter.h); their table goes with the test. The addresses (10.236/16)
+  // are no other test's, so a test running beside this one is not cut off meanwhile.
+  void TearDown() override { testing::Shell("nft delete table inet mizarmp_fence 2>/dev/null"); }
+
   // The mock and the controller; `lease` and `reconcile` as the controller's options.
   // `before` (when set) is called with the controller's options once the mock runs, before the
   // controller starts: another replica started there leads.
@@ -70,7 +75,7 @@ class PublicationTest : public ::testing::Test {
                        const std::function<void(const FenceOptions&)>& before = {}) {
     ASSERT_TRUE(pki_.error.empty()) << pki_.error;
     mock::Options m;
-    m.cidr = "10.240.0.0/16";
+    m.cidr = "10.236.0.0/16";
     m.strict = true;
     m.dialect = mock::Dialect::kAlcor;
     ASSERT_NO_FATAL_FAILURE(testing::StartMock(m, &mock_));
@@ -279,19 +284,19 @@ class PublicationTest : public ::testing::Test {
 TEST_F(PublicationTest, ANewPortInsideAFenceIsCutOffOnceItsNodePublishesIt) {
   // No reconcile within the test: only the publication can make the pass.
   ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
-  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.240.0.10", true));
-  ASSERT_NO_FATAL_FAILURE(AddPort("a2", "node-a", "10.240.1.10", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a2", "node-a", "10.236.1.10", true));
   auto agent = StartPublisher("node-a");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
 
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   EXPECT_FALSE(Up("a1"));
   EXPECT_TRUE(Up("a2"));  // outside the fence
 
   const auto made = std::chrono::steady_clock::now();
-  ASSERT_NO_FATAL_FAILURE(AddPort("a3", "node-a", "10.240.0.77", true));
-  ASSERT_NO_FATAL_FAILURE(AddPort("a4", "node-a", "10.240.2.77", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a3", "node-a", "10.236.0.77", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a4", "node-a", "10.236.2.77", true));
   EXPECT_TRUE(WaitUntil([&] { return !Up("a3"); })) << "the new port inside the fence stayed up";
   std::cout << "new port inside the fence cut off after "
             << std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -309,11 +314,11 @@ TEST_F(PublicationTest, RenewalsOfPortsAFenceHoldsAskForNoPass) {
   ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));  // renewals every second; no reconcile
   // The first pass of the controller's term, which comes once its store is open.
   ASSERT_TRUE(WaitUntil([&] { return fences_->reconcile_passes() >= 1; }));
-  ASSERT_NO_FATAL_FAILURE(AddPort("r1", "node-r", "10.240.0.11", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("r1", "node-r", "10.236.0.11", true));
   auto agent = StartPublisher("node-r");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   ASSERT_FALSE(Up("r1"));
 
   const uint64_t passes = fences_->reconcile_passes();
@@ -323,7 +328,7 @@ TEST_F(PublicationTest, RenewalsOfPortsAFenceHoldsAskForNoPass) {
   EXPECT_EQ(fences_->reconcile_passes(), passes) << "a renewal of a held port made a pass";
 
   // A new port inside the fence still asks for one, and is cut off by it.
-  ASSERT_NO_FATAL_FAILURE(AddPort("r2", "node-r", "10.240.0.12", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("r2", "node-r", "10.236.0.12", true));
   EXPECT_TRUE(WaitUntil([&] { return !Up("r2"); })) << "the new port inside the fence stayed up";
   EXPECT_GT(fences_->reconcile_passes(), passes);
 }
@@ -335,25 +340,25 @@ TEST_F(PublicationTest, RenewalsOfPortsAFenceHoldsAskForNoPass) {
 void PublicationTest::PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(
     const std::string& store) {
   ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h, store));
-  ASSERT_NO_FATAL_FAILURE(AddPort("d1", "node-d", "10.240.0.21", true));
-  ASSERT_NO_FATAL_FAILURE(AddPort("d2", "node-d", "10.240.0.22", true));
-  ASSERT_NO_FATAL_FAILURE(AddPort("d3", "node-d", "10.240.1.23", true));  // outside the fence
+  ASSERT_NO_FATAL_FAILURE(AddPort("d1", "node-d", "10.236.0.21", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("d2", "node-d", "10.236.0.22", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("d3", "node-d", "10.236.1.23", true));  // outside the fence
   // A node whose agent never published: the preview finds it as a pass does, without a pod.
-  ASSERT_NO_FATAL_FAILURE(AddPort("q1", "node-q", "10.240.0.24", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("q1", "node-q", "10.236.0.24", false));
   // Down before any fence (an operator's quarantine): previewed as such, never re-enabled.
   ASSERT_TRUE(mp_->UpdatePort("port-d2", nlohmann::json{{"admin_state_up", false}}).ok());
   auto agent = StartPublisher("node-d");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
 
-  const auto preview = Preview("10.240.0.0/24");
+  const auto preview = Preview("10.236.0.0/24");
   ASSERT_EQ(preview.ports_size(), 3) << preview.DebugString();
   const auto& d1 = preview.ports(0);
   EXPECT_EQ(d1.port_id(), "port-d1");
   EXPECT_EQ(d1.node(), "node-d");
   EXPECT_EQ(d1.pod_namespace() + "/" + d1.pod_name(), "shop/pod-d1");
   EXPECT_EQ(std::vector<std::string>(d1.ips().begin(), d1.ips().end()),
-            std::vector<std::string>{"10.240.0.21"});
+            std::vector<std::string>{"10.236.0.21"});
   EXPECT_FALSE(d1.down());
   EXPECT_EQ(preview.ports(1).port_id(), "port-d2");
   EXPECT_TRUE(preview.ports(1).down());
@@ -368,13 +373,13 @@ void PublicationTest::PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(
     if (!p.down()) would_cut.insert(p.port_id());
   }
   const Journal before = UpdatesAccepted();
-  ChangeOverSocket("10.240.0.0/24", "req-fence-7", /*fence=*/true);
+  ChangeOverSocket("10.236.0.0/24", "req-fence-7", /*fence=*/true);
   const Journal fenced = UpdatesAccepted();
   const std::set<std::string> cut(fenced.down.begin() + static_cast<long>(before.down.size()),
                                   fenced.down.end());
   EXPECT_EQ(cut, would_cut);
   EXPECT_TRUE(Up("d3"));
-  ChangeOverSocket("10.240.0.0/24", "req-unfence-8", /*fence=*/false);
+  ChangeOverSocket("10.236.0.0/24", "req-unfence-8", /*fence=*/false);
   const Journal lifted = UpdatesAccepted();
   EXPECT_EQ(std::set<std::string>(lifted.up.begin(), lifted.up.end()), would_cut);
   EXPECT_FALSE(Up("d2")) << "the quarantined port came up";
@@ -387,15 +392,15 @@ void PublicationTest::PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(
       audited_down.insert(audited_down.end(), e.disabled_ports().begin(), e.disabled_ports().end());
       audited_up.insert(audited_up.end(), e.enabled_ports().begin(), e.enabled_ports().end());
       EXPECT_EQ(std::vector<std::string>(e.cidrs().begin(), e.cidrs().end()),
-                std::vector<std::string>{"10.240.0.0/24"});
+                std::vector<std::string>{"10.236.0.0/24"});
       continue;
     }
     requests.push_back(e.action() + " " + e.request_id() + " " + e.cidrs(0));
     EXPECT_EQ(e.replica(), "publication-test");
     EXPECT_EQ(e.caller().rfind("unix:", 0), 0u) << e.caller();
   }
-  EXPECT_EQ(requests, (std::vector<std::string>{"fence req-fence-7 10.240.0.0/24",
-                                                "unfence req-unfence-8 10.240.0.0/24"}));
+  EXPECT_EQ(requests, (std::vector<std::string>{"fence req-fence-7 10.236.0.0/24",
+                                                "unfence req-unfence-8 10.236.0.0/24"}));
   // The journal's first update is the test's own quarantine, which no pass made.
   const std::vector<std::string> journal_down(lifted.down.begin() + 1, lifted.down.end());
   EXPECT_EQ(std::set<std::string>(audited_down.begin(), audited_down.end()),
@@ -420,15 +425,15 @@ TEST_F(PublicationTest, AnEtcdStoresIndexServesTheFencesOfEveryReplica) {
   testing::EtcdCluster etcd(1);
   ASSERT_TRUE(etcd.error().empty()) << etcd.error();
   ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h, etcd.Location()));
-  ASSERT_NO_FATAL_FAILURE(AddPort("e1", "node-e", "10.240.0.40", true));
-  ASSERT_NO_FATAL_FAILURE(AddPort("e2", "node-e", "10.240.5.40", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("e1", "node-e", "10.236.0.40", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("e2", "node-e", "10.236.5.40", true));
   auto agent = StartPublisher("node-e");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   EXPECT_FALSE(Up("e1"));
   EXPECT_TRUE(Up("e2"));
-  ASSERT_NO_FATAL_FAILURE(AddPort("e3", "node-e", "10.240.0.41", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("e3", "node-e", "10.236.0.41", true));
   EXPECT_TRUE(WaitUntil([&] { return !Up("e3"); })) << "the new port inside the fence stayed up";
   // The index is beside the store's keys, not among them: the store reads its whole prefix.
   const std::string store_prefix = EtcdStoreOptions{}.prefix;
@@ -449,16 +454,16 @@ TEST_F(PublicationTest, APublicationToAFollowerMakesTheLeaderPassAtOnce) {
     const Status started = leader->StartAndWait();
     ASSERT_TRUE(started.ok()) << started.ToString();
   }));
-  ASSERT_NO_FATAL_FAILURE(AddPort("f1", "node-f", "10.240.0.50", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("f1", "node-f", "10.236.0.50", true));
   auto agent = StartPublisher("node-f");  // publishes to this test's controller, the follower
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24", leader.get()));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24", leader.get()));
   EXPECT_FALSE(Up("f1"));
 
   const auto made = std::chrono::steady_clock::now();
-  ASSERT_NO_FATAL_FAILURE(AddPort("f2", "node-f", "10.240.0.51", true));
-  ASSERT_NO_FATAL_FAILURE(AddPort("f3", "node-f", "10.240.9.51", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("f2", "node-f", "10.236.0.51", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("f3", "node-f", "10.236.9.51", true));
   EXPECT_TRUE(WaitUntil([&] { return !Up("f2"); }))
       << "the leader did not pass for a publication its follower took";
   std::cout << "new port published to the follower cut off by the leader after "
@@ -472,19 +477,19 @@ TEST_F(PublicationTest, APublicationToAFollowerMakesTheLeaderPassAtOnce) {
 
 TEST_F(PublicationTest, ADeadNodesPortsAreCoveredOnceItsLeaseLapses) {
   ASSERT_NO_FATAL_FAILURE(StartController(3s, 200ms));
-  ASSERT_NO_FATAL_FAILURE(AddPort("b1", "node-b", "10.240.0.20", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("b1", "node-b", "10.236.0.20", true));
   auto agent = StartPublisher("node-b");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   EXPECT_FALSE(Up("b1"));
 
   // The node's agent dies; a port appears on the node that nobody publishes, inside the fence,
   // and one outside it.
   agent->Stop();
   const auto died = std::chrono::steady_clock::now();
-  ASSERT_NO_FATAL_FAILURE(AddPort("b2", "node-b", "10.240.0.21", false));
-  ASSERT_NO_FATAL_FAILURE(AddPort("b3", "node-b", "10.240.3.21", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("b2", "node-b", "10.236.0.21", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("b3", "node-b", "10.236.3.21", false));
   EXPECT_TRUE(WaitUntil([&] { return !Up("b2"); }))
       << "the dead node's port inside the fence stayed up";
   std::cout << "dead node's port cut off "
@@ -500,14 +505,14 @@ TEST_F(PublicationTest, ADeadNodesPortsAreCoveredOnceItsLeaseLapses) {
 // its first publication) has no lease to lapse; Alcor's node list names it all the same.
 TEST_F(PublicationTest, ANodeThatNeverPublishedIsCoveredThroughMizarMpsNodeList) {
   ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
-  ASSERT_NO_FATAL_FAILURE(AddPort("p1", "node-p", "10.240.0.60", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p1", "node-p", "10.236.0.60", true));
   auto agent = StartPublisher("node-p");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
-  ASSERT_NO_FATAL_FAILURE(AddPort("z1", "node-z", "10.240.0.61", false));
-  ASSERT_NO_FATAL_FAILURE(AddPort("z2", "node-z", "10.240.7.61", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("z1", "node-z", "10.236.0.61", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("z2", "node-z", "10.236.7.61", false));
 
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   EXPECT_FALSE(Up("p1"));
   EXPECT_FALSE(Up("z1")) << "the fence missed a port of a node that never published";
   EXPECT_TRUE(Up("z2"));
@@ -551,18 +556,18 @@ TEST_F(PublicationTest, APlugModePodsHostLinkIsCutWhileAFenceHoldsItsPort) {
   ASSERT_NO_FATAL_FAILURE(links.Make(fenced, true));
   ASSERT_NO_FATAL_FAILURE(links.Make(outside, true));
   ASSERT_NO_FATAL_FAILURE(links.Make(down, false));  // down for another reason
-  ASSERT_NO_FATAL_FAILURE(AddPort("p1", "node-a", "10.240.0.10", true, fenced));
-  ASSERT_NO_FATAL_FAILURE(AddPort("p2", "node-a", "10.240.1.10", true, outside));
-  ASSERT_NO_FATAL_FAILURE(AddPort("p3", "node-a", "10.240.0.11", true, down));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p1", "node-a", "10.236.0.10", true, fenced));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p2", "node-a", "10.236.1.10", true, outside));
+  ASSERT_NO_FATAL_FAILURE(AddPort("p3", "node-a", "10.236.0.11", true, down));
   auto agent = StartPublisher("node-a");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
 
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   EXPECT_TRUE(WaitUntil([&] { return !links.Up(fenced); })) << "the fenced pod's link stayed up";
   EXPECT_TRUE(links.Up(outside));
 
-  ASSERT_NO_FATAL_FAILURE(Unfence("10.240.0.0/24"));
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.0/24"));
   EXPECT_TRUE(WaitUntil([&] { return links.Up(fenced); })) << "the link was not restored";
   EXPECT_TRUE(Up("p1"));
   const auto restored = agent->published();
@@ -579,7 +584,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   request.set_node("node-a");
   auto* attachment = request.add_attachments();
   attachment->set_port_id("port-x");
-  attachment->add_ips("10.240.0.5");
+  attachment->add_ips("10.236.0.5");
   ::mizarmp::v1::PublishResponse response;
   {
     grpc::ClientContext context;
@@ -593,7 +598,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(response.lease_seconds(), 30u);
   }
-  attachment->add_ips("10.240.0.999");
+  attachment->add_ips("10.236.0.999");
   {
     grpc::ClientContext context;
     const grpc::Status s = Stub(node_a)->Publish(&context, request, &response);
@@ -611,7 +616,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   // What a node says it enforces is stored as it came: only a fence set's digest is taken.
   request.set_node("node-a");
   attachment->clear_ips();
-  attachment->add_ips("10.240.0.5");
+  attachment->add_ips("10.236.0.5");
   for (const std::string& digest : {std::string(4096, 'a'), std::string("1-ABC\n")}) {
     request.set_fence_set_digest(digest);
     grpc::ClientContext context;
@@ -623,7 +628,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   // A pod is named by both K8S_POD_* values, and its namespace cannot hide a '/'.
   request.set_node("node-a");
   attachment->clear_ips();
-  attachment->add_ips("10.240.0.5");
+  attachment->add_ips("10.236.0.5");
   for (const auto& [pod_namespace, pod_name, field] :
        std::vector<std::array<std::string, 3>>{{"shop", "", "attachments[0].pod_name is empty"},
                                                {"sh/op", "cart", "pod_namespace holds a '/'"}}) {
@@ -641,7 +646,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
 // would hold that node as live with nothing on it, and a fence would never find its ports.
 TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
   ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
-  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.240.0.10", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", true));
   auto agent = StartPublisher("node-a");
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
@@ -670,7 +675,7 @@ TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
   grpc::ClientContext fence_context;
   fence_context.set_deadline(std::chrono::system_clock::now() + 3s);
   ::fence::FenceClusterNetworkRequest fence;
-  fence.add_cidrs()->set_cidr("10.240.0.0/24");
+  fence.add_cidrs()->set_cidr("10.236.0.0/24");
   ::fence::FenceClusterNetworkResponse fenced;
   const grpc::Status waited = stub->FenceClusterNetwork(&fence_context, fence, &fenced);
   EXPECT_EQ(waited.error_code(), grpc::StatusCode::UNAVAILABLE) << waited.error_message();
@@ -695,7 +700,7 @@ TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
 TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
   MZ_REQUIRE_NETNS();
   ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));
-  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.240.0.10", false));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", false));
   const std::string tag = std::to_string(::getpid() % 100000);
   testing::ScopedNetns node_a(testing::UniqueName("mzna")), node_b(testing::UniqueName("mznb"));
   ASSERT_TRUE(node_a.ok() && node_b.ok());
@@ -704,8 +709,8 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
            // node-a (pod A's address) and node-b, linked
            "ip link add " + ab + " netns " + node_a.name() + " type veth peer " + ba + " netns " +
                node_b.name(),
-           "ip -n " + node_a.name() + " addr add 10.240.0.10/24 dev " + ab,
-           "ip -n " + node_b.name() + " addr add 10.240.0.20/24 dev " + ba,
+           "ip -n " + node_a.name() + " addr add 10.236.0.10/24 dev " + ab,
+           "ip -n " + node_b.name() + " addr add 10.236.0.20/24 dev " + ba,
            // node-b and the controller (this namespace)
            "ip link add " + cb + " type veth peer " + bc + " netns " + node_b.name(),
            std::string("ip addr add ") + kControllerAddress + "/30 dev " + cb,
@@ -721,10 +726,10 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
     ~LinkRemoved() { testing::Shell("ip link del " + name + " 2>/dev/null"); }
   } controller_link{cb};
   const auto a_reaches_b = [&] {
-    return node_a.Exec("ping -c1 -W1 10.240.0.20 >/dev/null 2>&1") == 0;
+    return node_a.Exec("ping -c1 -W1 10.236.0.20 >/dev/null 2>&1") == 0;
   };
   const auto b_reaches_a = [&] {
-    return node_b.Exec("ping -c1 -W1 10.240.0.10 >/dev/null 2>&1") == 0;
+    return node_b.Exec("ping -c1 -W1 10.236.0.10 >/dev/null 2>&1") == 0;
   };
   ASSERT_TRUE(b_reaches_a() && a_reaches_b());
 
@@ -760,7 +765,7 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
 
   // In place when it answers: node-b has acknowledged the set that holds the fence, so the very
   // next packet is dropped, with no wait.
-  ASSERT_NO_FATAL_FAILURE(Fence("10.240.0.10/32"));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.10/32"));
   EXPECT_FALSE(Up("a1"));
   EXPECT_GE(enforced(1), 1u) << agent_log();
   EXPECT_FALSE(b_reaches_a()) << "node-b still reaches the fenced pod";
@@ -772,7 +777,7 @@ TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
       << agent_log();
   EXPECT_FALSE(b_reaches_a()) << "a flushed ruleset let node-b reach the fenced pod";
 
-  ASSERT_NO_FATAL_FAILURE(Unfence("10.240.0.10/32"));
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.10/32"));
   EXPECT_GE(enforced(0), 2u) << agent_log();
   EXPECT_TRUE(b_reaches_a());
   EXPECT_TRUE(a_reaches_b());
