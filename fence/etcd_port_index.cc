@@ -365,6 +365,35 @@ class EtcdPortIndex final : public PortIndex {
     });
   }
 
+  // Rewrites the lease key's "enforced" alone (its time stays: an acknowledgement is no
+  // renewal), while neither the lease key nor the node key moved; a lost race reads again. A
+  // lease that vouched for the node key names its revision in "of" from then on; one that did
+  // not loses its digest, so the next renewal takes the long way.
+  Status Acknowledge(const std::string& node, const std::string& enforced) override {
+    const std::string what = "recording the acknowledgement of node " + node;
+    const Clock::time_point deadline = RetryDeadline(options_);
+    for (int races = 0; races < kMaxRaces; ++races) {
+      auto state = RetryingUntil(deadline, [&] { return ReadLease(node); });
+      if (!state.ok()) return Named(state.status().WithContext(what));
+      const LeaseRecord& lease = state->lease;
+      if (lease.revision == 0) return NotFoundError("port index: node " + node + " has not published");
+      if (lease.enforced == enforced) return Status::Ok();
+      const bool vouches = DescribesNodeKey(lease, state->node_revision);
+      etcdserverpb::TxnRequest txn;
+      RequireModRevision(txn, LeaseKey(node), lease.revision);
+      RequireModRevision(txn, NodeKey(node), state->node_revision);
+      *txn.add_success() =
+          PutOp(LeaseKey(node), LeaseText(lease.at_ms, static_cast<size_t>(lease.entries),
+                                          vouches ? lease.digest : "",
+                                          vouches ? state->node_revision : 0, enforced));
+      auto answer = RetryingUntil(deadline, [&] { return client_->Txn(txn); });
+      if (!answer.ok()) return Named(answer.status().WithContext(what));
+      if (answer->succeeded()) return Status::Ok();
+    }
+    return Named(AbortedError(what + ": lost the race against other writers of the node " +
+                              std::to_string(kMaxRaces) + " times in a row"));
+  }
+
   // The lease keys alone: one small value per node, whatever the node published.
   Result<std::vector<Publication>> Publications() const override {
     const std::string leases = Key(kLeasesDir);

@@ -60,6 +60,10 @@ class PortIndex {
   virtual Status Publish(const std::string& node, const std::vector<AddressedPort>& ports,
                          std::chrono::system_clock::time_point at,
                          const std::string& enforced) = 0;
+  // Records that `node` enforces the fence set `enforced` names, keeping the rest of its last
+  // publication (its time, so an acknowledgement does not renew a lease). NOT_FOUND when `node`
+  // has no publication: a node counts as live only once it published.
+  virtual Status Acknowledge(const std::string& node, const std::string& enforced) = 0;
   // Every node that ever published (until Forget), sorted by node name.
   virtual Result<std::vector<Publication>> Publications() const = 0;
   // Drops `node`'s entries and its publication (a node the controller no longer knows). A node

@@ -106,6 +106,19 @@ class SqlitePortIndex final : public PortIndex {
     return Finish(std::move(s));
   }
 
+  Status Acknowledge(const std::string& node, const std::string& enforced) override {
+    MutexLock lock(mu_);
+    Stmt update;
+    if (!update.Prepare(db_, "UPDATE publications SET enforced = ?2 WHERE node = ?1") ||
+        !update.Run({node, enforced})) {
+      return Error("recording the acknowledgement of node " + node);
+    }
+    if (sqlite3_changes(db_) == 0) {
+      return NotFoundError("port index: node " + node + " has not published");
+    }
+    return Status::Ok();
+  }
+
   Status Forget(const std::string& node) override {
     MutexLock lock(mu_);
     MZ_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));

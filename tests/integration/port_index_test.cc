@@ -272,6 +272,24 @@ TYPED_TEST(PortIndexTest, EachPublicationRecordsTheFenceSetTheNodeEnforces) {
             (std::vector<Publication>{{"node-a", At(3000), 0, "2-00000000000000bb"}}));
 }
 
+// An acknowledgement changes what the node enforces and nothing else: not its time (it renews no
+// lease), not its entries, and a later renewal of the same set still finds them all.
+TYPED_TEST(PortIndexTest, AnAcknowledgementRecordsTheFenceSetAloneAndNeedsAPublication) {
+  auto index = this->Open();
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->Acknowledge("node-a", "1-00000000000000aa").code(), Code::kNotFound);
+  const std::vector<AddressedPort> ports = {{Ip("10.0.0.1"), "a1"}, {Ip("10.0.0.2"), "a2"}};
+  ASSERT_TRUE(index->Publish("node-a", ports, At(1000), "").ok());
+  ASSERT_TRUE(index->Acknowledge("node-a", "1-00000000000000aa").ok());
+  EXPECT_EQ(PublicationsOf(*index),
+            (std::vector<Publication>{{"node-a", At(1000), 2, "1-00000000000000aa"}}));
+  ASSERT_TRUE(index->Acknowledge("node-a", "1-00000000000000aa").ok());  // again: no change
+  ASSERT_TRUE(index->Publish("node-a", ports, At(2000), "1-00000000000000aa").ok());
+  EXPECT_EQ(PublicationsOf(*index),
+            (std::vector<Publication>{{"node-a", At(2000), 2, "1-00000000000000aa"}}));
+  EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2"}));
+}
+
 TYPED_TEST(PortIndexTest, ForgetDropsTheNodesEntriesAndItsPublication) {
   auto index = this->Open();
   ASSERT_NE(index, nullptr);

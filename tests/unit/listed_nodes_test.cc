@@ -29,6 +29,10 @@ class LeaseIndex final : public PortIndex {
     published[node] = Publication{node, at, ports.size(), enforced};
     return Status::Ok();
   }
+  Status Acknowledge(const std::string& node, const std::string& enforced) override {
+    published.at(node).enforced = enforced;
+    return Status::Ok();
+  }
   Result<std::vector<Publication>> Publications() const override {
     ++reads;
     if (!available) return UnavailableError("the index is down");
