@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/strings.h"
 #include "common/uuid.h"
+#include "common/watched.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -43,6 +44,32 @@ std::string ReadUntilEof(int fd) {
     if (n <= 0) return out;
     out.append(buf, static_cast<size_t>(n));
   }
+}
+
+// A waiter wakes on the next Set() with that value, sees nothing new at its timeout, and wakes
+// for good once closed.
+TEST(Watched, WaitersWakeOnEachNewVersionAndOnClose) {
+  using namespace std::chrono_literals;
+  Watched<std::string> watched;
+  EXPECT_EQ(watched.Get().number, 0u);
+  EXPECT_EQ(watched.Get().value, nullptr);
+  EXPECT_EQ(watched.WaitPast(0, 10ms).number, 0u);  // nothing set: the timeout
+
+  std::thread setter([&] { watched.Set("first"); });
+  const auto first = watched.WaitPast(0, 60s);
+  setter.join();
+  ASSERT_EQ(first.number, 1u);
+  EXPECT_EQ(*first.value, "first");
+  watched.Set("second");
+  const auto second = watched.WaitPast(first.number, 60s);
+  EXPECT_EQ(second.number, 2u);
+  EXPECT_EQ(*second.value, "second");
+  EXPECT_EQ(*first.value, "first") << "a waiter's version changed under it";
+
+  std::thread closer([&] { watched.Close(); });
+  EXPECT_EQ(watched.WaitPast(second.number, 60s).number, 2u);
+  closer.join();
+  EXPECT_TRUE(watched.closed());
 }
 
 TEST(Status, ResultCarriesValueOrError) {
