@@ -449,6 +449,7 @@ void Server::Drain(std::chrono::milliseconds grace) {
   // client then writing to it fails its open streams with UNAVAILABLE ("Broken pipe"), even a
   // Watch whose OK status already sits in its socket. A call counts until its status is sent.
   for (HealthService* health : Healths()) health->Shutdown();
+  for (AddonsService* service : services_) service->EndStreams();
   if (!calls_->WaitNoWatch(std::chrono::steady_clock::now() + kWatchesEnd)) {
     MZ_LOG(kWarn) << "a health Watch did not end within " << kWatchesEnd.count()
                   << " ms of the shutdown (a client not reading?): draining anyway";

@@ -82,6 +82,10 @@ class AddonsService : public AddonsComponent {
 
   // The capabilities Identity's GetCapabilities advertises while this service is served.
   virtual std::vector<identity::Capability> capabilities() const = 0;
+
+  // Called when the server starts draining: ends the service's long-lived streams, which
+  // would otherwise hold the drain for its whole grace period. None by default.
+  virtual void EndStreams() {}
 };
 
 }  // namespace mizarmp::addons

@@ -28,6 +28,8 @@ namespace {
 using addons::ToGrpcStatus;
 
 constexpr std::chrono::seconds kFollowerSlack{10};
+// How soon a wait for the nodes sees acknowledgements another replica recorded (its own wake it).
+constexpr std::chrono::milliseconds kAcknowledgementPoll{100};
 
 // At most `limit` items, then how many more there are.
 std::string Join(const std::vector<std::string>& items, size_t limit = 20) {
@@ -236,6 +238,10 @@ void FenceService::Tick() {
     }
     revision = *read;
   }
+  if (revision != offered_revision_) {
+    OfferStandingSet(*opened->store);
+    offered_revision_ = revision;
+  }
   const bool leads = opened->leadership->LeadsFor(UpdateBudget());
   metrics_.ObserveLeader(leads);
   if (!leads) return;
@@ -317,6 +323,28 @@ Result<FenceService::PublicationAnswer> FenceService::Publish(
   FencesMet met = MetBy(snap, ports);
   if (met.unheld_inside) RequestPassSoon(*opened.store);
   return PublicationAnswer{options_.publication_lease, std::move(met.held), StandingSet(snap)};
+}
+
+Status FenceService::Acknowledge(const std::string& node, const std::string& enforced) {
+  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
+  if (opened.port_index == nullptr) {
+    return FailedPreconditionError(
+        "this controller keeps no port index (portIndex is off): nothing to acknowledge");
+  }
+  MZ_RETURN_IF_ERROR(opened.port_index->Acknowledge(node, enforced));
+  acknowledgements_.Set(node);
+  return Status::Ok();
+}
+
+void FenceService::OfferStandingSet(FenceStore& store) {
+  MutexLock lock(offer_mu_);
+  auto snap = ReadStore(store);
+  if (!snap.ok()) return;  // the next turn of the loop offers it
+  FenceSet standing = StandingSet(*snap);
+  const auto offered = fence_sets_.Get();
+  if (offered.value == nullptr || offered.value->digest != standing.digest) {
+    fence_sets_.Set(std::move(standing));
+  }
 }
 
 // The loop's next turn (within kStorePollInterval) makes the pass on this replica if it leads;
@@ -699,8 +727,8 @@ Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_p
 }
 
 Status FenceService::AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline) {
-  constexpr auto kPoll = std::chrono::milliseconds(100);
   for (;;) {
+    const uint64_t seen = acknowledgements_.Get().number;
     Result<StoreSnapshot> snap = ReadStore(*call.store);
     if (!snap.ok() && !snap.status().IsTransient()) return snap.status();
     std::vector<std::string> behind;
@@ -713,15 +741,15 @@ Status FenceService::AwaitNodes(const Admitted& call, bool fence, Clock::time_po
                                  std::chrono::system_clock::now());
       if (behind.empty()) return Status::Ok();
     }
-    if (Clock::now() + kPoll > deadline) {
+    if (Clock::now() + kAcknowledgementPoll > deadline) {
       if (!snap.ok()) return snap.status();
       return UnavailableError("in place at " + MizarMpName() + ", but " +
                               std::to_string(behind.size()) + " live node(s) do not enforce it yet: " +
-                              Join(behind, 10) + "; a node enforces it within a third of the " +
+                              Join(behind, 10) + "; a node that cannot enforce it lapses once its " +
                               std::to_string(options_.publication_lease.count()) +
-                              " s publication lease, or lapses");
+                              " s publication lease runs out");
     }
-    std::this_thread::sleep_for(kPoll);
+    acknowledgements_.WaitPast(seen, kAcknowledgementPoll);
   }
 }
 
@@ -790,6 +818,8 @@ grpc::Status FenceService::ChangeFences(
     PendingListing listing = StartListing(*call);
     // Durable first: once this returns, a crash cannot lose the change.
     if (Status s = StoreChange(change, *call); !s.ok()) return ToGrpcStatus(s);
+    // Pushed to the nodes now, so they enforce it while the pass below runs at Mizar-MP.
+    OfferStandingSet(*call->store);
     if (call->leadership->LeadsFor(UpdateBudget())) {
       report = EnforceLocked(Leases::kRecent, std::move(listing));
       // A lease that ran short during the pass (a slow renewal on a loaded etcd) is not the

@@ -88,6 +88,7 @@
 #include "addons/service.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/watched.h"
 #include "fence/audit.h"
 #include "fence/cidrset.h"
 #include "fence/clients.h"
@@ -163,6 +164,16 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Result<PublicationAnswer> Publish(const std::string& node,
                                     const std::vector<AddressedPort>& ports,
                                     const std::string& enforced) MZ_EXCLUDES(store_mu_);
+  // A node's acknowledgement that it enforces the set `enforced` names (between publications:
+  // it keeps the rest of the node's last one). NOT_FOUND for a node that never published,
+  // FAILED_PRECONDITION when the index is off.
+  Status Acknowledge(const std::string& node, const std::string& enforced) MZ_EXCLUDES(store_mu_);
+  // The standing fence set as this replica last read it from the store, for the node agents'
+  // streams (fence/publication_service.h): offered when the store opens, at once after a fence
+  // or unfence this replica stores, and within kStorePollInterval of one another replica stored.
+  // Closed by EndFenceSetStreams().
+  const Watched<FenceSet>& fence_sets() const { return fence_sets_; }
+  void EndFenceSetStreams() { fence_sets_.Close(); }
 
   using Secrets = google::protobuf::Map<std::string, std::string>;
 
@@ -231,6 +242,8 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   void NoteStoreError(const Status& s) MZ_EXCLUDES(store_mu_);
   // Asks for a pass at once: a publication named a port inside a fence that none holds yet.
   void RequestPassSoon(FenceStore& store);
+  // Reads the standing set from `store` and offers it to fence_sets() when it is another.
+  void OfferStandingSet(FenceStore& store) MZ_EXCLUDES(offer_mu_);
 
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
   // `cidrs` is given), the store.
@@ -296,10 +309,12 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // Whether `snap` shows no fence of `cidrs` pending (fence) or no unfence of them left.
   static bool Completed(const StoreSnapshot& snap, const CidrSet& cidrs, bool fence);
   // With the port index, once the change is in place at Mizar-MP: waits until every live node
-  // (its publication lease not lapsed) enforces the standing fence set, as its last publication
-  // says, unless the set no longer holds the change (a later one superseded it). The bound is the
-  // publication lease: a live node publishes every third of it, and again at once when its set
-  // changed. UNAVAILABLE naming the nodes still behind at `deadline`.
+  // (its publication lease not lapsed) acknowledged the standing fence set, unless the set no
+  // longer holds the change (a later one superseded it). Nodes get the set pushed when it is
+  // stored (fence_sets()), and each acknowledgement this replica records wakes the wait; those
+  // recorded by another replica are seen within kAcknowledgementPoll. The bound is the
+  // publication lease: a node that does not acknowledge lapses unless it publishes, and a
+  // publication acknowledges too. UNAVAILABLE naming the nodes still behind at `deadline`.
   Status AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline);
   // The nodes' wait ends within the publication lease, or the caller's deadline.
   Clock::time_point NodesDeadline(const grpc::ServerContext& context) const;
@@ -370,6 +385,12 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // Whether the last pass found this replica's lead lapsed (it then changed nothing more).
   bool lead_lapsed_in_pass_ MZ_GUARDED_BY(enforce_mu_) = false;
 
+  // Serialises offers, each of a set read under it, so a later offer is never of an older set.
+  Mutex offer_mu_ MZ_ACQUIRED_AFTER(enforce_mu_);
+  Watched<FenceSet> fence_sets_;
+  // The last node whose acknowledgement this replica recorded: AwaitNodes wakes on each.
+  Watched<std::string> acknowledgements_;
+
   Mutex run_mu_;
   std::condition_variable run_cv_;
   bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
@@ -381,6 +402,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // the interval's next pass is due.
   uint64_t seen_terms_ = 0;
   int64_t seen_revision_ = -1;
+  // The store revision whose standing set the loop last offered (a sole store's is always -1,
+  // so -2 makes the first turn offer).
+  int64_t offered_revision_ = -2;
   Clock::time_point next_reconcile_;
 };
 

@@ -47,6 +47,15 @@ Status CheckEnforcedDigest(const std::string& digest) {
                               "\") is not a fence set's digest (<count>-<16 hex digits>)");
 }
 
+// What every call of a node agent checks, in order: its node's name, the digest it names and
+// that its certificate speaks for that node.
+Status CheckNodeCall(const grpc::ServerContext& context, const std::string& node,
+                     const std::string& digest) {
+  MZ_RETURN_IF_ERROR(CheckName(node, "node"));
+  MZ_RETURN_IF_ERROR(CheckEnforcedDigest(digest));
+  return CheckPublisherIdentity(context, node);
+}
+
 }  // namespace
 
 Status CheckPublisherIdentity(const grpc::ServerContext& context, const std::string& node) {
@@ -106,8 +115,9 @@ grpc::Status PublicationService::Publish(grpc::ServerContext* context,
                                          const ::mizarmp::v1::PublishRequest* request,
                                          ::mizarmp::v1::PublishResponse* response) {
   auto ports = PublishedPorts(*request);
-  Status allowed = ports.ok() ? CheckEnforcedDigest(request->fence_set_digest()) : ports.status();
-  if (allowed.ok()) allowed = CheckPublisherIdentity(*context, request->node());
+  const Status allowed = ports.ok() ? CheckNodeCall(*context, request->node(),
+                                                    request->fence_set_digest())
+                                    : ports.status();
   if (!allowed.ok()) {
     MZ_LOG(kWarn) << "Publish refused: " << allowed.message();
     return addons::ToGrpcStatus(allowed);
@@ -123,6 +133,62 @@ grpc::Status PublicationService::Publish(grpc::ServerContext* context,
   response->set_fence_set_digest(answer->fence_set.digest);
   if (request->fence_set_digest() != answer->fence_set.digest) {
     for (const Cidr& c : answer->fence_set.cidrs) response->add_fenced_cidrs(c.ToString());
+  }
+  return grpc::Status::OK;
+}
+
+
+grpc::Status PublicationService::WatchFenceSet(
+    grpc::ServerContext* context, const ::mizarmp::v1::WatchFenceSetRequest* request,
+    grpc::ServerWriter<::mizarmp::v1::FenceSetUpdate>* writer) {
+  if (Status allowed = CheckNodeCall(*context, request->node(), request->fence_set_digest());
+      !allowed.ok()) {
+    MZ_LOG(kWarn) << "WatchFenceSet refused: " << allowed.message();
+    return addons::ToGrpcStatus(allowed);
+  }
+  if (watches_.fetch_add(1) >= kMaxFenceSetWatches) {
+    watches_.fetch_sub(1);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "WatchFenceSet: " + std::to_string(kMaxFenceSetWatches) +
+                            " streams are open already; the node's publications carry the set");
+  }
+  struct Release {
+    std::atomic<int>& n;
+    ~Release() { n.fetch_sub(1); }
+  } release{watches_};
+  const Watched<FenceSet>& feed = fences_.fence_sets();
+  std::string sent = request->fence_set_digest();
+  bool sent_any = false;
+  uint64_t seen = 0;
+  for (;;) {
+    const Watched<FenceSet>::Version latest = feed.WaitPast(seen, kWatchCancelPoll);
+    if (feed.closed()) return grpc::Status::OK;  // the server drains; the node reconnects
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    if (latest.number == seen) continue;
+    seen = latest.number;
+    const FenceSet& set = *latest.value;
+    if (sent_any && set.digest == sent) continue;
+    ::mizarmp::v1::FenceSetUpdate update;
+    update.set_fence_set_digest(set.digest);
+    if (set.digest != sent) {
+      for (const Cidr& c : set.cidrs) update.add_fenced_cidrs(c.ToString());
+    }
+    if (!writer->Write(update)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the node went away");
+    }
+    sent = set.digest;
+    sent_any = true;
+  }
+}
+
+grpc::Status PublicationService::Acknowledge(grpc::ServerContext* context,
+                                             const ::mizarmp::v1::AcknowledgeRequest* request,
+                                             ::mizarmp::v1::AcknowledgeResponse*) {
+  Status s = CheckNodeCall(*context, request->node(), request->fence_set_digest());
+  if (s.ok()) s = fences_.Acknowledge(request->node(), request->fence_set_digest());
+  if (!s.ok()) {
+    MZ_LOG(kWarn) << "Acknowledge refused: " << s.message();
+    return addons::ToGrpcStatus(s);
   }
   return grpc::Status::OK;
 }

@@ -2,14 +2,17 @@
 // Copyright The mizarmp Authors
 // The controller's side of the port index's publication: the gRPC service mizarmp.v1.PortIndex
 // (proto/mizarmp/port_index.proto) that node agents (fence/publisher.h) call with their node's
-// attachments. It checks every field of a request, which comes from the network, and hands the
-// publication to FenceService::Publish, which owns the index.
+// attachments, to keep the fence set stream open and to acknowledge each set they enforce. It
+// checks every field of a request, which comes from the network, and hands the call to
+// FenceService (Publish, fence_sets(), Acknowledge), which owns the index.
 //
 // It is served on every endpoint of the controller's server; node agents reach it on the
 // publication endpoint (a tcp:// listener that authenticates them by client certificate, each
 // of which may publish for its own node only: CheckPublisherIdentity).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <string>
 
 #include "addons/service.h"
@@ -30,6 +33,10 @@ inline constexpr size_t kMaxPublishedNameBytes = 253;
 // client certificate can serve, and no node can publish for another (as NodeRestriction keeps a
 // kubelet to its own Node object).
 inline constexpr const char* kNodeIdentityPrefix = "system:node:";
+
+// One stream per node agent: room for the largest clusters Kubernetes supports (5,000 nodes).
+inline constexpr int kMaxFenceSetWatches = 8192;
+inline constexpr std::chrono::milliseconds kWatchCancelPoll{1000};
 
 // OK when the caller may publish for `node`: its certificate's CN is kNodeIdentityPrefix + node,
 // or it has no certificate and came in on the server's own unix socket (its operator).
@@ -54,9 +61,22 @@ class PublicationService final : public ::mizarmp::v1::PortIndex::Service,
 
   grpc::Status Publish(grpc::ServerContext* context, const ::mizarmp::v1::PublishRequest* request,
                        ::mizarmp::v1::PublishResponse* response) override;
+  // The standing set at once (its CIDRs only when the request named another digest), then
+  // each new one, until the client cancels or the server drains (EndStreams). A sync handler
+  // holds a server thread and hears of a cancel only by looking, every kWatchCancelPoll; at most
+  // kMaxFenceSetWatches are open at once (RESOURCE_EXHAUSTED beyond: the node publishes on, and
+  // its publications carry the set).
+  grpc::Status WatchFenceSet(grpc::ServerContext* context,
+                             const ::mizarmp::v1::WatchFenceSetRequest* request,
+                             grpc::ServerWriter<::mizarmp::v1::FenceSetUpdate>* writer) override;
+  grpc::Status Acknowledge(grpc::ServerContext* context,
+                           const ::mizarmp::v1::AcknowledgeRequest* request,
+                           ::mizarmp::v1::AcknowledgeResponse* response) override;
+  void EndStreams() override { fences_.EndFenceSetStreams(); }
 
  private:
   FenceService& fences_;
+  std::atomic<int> watches_{0};
 };
 
 }  // namespace mizarmp::fence

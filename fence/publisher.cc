@@ -18,6 +18,8 @@ namespace {
 
 // How long one Publish call may take: well inside the shortest lease a controller grants.
 constexpr std::chrono::seconds kPublishDeadline{10};
+// How soon a fence set stream that ended is opened again.
+constexpr std::chrono::milliseconds kWatchRetry{1000};
 
 // TLS towards the controller: its CA, and this node's certificate, which the publication
 // endpoint requires (it authenticates node agents by client certificate).
@@ -112,15 +114,18 @@ void Publisher::Start() {
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
+  watcher_ = std::thread([this] { Watch(); });
 }
 
 void Publisher::Stop() {
   {
     MutexLock lock(mu_);
     stopping_ = true;
+    if (watch_call_ != nullptr) watch_call_->TryCancel();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (watcher_.joinable()) watcher_.join();
 }
 
 uint64_t Publisher::published() const {
@@ -128,25 +133,33 @@ uint64_t Publisher::published() const {
   return published_;
 }
 
+bool Publisher::StoppedWithin(std::chrono::milliseconds d, bool wake_on_push) {
+  MutexLock lock(mu_);
+  return lock.WaitFor(cv_, d, [&]() MZ_REQUIRES(mu_) {
+    return stopping_ || (wake_on_push && pushed_ != nullptr);
+  }) && stopping_;
+}
+
 void Publisher::Run() {
-  auto stopped_within = [this](std::chrono::milliseconds d) {
-    MutexLock lock(mu_);
-    return lock.WaitFor(cv_, d, [this]() MZ_REQUIRES(mu_) { return stopping_; });
-  };
   // A rebooted node enforces the last set it knew before it publishes: it never lifts a fence
   // it has not seen lifted.
   if (Status restored = filter_.Restore(); !restored.ok()) {
     MZ_LOG(kWarn) << "fence: " << restored.ToString();
   }
+  {
+    MutexLock lock(mu_);
+    enforced_ = filter_.digest();
+  }
   do {
     Look();
-  } while (!stopped_within(options_.interval));
+  } while (!StoppedWithin(options_.interval, /*wake_on_push=*/true));
 }
 
 void Publisher::Look() {
   if (Status repaired = filter_.Repair(); !repaired.ok()) {
     MZ_LOG(kWarn) << "fence: " << repaired.ToString();
   }
+  EnforcePushed();
   auto snapshot = records_.Snapshot();
   if (!snapshot.ok()) {
     MZ_LOG(kWarn) << "publication: reading the records: " << snapshot.status().message();
@@ -201,7 +214,9 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
   // A third of the lease: two more tries before the node lapses.
   republish_at_ = std::chrono::steady_clock::now() +
                   std::chrono::seconds(std::max<uint32_t>(1, response.lease_seconds() / 3));
-  unacknowledged_ = Enforce(response);
+  unacknowledged_ = Enforce(response.fence_set_digest(),
+                            {response.fenced_cidrs().begin(), response.fenced_cidrs().end()},
+                            "Publish answer");
   {
     MutexLock lock(mu_);
     ++published_;
@@ -210,14 +225,12 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
                                response.fenced_port_ids().end());
 }
 
-bool Publisher::Enforce(const ::mizarmp::v1::PublishResponse& response) {
-  if (response.fence_set_digest().empty() || response.fence_set_digest() == filter_.digest()) {
-    return false;
-  }
-  auto set = ParseFenceSet({response.fenced_cidrs().begin(), response.fenced_cidrs().end()},
-                           "Publish answer: fenced_cidrs");
-  if (set.ok() && set->digest != response.fence_set_digest()) {
-    set = InternalError("Publish answer: fenced_cidrs do not make the set its digest names");
+bool Publisher::Enforce(const std::string& digest, const std::vector<std::string>& cidrs,
+                        const std::string& source) {
+  if (digest.empty() || digest == filter_.digest()) return false;
+  auto set = ParseFenceSet(cidrs, source + ": fenced_cidrs");
+  if (set.ok() && set->digest != digest) {
+    set = InternalError(source + ": fenced_cidrs do not make the set its digest names");
   }
   Status applied = set.ok() ? filter_.Apply(*set) : set.status();
   if (!applied.ok()) {
@@ -226,7 +239,87 @@ bool Publisher::Enforce(const ::mizarmp::v1::PublishResponse& response) {
     return false;
   }
   MZ_LOG(kInfo) << "fence: this node enforces " << set->cidrs.size() << " fenced CIDR(s)";
+  MutexLock lock(mu_);
+  enforced_ = filter_.digest();
   return true;
+}
+
+void Publisher::EnforcePushed() {
+  std::unique_ptr<::mizarmp::v1::FenceSetUpdate> update;
+  {
+    MutexLock lock(mu_);
+    update = std::move(pushed_);
+  }
+  if (update == nullptr) return;
+  Enforce(update->fence_set_digest(),
+          {update->fenced_cidrs().begin(), update->fenced_cidrs().end()}, "fence set update");
+  if (filter_.digest() != update->fence_set_digest()) {
+    // An update without the CIDRs this node lacks (it enforced another set meanwhile), or one
+    // it could not enforce: the next publication asks for the set and acknowledges it.
+    republish_at_ = {};
+    return;
+  }
+  if (Status acked = Acknowledge(update->fence_set_digest()); !acked.ok()) {
+    MZ_LOG(kWarn) << "fence: " << acked.ToString() << "; the next publication acknowledges it";
+    republish_at_ = {};
+  }
+}
+
+Status Publisher::Acknowledge(const std::string& digest) {
+  ::mizarmp::v1::AcknowledgeRequest request;
+  request.set_node(options_.node);
+  request.set_fence_set_digest(digest);
+  ::mizarmp::v1::AcknowledgeResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kPublishDeadline);
+  const grpc::Status s =
+      ::mizarmp::v1::PortIndex::NewStub(channel_)->Acknowledge(&context, request, &response);
+  if (!s.ok()) {
+    return Status(static_cast<Code>(s.error_code()), "Acknowledge: " + s.error_message());
+  }
+  unacknowledged_ = false;
+  return Status::Ok();
+}
+
+void Publisher::Watch() {
+  std::string last_failure;
+  do {
+    const Status ended = WatchOnce();
+    // One line per kind of failure, not one per retry while the controller stays away.
+    if (!ended.ok() && ended.ToString() != last_failure) {
+      MZ_LOG(kWarn) << "fence set stream from " << options_.target << ": " << ended.ToString()
+                    << "; retrying every " << kWatchRetry.count() << " ms meanwhile";
+    }
+    last_failure = ended.ok() ? "" : ended.ToString();
+  } while (!StoppedWithin(kWatchRetry, /*wake_on_push=*/false));
+}
+
+Status Publisher::WatchOnce() {
+  grpc::ClientContext context;
+  ::mizarmp::v1::WatchFenceSetRequest request;
+  request.set_node(options_.node);
+  {
+    MutexLock lock(mu_);
+    if (stopping_) return Status::Ok();
+    watch_call_ = &context;
+    request.set_fence_set_digest(enforced_);
+  }
+  auto stub = ::mizarmp::v1::PortIndex::NewStub(channel_);
+  auto reader = stub->WatchFenceSet(&context, request);
+  auto update = std::make_unique<::mizarmp::v1::FenceSetUpdate>();
+  while (reader->Read(update.get())) {
+    {
+      MutexLock lock(mu_);
+      pushed_ = std::move(update);
+    }
+    cv_.notify_all();
+    update = std::make_unique<::mizarmp::v1::FenceSetUpdate>();
+  }
+  const grpc::Status s = reader->Finish();
+  MutexLock lock(mu_);
+  watch_call_ = nullptr;
+  if (s.ok() || stopping_) return Status::Ok();
+  return Status(static_cast<Code>(s.error_code()), "WatchFenceSet: " + s.error_message());
 }
 
 }  // namespace mizarmp::fence

@@ -15,6 +15,12 @@
 // so a fence holds on the surviving nodes when the fenced node's own agent is dead. The whole set goes in every
 // call: the controller replaces what the node published before, so nothing depends on an
 // earlier call having arrived.
+//
+// The fence set is also pushed: a second thread keeps a WatchFenceSet stream open to the
+// controller and hands each update to the loop, which wakes at once, enforces the set and
+// acknowledges it (Acknowledge), so a fence answers within the controller's pass rather than at
+// the next publication. The stream reconnects after kWatchRetry when it ends; meanwhile the
+// publications carry the set as before.
 #pragma once
 
 #include <chrono>
@@ -35,8 +41,11 @@
 namespace grpc {
 class Channel;
 }  // namespace grpc
+namespace grpc {
+class ClientContext;
+}  // namespace grpc
 namespace mizarmp::v1 {
-class PublishResponse;
+class FenceSetUpdate;
 }  // namespace mizarmp::v1
 
 namespace mizarmp::fence {
@@ -67,9 +76,19 @@ class Publisher final : public addons::AddonsComponent {
   // The ports of this node that a fence holds down, as the controller answered. Enforces the
   // fence set the answer carries.
   Result<std::set<std::string>> Publish(const std::vector<AddressedPort>& ports);
-  // Enforces the set `response` carries, when it names another than the one enforced; true when
-  // it applied one (the controller has yet to hear of it).
-  bool Enforce(const ::mizarmp::v1::PublishResponse& response);
+  // Enforces the set of `digest` and `cidrs` (what `source` sent), when it is another than the
+  // one enforced; true when it applied one (the controller has yet to hear of it).
+  bool Enforce(const std::string& digest, const std::vector<std::string>& cidrs,
+               const std::string& source) MZ_EXCLUDES(mu_);
+  // Enforces the update the stream brought, if any, and acknowledges the set it names once
+  // this node enforces it.
+  void EnforcePushed() MZ_EXCLUDES(mu_);
+  Status Acknowledge(const std::string& digest);
+  // The stream's thread: keeps a WatchFenceSet call open and hands each update to the loop.
+  void Watch() MZ_EXCLUDES(mu_);
+  // One WatchFenceSet call, until it ends; its final status.
+  Status WatchOnce() MZ_EXCLUDES(mu_);
+  bool StoppedWithin(std::chrono::milliseconds d, bool wake_on_push) MZ_EXCLUDES(mu_);
 
   const PublisherOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -87,7 +106,13 @@ class Publisher final : public addons::AddonsComponent {
   std::condition_variable cv_;
   bool stopping_ MZ_GUARDED_BY(mu_) = false;
   uint64_t published_ MZ_GUARDED_BY(mu_) = 0;
-  std::thread thread_;  // Start() and Stop() come from one thread, which owns it
+  // The stream's latest update, until the loop takes it.
+  std::unique_ptr<::mizarmp::v1::FenceSetUpdate> pushed_ MZ_GUARDED_BY(mu_);
+  // filter_.digest() as the loop last left it, for the stream's requests.
+  std::string enforced_ MZ_GUARDED_BY(mu_);
+  grpc::ClientContext* watch_call_ MZ_GUARDED_BY(mu_) = nullptr;  // the open stream's, to cancel
+  std::thread thread_;  // Start() and Stop() come from one thread, which owns both
+  std::thread watcher_;
 };
 
 }  // namespace mizarmp::fence

@@ -641,6 +641,96 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
   }
 }
 
+// A fence reaches a node over its WatchFenceSet stream, and the node's acknowledgement is what
+// the fence's answer waits for: with a 30 s lease the agent publishes every 10 s, and the fence
+// and the unfence below answer with no publication in between.
+TEST_F(PublicationTest, AFenceIsPushedToEachNodeAndAnswersOnItsAcknowledgement) {
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", true));
+  auto agent = StartPublisher("node-a");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+  // Answered once node-a acknowledged, by whichever way: after it, only the stream is left.
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.9.0/24"));
+
+  const uint64_t publications = agent->published();
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.10/32"));
+  std::string table;
+  testing::Shell("nft list table inet mizarmp_fence", &table);
+  EXPECT_NE(table.find("10.236.0.10"), std::string::npos) << "not enforced when it answered:\n"
+                                                            << table;
+  EXPECT_EQ(agent->published(), publications) << "the fence waited for a publication";
+  EXPECT_FALSE(Up("a1"));
+
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.10/32"));
+  table.clear();
+  testing::Shell("nft list table inet mizarmp_fence", &table);
+  EXPECT_EQ(table.find("10.236.0.10"), std::string::npos) << "still enforced:\n" << table;
+  EXPECT_EQ(agent->published(), publications) << "the unfence waited for a publication";
+}
+
+// The stream and the acknowledgement as a node agent speaks them, and what they refuse: another
+// node's name, a node that never published, a digest that is no fence set's.
+TEST_F(PublicationTest, WatchFenceSetAndAcknowledgeSpeakForTheCallersOwnNodeOnly) {
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  const Pki::KeyPair node_a = pki_.NodeClient("node-a");
+  const Pki::KeyPair node_b = pki_.NodeClient("node-b");
+  ASSERT_TRUE(pki_.error.empty()) << pki_.error;
+  const auto acknowledge = [&](const Pki::KeyPair& certificate, const std::string& node,
+                               const std::string& digest) {
+    ::mizarmp::v1::AcknowledgeRequest request;
+    request.set_node(node);
+    request.set_fence_set_digest(digest);
+    ::mizarmp::v1::AcknowledgeResponse response;
+    grpc::ClientContext context;
+    return Stub(certificate)->Acknowledge(&context, request, &response);
+  };
+  {
+    ::mizarmp::v1::WatchFenceSetRequest request;
+    request.set_node("node-b");
+    grpc::ClientContext context;
+    auto reader = Stub(node_a)->WatchFenceSet(&context, request);
+    ::mizarmp::v1::FenceSetUpdate update;
+    EXPECT_FALSE(reader->Read(&update));
+    const grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  }
+  grpc::Status s = acknowledge(node_a, "node-b", "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  s = acknowledge(node_a, "node-a", "1-ABC\n");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_NE(s.error_message().find("fence_set_digest"), std::string::npos) << s.error_message();
+  s = acknowledge(node_a, "node-a", "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+
+  // node-a publishes, so a fence waits for it; its stream brings the set, and its
+  // acknowledgement lets the fence answer.
+  ::mizarmp::v1::PublishRequest publish;
+  publish.set_node("node-a");
+  ::mizarmp::v1::PublishResponse published;
+  grpc::ClientContext publish_context;
+  ASSERT_TRUE(Stub(node_a)->Publish(&publish_context, publish, &published).ok());
+  ::mizarmp::v1::WatchFenceSetRequest request;
+  request.set_node("node-a");
+  request.set_fence_set_digest(published.fence_set_digest());
+  grpc::ClientContext watch_context;
+  auto reader = Stub(node_a)->WatchFenceSet(&watch_context, request);
+  ::mizarmp::v1::FenceSetUpdate update;
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.fence_set_digest(), published.fence_set_digest());
+  EXPECT_EQ(update.fenced_cidrs_size(), 0) << "the node holds this set already";
+
+  std::thread fence([&] { Fence("10.236.0.10/32"); });
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(std::vector<std::string>(update.fenced_cidrs().begin(), update.fenced_cidrs().end()),
+            std::vector<std::string>{"10.236.0.10/32"});
+  s = acknowledge(node_a, "node-a", update.fence_set_digest());
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  fence.join();  // answered: node-a acknowledged
+  watch_context.TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
 // As NodeRestriction keeps a kubelet to its own Node: a node's certificate publishes for that
 // node only. Were another node's empty publication accepted under a dead node's name, the index
 // would hold that node as live with nothing on it, and a fence would never find its ports.
