@@ -332,6 +332,7 @@ Status FenceService::Acknowledge(const std::string& node, const std::string& enf
         "this controller keeps no port index (portIndex is off): nothing to acknowledge");
   }
   MZ_RETURN_IF_ERROR(opened.port_index->Acknowledge(node, enforced));
+  metrics_.ObserveAcknowledgement();
   acknowledgements_.Set(node);
   return Status::Ok();
 }
@@ -524,6 +525,7 @@ Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& s
   MZ_ASSIGN_OR_RETURN(const std::vector<std::string> unleased,
                       listed_nodes_.Find(*index, registered, leases));
   metrics_.ObserveLapsedNodes(unleased.size());
+  metrics_.ObserveNodesNotEnforcing(listed_nodes_.NotEnforcing(StandingSet(snap).digest).size());
   auto ports = FindFencedPorts(snap, *index, unleased, connections);
   return PortListing{std::move(mp), std::move(ports)};
 }
@@ -834,7 +836,9 @@ grpc::Status FenceService::ChangeFences(
   }  // the wait for the leader must not hold up this replica's other RPCs
   if (!report) report = FollowLeader(*call, change.fence, context);
   if (report->ok() && call->port_index != nullptr) {
+    const Clock::time_point waited_from = Clock::now();
     Status enforced = AwaitNodes(*call, change.fence, NodesDeadline(context));
+    metrics_.ObserveNodeWait(Clock::now() - waited_from);
     if (!enforced.ok()) report = enforced;
   }
   if (!report->ok()) {

@@ -71,4 +71,9 @@ Result<std::vector<std::string>> ListedNodes::Find(
   return nodes;
 }
 
+std::vector<std::string> ListedNodes::NotEnforcing(const std::string& digest) const {
+  MutexLock lock(mu_);
+  return NodesNotEnforcing(publications_, digest, lease_, now_());
+}
+
 }  // namespace mizarmp::fence

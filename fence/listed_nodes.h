@@ -67,6 +67,9 @@ class ListedNodes {
       const PortIndex& index, const std::shared_ptr<const std::vector<client::Node>>& registered,
       Leases leases) MZ_EXCLUDES(mu_);
 
+  // NodesNotEnforcing of the leases Find() last read.
+  std::vector<std::string> NotEnforcing(const std::string& digest) const MZ_EXCLUDES(mu_);
+
  private:
   bool ReadIsRecent(std::chrono::system_clock::time_point now) const MZ_REQUIRES(mu_);
 

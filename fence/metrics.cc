@@ -55,6 +55,26 @@ void FenceMetrics::Register(std::shared_ptr<prometheus::Registry> registry) {
                            "index: the controller lists their ports itself")
                        .Register(*registry_)
                        .Add({});
+  nodes_not_enforcing_ = &prometheus::BuildGauge()
+                              .Name("mizarmp_addons_nodes_not_enforcing")
+                              .Help(
+                                  "Live nodes whose last acknowledgement, at the last pass "
+                                  "through the port index, names another fence set than the "
+                                  "standing one: a fence change waits for them")
+                              .Register(*registry_)
+                              .Add({});
+  node_wait_seconds_ = &prometheus::BuildHistogram()
+                            .Name("mizarmp_addons_fence_node_wait_seconds")
+                            .Help(
+                                "How long a fence or unfence waited, after its pass, until every "
+                                "live node acknowledged a fence set holding it")
+                            .Register(*registry_)
+                            .Add({}, addons::LatencyBuckets());
+  acknowledgements_ = &prometheus::BuildCounter()
+                           .Name("mizarmp_addons_fence_acknowledgements_total")
+                           .Help("Node agents' acknowledgements of a fence set this replica took")
+                           .Register(*registry_)
+                           .Add({});
   auto& publications = prometheus::BuildCounter()
                            .Name("mizarmp_addons_publications_total")
                            .Help("Node agents' publications into the port index by result")
@@ -93,6 +113,18 @@ void FenceMetrics::ObserveLeader(bool leads) {
 
 void FenceMetrics::ObserveLapsedNodes(size_t count) const {
   if (registered()) lapsed_nodes_->Set(static_cast<double>(count));
+}
+
+void FenceMetrics::ObserveNodesNotEnforcing(size_t count) const {
+  if (registered()) nodes_not_enforcing_->Set(static_cast<double>(count));
+}
+
+void FenceMetrics::ObserveNodeWait(std::chrono::steady_clock::duration waited) const {
+  if (registered()) node_wait_seconds_->Observe(std::chrono::duration<double>(waited).count());
+}
+
+void FenceMetrics::ObserveAcknowledgement() const {
+  if (registered()) acknowledgements_->Increment();
 }
 
 void FenceMetrics::ObservePublication(bool ok) {

@@ -2,11 +2,13 @@
 // Copyright The mizarmp Authors
 // The FenceController's metrics (on the server's registry, addons/metrics.h): the fences stored
 // by state and the pending unfences (as of the end of the last pass), enforcement passes by
-// result, whether this replica leads, the port index's publications and lapsed nodes, and its
+// result, whether this replica leads, the port index's publications, acknowledgements, lapsed
+// nodes and nodes not enforcing the standing set, the RPCs' wait for the nodes, and its
 // Mizar-MP requests by call and outcome with their latency. Before Register() every method does
 // nothing, so a FenceService without a server (tests) records nothing.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -38,6 +40,10 @@ class FenceMetrics {
   void ObserveLook();
   void ObserveLeader(bool leads);
   void ObserveLapsedNodes(size_t count) const;
+  void ObserveNodesNotEnforcing(size_t count) const;
+  // A fence or unfence RPC's wait for the nodes' acknowledgements (FenceService::AwaitNodes).
+  void ObserveNodeWait(std::chrono::steady_clock::duration waited) const;
+  void ObserveAcknowledgement() const;
   void ObservePublication(bool ok);
   // The Mizar-MP client's observer (ClientConfig::observer); empty before Register().
   std::function<void(const client::CallObservation&)> MizarMpObserver() const;
@@ -52,6 +58,9 @@ class FenceMetrics {
   prometheus::Counter* passes_failed_ = nullptr;
   prometheus::Counter* looks_ = nullptr;
   prometheus::Gauge* lapsed_nodes_ = nullptr;
+  prometheus::Gauge* nodes_not_enforcing_ = nullptr;
+  prometheus::Histogram* node_wait_seconds_ = nullptr;
+  prometheus::Counter* acknowledgements_ = nullptr;
   prometheus::Counter* publications_ok_ = nullptr;
   prometheus::Counter* publications_failed_ = nullptr;
   prometheus::Family<prometheus::Counter>* mizarmp_requests_ = nullptr;
