@@ -128,6 +128,15 @@ void Publisher::Stop() {
   if (watcher_.joinable()) watcher_.join();
 }
 
+std::vector<addons::ReadinessCheck> Publisher::readiness_checks() {
+  return {{"fence set", [this] {
+             MutexLock lock(mu_);
+             if (!enforce_error_.ok()) return addons::Readiness::Failed(enforce_error_);
+             return enforced_.empty() ? addons::Readiness::Initializing()
+                                      : addons::Readiness::Ready();
+           }}};
+}
+
 uint64_t Publisher::published() const {
   MutexLock lock(mu_);
   return published_;
@@ -233,13 +242,14 @@ bool Publisher::Enforce(const std::string& digest, const std::vector<std::string
     set = InternalError(source + ": fenced_cidrs do not make the set its digest names");
   }
   Status applied = set.ok() ? filter_.Apply(*set) : set.status();
+  MutexLock lock(mu_);
+  if (set.ok()) enforce_error_ = applied;  // nftables' verdict (a bad answer is not this node's)
   if (!applied.ok()) {
     // The set enforced before stands; the next publication asks for this one again.
     MZ_LOG(kWarn) << "fence: " << applied.ToString();
     return false;
   }
   MZ_LOG(kInfo) << "fence: this node enforces " << set->cidrs.size() << " fenced CIDR(s)";
-  MutexLock lock(mu_);
   enforced_ = filter_.digest();
   return true;
 }

@@ -61,6 +61,11 @@ class Publisher final : public addons::AddonsComponent {
   static Result<std::unique_ptr<Publisher>> Create(PublisherOptions options);
   ~Publisher() override;  // Stop()
 
+  // "fence set": not ready until this node enforces a fence set the controller gave it (the
+  // one it kept across a restart counts: fence/host_filter.h puts it back first), and failing
+  // while nftables refuses the newest one. A node that never heard from a controller cannot
+  // know which fences stand, so it does not say it is ready.
+  std::vector<addons::ReadinessCheck> readiness_checks() override;
   void Start() override MZ_EXCLUDES(mu_);
   void Stop() override MZ_EXCLUDES(mu_);
 
@@ -108,8 +113,9 @@ class Publisher final : public addons::AddonsComponent {
   uint64_t published_ MZ_GUARDED_BY(mu_) = 0;
   // The stream's latest update, until the loop takes it.
   std::unique_ptr<::mizarmp::v1::FenceSetUpdate> pushed_ MZ_GUARDED_BY(mu_);
-  // filter_.digest() as the loop last left it, for the stream's requests.
+  // filter_.digest() as the loop last left it, for the stream's requests and readiness.
   std::string enforced_ MZ_GUARDED_BY(mu_);
+  Status enforce_error_ MZ_GUARDED_BY(mu_);  // the newest set's failure to apply, if it failed
   grpc::ClientContext* watch_call_ MZ_GUARDED_BY(mu_) = nullptr;  // the open stream's, to cancel
   std::thread thread_;  // Start() and Stop() come from one thread, which owns both
   std::thread watcher_;

@@ -123,9 +123,11 @@ class PublicationTest : public ::testing::Test {
 
   std::string StateDir(const std::string& node) const { return dir_.path() + "/" + node + "-cni"; }
 
-  std::unique_ptr<Publisher> StartPublisher(const std::string& node) {
+  // To this test's controller, or to `target`.
+  std::unique_ptr<Publisher> StartPublisher(const std::string& node,
+                                            const std::string& target = "") {
     PublisherOptions o;
-    o.target = PublicationTarget();
+    o.target = target.empty() ? PublicationTarget() : target;
     o.ca_file = pki_.ca;
     const Pki::KeyPair own = pki_.NodeClient(node);
     EXPECT_TRUE(pki_.error.empty()) << pki_.error;
@@ -667,6 +669,39 @@ TEST_F(PublicationTest, AFenceIsPushedToEachNodeAndAnswersOnItsAcknowledgement) 
   testing::Shell("nft list table inet mizarmp_fence", &table);
   EXPECT_EQ(table.find("10.236.0.10"), std::string::npos) << "still enforced:\n" << table;
   EXPECT_EQ(agent->published(), publications) << "the unfence waited for a publication";
+}
+
+// A node agent says it is ready (Probe's "fence set") only once it enforces a fence set the
+// controller gave it; restarted while the controller is away, it puts the last one back first,
+// and keeps it.
+TEST_F(PublicationTest, ANodeAgentIsReadyOnlyOnceItEnforcesTheControllersFenceSet) {
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", true));
+  const auto ready = [](Publisher& agent) {
+    const auto checks = agent.readiness_checks();
+    EXPECT_EQ(checks.size(), 1u);
+    const addons::Readiness r = checks.front().check();
+    EXPECT_TRUE(r.error.ok()) << r.error.ToString();
+    return r.ready && r.error.ok();
+  };
+  const std::string nowhere = "tcp://127.0.0.1:1";
+  auto stranded = StartPublisher("node-n", nowhere);
+  ASSERT_NE(stranded, nullptr);
+  EXPECT_FALSE(ready(*stranded)) << "ready without ever hearing which fences stand";
+  stranded.reset();
+
+  auto agent = StartPublisher("node-a");
+  ASSERT_NE(agent, nullptr);
+  EXPECT_TRUE(WaitUntil([&] { return ready(*agent); }));
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.10/32"));
+  agent.reset();
+
+  auto restarted = StartPublisher("node-a", nowhere);
+  ASSERT_NE(restarted, nullptr);
+  EXPECT_TRUE(WaitUntil([&] { return ready(*restarted); }));
+  std::string table;
+  testing::Shell("nft list table inet mizarmp_fence", &table);
+  EXPECT_NE(table.find("10.236.0.10"), std::string::npos) << "the fence was lifted:\n" << table;
 }
 
 // The stream and the acknowledgement as a node agent speaks them, and what they refuse: another
