@@ -238,7 +238,7 @@ void FenceService::Tick() {
     }
     revision = *read;
   }
-  if (revision != offered_revision_) {
+  if (revision != offered_revision_ || offer_again_.exchange(false)) {
     OfferStandingSet(*opened->store);
     offered_revision_ = revision;
   }
@@ -340,7 +340,10 @@ Status FenceService::Acknowledge(const std::string& node, const std::string& enf
 void FenceService::OfferStandingSet(FenceStore& store) {
   MutexLock lock(offer_mu_);
   auto snap = ReadStore(store);
-  if (!snap.ok()) return;  // the next turn of the loop offers it
+  if (!snap.ok()) {
+    offer_again_ = true;  // the loop's next turn tries again
+    return;
+  }
   FenceSet standing = StandingSet(*snap);
   const auto offered = fence_sets_.Get();
   if (offered.value == nullptr || offered.value->digest != standing.digest) {
@@ -730,21 +733,22 @@ Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_p
 
 Status FenceService::AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline) {
   for (;;) {
+    const Clock::time_point checked = Clock::now();
     const uint64_t seen = acknowledgements_.Get().number;
-    Result<StoreSnapshot> snap = ReadStore(*call.store);
-    if (!snap.ok() && !snap.status().IsTransient()) return snap.status();
+    Result<std::shared_ptr<const FenceSet>> awaited = SetToAwait(call, fence);
+    if (!awaited.ok() && !awaited.status().IsTransient()) return awaited.status();
     std::vector<std::string> behind;
-    if (snap.ok()) {
-      const FenceSet set = StandingSet(*snap);
-      if (!HoldsChange(set, call.cidrs, fence)) return Status::Ok();  // superseded
+    if (awaited.ok()) {
+      if (*awaited == nullptr) return Status::Ok();  // superseded
       MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications,
                           call.port_index->Publications());
-      behind = NodesNotEnforcing(publications, set.digest, options_.publication_lease,
+      behind = NodesNotEnforcing(publications, (*awaited)->digest, options_.publication_lease,
                                  std::chrono::system_clock::now());
       if (behind.empty()) return Status::Ok();
     }
+    const Clock::duration look = Clock::now() - checked;
     if (Clock::now() + kAcknowledgementPoll > deadline) {
-      if (!snap.ok()) return snap.status();
+      if (!awaited.ok()) return awaited.status();
       return UnavailableError("in place at " + MizarMpName() + ", but " +
                               std::to_string(behind.size()) + " live node(s) do not enforce it yet: " +
                               Join(behind, 10) + "; a node that cannot enforce it lapses once its " +
@@ -752,7 +756,24 @@ Status FenceService::AwaitNodes(const Admitted& call, bool fence, Clock::time_po
                               " s publication lease runs out");
     }
     acknowledgements_.WaitPast(seen, kAcknowledgementPoll);
+    // A look reads every node's lease, and the nodes acknowledge in a burst, one call each:
+    // looks take at most half of the wait, each covering the acknowledgements that came meanwhile.
+    std::this_thread::sleep_until(checked + 2 * look);
   }
+}
+
+Result<std::shared_ptr<const FenceSet>> FenceService::SetToAwait(const Admitted& call,
+                                                                 bool fence) {
+  Watched<FenceSet>::Version offered = fence_sets_.Get();
+  if (offered.value != nullptr && HoldsChange(*offered.value, call.cidrs, fence)) {
+    return std::move(offered.value);
+  }
+  // The offered set may be older than the change (its offer could not read the store): the store
+  // says whether a later change superseded it.
+  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*call.store));
+  auto standing = std::make_shared<const FenceSet>(StandingSet(snap));
+  if (!HoldsChange(*standing, call.cidrs, fence)) return std::shared_ptr<const FenceSet>();
+  return standing;
 }
 
 FenceService::Clock::time_point FenceService::NodesDeadline(

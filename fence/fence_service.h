@@ -311,11 +311,15 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // With the port index, once the change is in place at Mizar-MP: waits until every live node
   // (its publication lease not lapsed) acknowledged the standing fence set, unless the set no
   // longer holds the change (a later one superseded it). Nodes get the set pushed when it is
-  // stored (fence_sets()), and each acknowledgement this replica records wakes the wait; those
-  // recorded by another replica are seen within kAcknowledgementPoll. The bound is the
+  // stored (fence_sets()), and each acknowledgement this replica records wakes the wait (the
+  // reads of the leases taking at most half of it); those recorded by another replica are seen
+  // within 100 ms. The bound is the
   // publication lease: a node that does not acknowledge lapses unless it publishes, and a
   // publication acknowledges too. UNAVAILABLE naming the nodes still behind at `deadline`.
   Status AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline);
+  // The set the nodes must acknowledge for the change: the one offered to them when it holds
+  // the change, else the store's; null when the store's no longer holds it (superseded).
+  Result<std::shared_ptr<const FenceSet>> SetToAwait(const Admitted& call, bool fence);
   // The nodes' wait ends within the publication lease, or the caller's deadline.
   Clock::time_point NodesDeadline(const grpc::ServerContext& context) const;
   // Whether `set` holds every one of `cidrs` (fence) or none (unfence).
@@ -388,6 +392,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // Serialises offers, each of a set read under it, so a later offer is never of an older set.
   Mutex offer_mu_ MZ_ACQUIRED_AFTER(enforce_mu_);
   Watched<FenceSet> fence_sets_;
+  std::atomic<bool> offer_again_{false};  // an offer could not read the store
   // The last node whose acknowledgement this replica recorded: AwaitNodes wakes on each.
   Watched<std::string> acknowledgements_;
 

@@ -166,19 +166,29 @@ grpc::Status PublicationService::WatchFenceSet(
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
     if (latest.number == seen) continue;
     seen = latest.number;
-    const FenceSet& set = *latest.value;
-    if (sent_any && set.digest == sent) continue;
-    ::mizarmp::v1::FenceSetUpdate update;
-    update.set_fence_set_digest(set.digest);
-    if (set.digest != sent) {
-      for (const Cidr& c : set.cidrs) update.add_fenced_cidrs(c.ToString());
-    }
-    if (!writer->Write(update)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the node went away");
-    }
-    sent = set.digest;
+    const std::string& digest = latest.value->digest;
+    if (sent_any && digest == sent) continue;
+    ::mizarmp::v1::FenceSetUpdate digest_only;
+    digest_only.set_fence_set_digest(digest);
+    const bool written = digest != sent ? writer->Write(*WholeUpdate(latest))
+                                        : writer->Write(digest_only);
+    if (!written) return grpc::Status(grpc::StatusCode::CANCELLED, "the node went away");
+    sent = digest;
     sent_any = true;
   }
+}
+
+std::shared_ptr<const ::mizarmp::v1::FenceSetUpdate> PublicationService::WholeUpdate(
+    const Watched<FenceSet>::Version& offered) {
+  MutexLock lock(update_mu_);
+  if (update_ == nullptr || update_version_ != offered.number) {
+    auto update = std::make_shared<::mizarmp::v1::FenceSetUpdate>();
+    update->set_fence_set_digest(offered.value->digest);
+    for (const Cidr& c : offered.value->cidrs) update->add_fenced_cidrs(c.ToString());
+    update_ = std::move(update);
+    update_version_ = offered.number;
+  }
+  return update_;
 }
 
 grpc::Status PublicationService::Acknowledge(grpc::ServerContext* context,

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "addons/service.h"
@@ -75,8 +76,15 @@ class PublicationService final : public ::mizarmp::v1::PortIndex::Service,
   void EndStreams() override { fences_.EndFenceSetStreams(); }
 
  private:
+  // The update carrying the whole set of `offered`, built once for every stream that sends it.
+  std::shared_ptr<const ::mizarmp::v1::FenceSetUpdate> WholeUpdate(
+      const Watched<FenceSet>::Version& offered) MZ_EXCLUDES(update_mu_);
+
   FenceService& fences_;
   std::atomic<int> watches_{0};
+  Mutex update_mu_;
+  uint64_t update_version_ MZ_GUARDED_BY(update_mu_) = 0;
+  std::shared_ptr<const ::mizarmp::v1::FenceSetUpdate> update_ MZ_GUARDED_BY(update_mu_);
 };
 
 }  // namespace mizarmp::fence
