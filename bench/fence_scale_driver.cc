@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "bench/grpc_support.h"
+#include "bench/simulated_agents.h"
 #include "bench/support.h"
 #include "etcd/rpc.grpc.pb.h"
 #include "fence/fence.grpc.pb.h"
@@ -249,7 +250,6 @@ class Bench {
     mo.journal_capacity = 0;  // the journal is the checks' convenience, not Alcor's memory
     mb::Mock mock(mo);
     if (!mock.ok()) return Failed(row, "the mock did not start");
-    agents_of_ = nullptr;  // the last size's agents are gone; this size's publish anew
     Cluster cluster;
     const auto t0 = mb::Clock::now();
     if (!Populate(mock, size, cluster)) return Failed(row, "the mock did not take every port");
@@ -383,6 +383,7 @@ class Bench {
   }
 
   json MeasureWay(const mb::Mock& mock, const Cluster& c, bool index, const std::string& tag) {
+    const AgentsEnd agents_end{agents_};
     json way = {{"measured", false}};
     const std::vector<std::string> many = SpreadAddresses(c, o_.cidrs);
     // From an empty store and index: an earlier run's (its cut-off leaves fences standing, and
@@ -430,6 +431,7 @@ class Bench {
   //                registered it before the server started): the next interval's pass lists that
   //                node's ports by binding:host_id
   json MeasureCutOff(const mb::Mock& mock, const Cluster& c) {
+    const AgentsEnd agents_end{agents_};
     json out = {{"measured", false}, {"reconcile_interval_ms", kDefaultReconcileMs}};
     const std::string silent_node = "node-never-published";
     const SimulatedPort on_published{PortId(c.size), "10.127.255.201"};
@@ -441,6 +443,7 @@ class Bench {
                      kDefaultReconcileMs)) {
       return Failed(out, "cut-off: mizarmp-addons did not come up (" + s.socket + ".log)");
     }
+    ConnectAgents({&s}, c);  // the index way's nodes, whose publications still stand
     std::vector<std::string> fenced = SpreadAddresses(c, o_.cidrs);
     fenced.insert(fenced.end(), {on_published.ip, on_silent.ip});
     const json fence = OneRpc(s, mock, fenced, /*unfence=*/false, std::chrono::minutes(10));
@@ -558,6 +561,7 @@ class Bench {
   static std::vector<Server*> Both(const Replicas& r) { return {r[0].get(), r[1].get()}; }
 
   json MeasureEtcdWay(const mb::Mock& mock, const Cluster& c, bool largest) {
+    const AgentsEnd agents_end{agents_};
     json way = {{"measured", false}, {"replicas", 2}, {"lease_ttl_s", o_.lease_ttl}};
     const std::string tag = "etcd-" + std::to_string(c.size);
     const std::string prefix = EtcdPrefix(c.size);
@@ -770,8 +774,6 @@ class Bench {
         }
       }
     };
-    agents_of_ = &c;
-    enforced_.assign(c.nodes.size(), "");
     const double cpu0 = CpuMs(servers);
     const double etcd_cpu0 = EtcdCpuMs();
     const auto t0 = mb::Clock::now();
@@ -798,8 +800,23 @@ class Bench {
       return Fail(way,
                   "Publish answered " + error + " (" + std::to_string(failed.load()) + " nodes)");
     }
+    ConnectAgents(servers, c);
     return true;
   }
+
+  // Every node of `c` keeps a fence set stream to one of `servers` from now on (opened again
+  // when that server restarts on its socket), as live agents do: a fence answers once each
+  // acknowledged it. Until the way ends (AgentsEnd).
+  void ConnectAgents(const std::vector<Server*>& servers, const Cluster& c) {
+    std::vector<std::string> sockets;
+    for (const Server* s : servers) sockets.push_back(s->socket);
+    agents_.reset();
+    agents_ = std::make_unique<mb::SimulatedAgents>(sockets, c.nodes);
+  }
+  struct AgentsEnd {
+    std::unique_ptr<mb::SimulatedAgents>& agents;
+    ~AgentsEnd() { agents.reset(); }
+  };
 
   // One FenceClusterNetwork or UnfenceClusterNetwork of `addresses` as /32s: its time, the
   // server's and the mock's CPU, and the REST requests it made; "why" when it failed.
@@ -810,10 +827,8 @@ class Bench {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + deadline);
     grpc::Status st;
-    std::atomic<bool> answered{false};
-    int sweeps = 0;
-    std::thread acks;
-    if (agents_of_ != nullptr) acks = std::thread([&] { sweeps = AckWhileWaiting(s, answered); });
+    const uint64_t acks0 = agents_ != nullptr ? agents_->acknowledged() : 0;
+    const double node_wait0 = NodeWaitSeconds(s);
     const auto t0 = mb::Clock::now();
     if (unfence) {
       ::fence::UnfenceClusterNetworkRequest req;
@@ -827,8 +842,7 @@ class Bench {
       st = s.fencing->FenceClusterNetwork(&ctx, req, &resp);
     }
     const double took = mb::Ms(mb::Clock::now() - t0);
-    answered = true;
-    if (acks.joinable()) acks.join();
+    const uint64_t acks = agents_ != nullptr ? agents_->acknowledged() - acks0 : 0;
     if (!st.ok()) {
       return {{"why", mb::CodeName(st.error_code()) + ": " + st.error_message()},
               {"code", mb::CodeName(st.error_code())},
@@ -842,48 +856,14 @@ class Bench {
             {"mock_cpu_ms", mock_cpu},
             {"rest_requests", after.requests - before.requests},
             {"response_bytes", after.response_bytes - before.response_bytes},
-            {"ack_sweeps", sweeps}};
-  }
-
-  // While an RPC to `s` waits for the nodes to enforce its fence set, the simulated agents do
-  // what real ones do (fence/publisher.h): each publishes to `s` (an unchanged set: a renewal),
-  // takes the set the answer carries, and publishes again at once naming it. Sweeps over every
-  // node, --publishers at a time, until `done`; the sweeps begun. A publication that fails is left
-  // to the next sweep; a server without a port index (FAILED_PRECONDITION) ends them.
-  int AckWhileWaiting(const Server& s, const std::atomic<bool>& done) {
-    const Cluster& c = *agents_of_;
-    int sweeps = 0;
-    std::atomic<bool> no_index{false};
-    while (!done && !no_index) {
-      ++sweeps;
-      std::atomic<size_t> next{0};
-      auto agent = [&](size_t worker) {
-        auto stub = mizarmp::v1::PortIndex::NewStub(
-            mb::NewChannel("unix:" + s.socket, 300 + static_cast<int>(worker)));
-        for (size_t n = next++; n < c.nodes.size() && !done && !no_index; n = next++) {
-          for (int i = 0; i < 2; ++i) {  // the publication, then its acknowledgement
-            mizarmp::v1::PublishResponse resp;
-            grpc::ClientContext ctx;
-            ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-            const grpc::Status st =
-                stub->Publish(&ctx, Publication(c.nodes[n], c.by_node[n], enforced_[n]), &resp);
-            if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) no_index = true;
-            if (!st.ok() || resp.fence_set_digest() == enforced_[n]) break;
-            enforced_[n] = resp.fence_set_digest();  // each node is one worker's at a time
-          }
-        }
-      };
-      std::vector<std::thread> workers;
-      for (size_t w = 0; w < static_cast<size_t>(o_.publishers); ++w) workers.emplace_back(agent, w);
-      for (std::thread& t : workers) t.join();
-    }
-    return sweeps;
+            {"acknowledgements", acks},
+            {"node_wait_ms", (NodeWaitSeconds(s) - node_wait0) * 1000}};
   }
 
   // Rounds of one kind of RPC, summarised: medians of time and CPU, the last round's requests.
   static json Summary(const std::vector<json>& rounds) {
     json out = rounds.back();
-    for (const char* figure : {"ms", "addons_cpu_ms", "mock_cpu_ms"}) {
+    for (const char* figure : {"ms", "addons_cpu_ms", "mock_cpu_ms", "node_wait_ms"}) {
       std::vector<double> values;
       for (const json& r : rounds) values.push_back(r.at(figure).get<double>());
       out[figure] = mb::Summarize(values).median;
@@ -907,8 +887,9 @@ class Bench {
     }
     way["fence_one"] = Summary(fences);
     way["unfence_one"] = Summary(unfences);
-    std::cerr << "   one /32: fence " << way["fence_one"]["ms"] << " ms, unfence "
-              << way["unfence_one"]["ms"] << " ms\n";
+    std::cerr << "   one /32: fence " << way["fence_one"]["ms"] << " ms (nodes "
+              << way["fence_one"]["node_wait_ms"] << " ms), unfence " << way["unfence_one"]["ms"]
+              << " ms (nodes " << way["unfence_one"]["node_wait_ms"] << " ms)\n";
     return true;
   }
 
@@ -935,7 +916,8 @@ class Bench {
     way["fence_many"] = Summary(fences);
     way["fence_many"]["cidrs"] = addresses.size();
     if (!unfences.empty()) way["unfence_many"] = Summary(unfences);
-    std::cerr << "   " << addresses.size() << " /32s: fence " << way["fence_many"]["ms"] << " ms\n";
+    std::cerr << "   " << addresses.size() << " /32s: fence " << way["fence_many"]["ms"]
+              << " ms (nodes " << way["fence_many"]["node_wait_ms"] << " ms)\n";
     return true;
   }
 
@@ -1002,6 +984,21 @@ class Bench {
   }
 
   // (ok, failed) passes so far, from the server's metrics.
+  // How long the server's fence RPCs waited for the nodes' acknowledgements so far, in seconds
+  // (mizarmp_addons_fence_node_wait_seconds); 0 when its metrics do not answer.
+  static double NodeWaitSeconds(const Server& s) {
+    httplib::Client http("127.0.0.1", s.metrics_port);
+    auto answer = http.Get("/metrics");
+    if (!answer || answer->status != 200) return 0;
+    std::istringstream in(answer->body);
+    std::string line;
+    const std::string name = "mizarmp_addons_fence_node_wait_seconds_sum ";
+    while (std::getline(in, line)) {
+      if (line.rfind(name, 0) == 0) return std::atof(line.substr(name.size()).c_str());
+    }
+    return 0;
+  }
+
   std::optional<std::pair<double, double>> Passes(const Server& s) const {
     httplib::Client http("127.0.0.1", s.metrics_port);
     auto answer = http.Get("/metrics");
@@ -1094,10 +1091,8 @@ class Bench {
   }
 
   Options o_;
-  // The simulated agents as the last Publish left them: their nodes and the fence set each
-  // enforces (AckWhileWaiting).
-  const Cluster* agents_of_ = nullptr;
-  std::vector<std::string> enforced_;
+  // The simulated agents of the last Publish: a stream each, acknowledging every set.
+  std::unique_ptr<mb::SimulatedAgents> agents_;
   json results_;
 };
 
