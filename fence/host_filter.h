@@ -55,6 +55,8 @@ class HostFilter {
 
   // The digest of the set enforced now: empty until Apply or Restore succeeded.
   const std::string& digest() const { return enforced_.digest; }
+  // The set enforced now (none until Apply or Restore succeeded).
+  const FenceSet& enforced() const { return enforced_; }
 
  private:
   const std::string state_file_;

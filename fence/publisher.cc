@@ -11,6 +11,7 @@
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "endpoint/endpoint.h"
+#include "fence/cidrset.h"
 #include "mizarmp/port_index.grpc.pb.h"
 
 namespace mizarmp::fence {
@@ -80,13 +81,24 @@ std::vector<AddressedPort> NodeAttachments(
   return ports;
 }
 
-std::set<std::string> FencedLinks(const std::vector<records::RecordCache::Records>& records,
-                                  const std::string& node, const std::set<std::string>& fenced) {
-  std::set<std::string> links;
+std::set<CutLink> FencedLinks(const std::vector<records::RecordCache::Records>& records,
+                             const std::string& node, const FenceSet& set) {
+  std::set<CutLink> links;
+  if (set.cidrs.empty()) return links;
+  const CidrSet fences(set.cidrs);
   for (const records::RecordCache::Records& network : records) {
     for (const records::Record& r : *network) {
-      const bool ours = r.host_id.empty() || r.host_id == node;
-      if (ours && !r.ovs.empty() && fenced.contains(r.port_id)) links.insert(r.ovs.port);
+      if (!r.host_id.empty() && r.host_id != node) continue;
+      const bool fenced = std::any_of(r.ips.begin(), r.ips.end(), [&](const records::RecordIp& a) {
+        auto cidr = Cidr::Parse(a.address, /*allow_bare=*/true);
+        return cidr.ok() && !fences.Covering(cidr->address()).empty();
+      });
+      if (!fenced) continue;
+      if (!r.ovs.empty()) {
+        links.insert({"", r.ovs.port});  // plug mode: the host end the plugin made
+      } else if (!r.netns.empty() && !r.ifname.empty()) {
+        links.insert({r.netns, r.ifname});  // agent mode: the pod's own interface
+      }
     }
   }
   return links;
@@ -168,31 +180,42 @@ void Publisher::Look() {
   if (Status repaired = filter_.Repair(); !repaired.ok()) {
     MZ_LOG(kWarn) << "fence: " << repaired.ToString();
   }
-  EnforcePushed();
   auto snapshot = records_.Snapshot();
   if (!snapshot.ok()) {
     MZ_LOG(kWarn) << "publication: reading the records: " << snapshot.status().message();
-    return;
   }
+  EnforcePushed(snapshot.ok() ? &*snapshot : nullptr);
+  if (!snapshot.ok()) return;
+  CutFencedPods(*snapshot);  // pods made inside a fence since the last look
   std::vector<AddressedPort> ports = NodeAttachments(*snapshot, options_.node);
   const bool changed = !accepted_any_ || ports != accepted_;
   if (!changed && std::chrono::steady_clock::now() < republish_at_) return;
-  auto fenced = Publish(ports);
-  // A new fence set is acknowledged at once: a fence answers only once every live node enforces
-  // it (fence/fence_service.h, AwaitNodes).
-  if (fenced.ok() && unacknowledged_) fenced = Publish(ports);
-  if (!fenced.ok()) {
-    MZ_LOG(kWarn) << "publication to " << options_.target << ": " << fenced.status().ToString();
+  Status published = Publish(ports);
+  // A new fence set is acknowledged at once, once this node's pods inside it are cut: a fence
+  // answers only once every live node enforces it (fence/fence_service.h, AwaitNodes).
+  if (published.ok() && unacknowledged_) {
+    CutFencedPods(*snapshot);
+    published = Publish(ports);
+  }
+  if (!published.ok()) {
+    MZ_LOG(kWarn) << "publication to " << options_.target << ": " << published.ToString();
     return;
   }
   accepted_ = std::move(ports);
   accepted_any_ = true;
-  if (Status s = cutter_.Apply(FencedLinks(*snapshot, options_.node, *fenced)); !s.ok()) {
-    MZ_LOG(kWarn) << "fence: " << s.ToString();
-  }
 }
 
-Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort>& ports) {
+void Publisher::CutFencedPods(const std::vector<records::RecordCache::Records>& records) {
+  if (records == cut_for_records_ && filter_.digest() == cut_for_set_) return;
+  if (Status s = cutter_.Apply(FencedLinks(records, options_.node, filter_.enforced())); !s.ok()) {
+    MZ_LOG(kWarn) << "fence: " << s.ToString();
+    return;  // tried again at the next look
+  }
+  cut_for_records_ = records;
+  cut_for_set_ = filter_.digest();
+}
+
+Status Publisher::Publish(const std::vector<AddressedPort>& ports) {
   ::mizarmp::v1::PublishRequest request;
   request.set_node(options_.node);
   request.set_fence_set_digest(filter_.digest());
@@ -226,12 +249,9 @@ Result<std::set<std::string>> Publisher::Publish(const std::vector<AddressedPort
   unacknowledged_ = Enforce(response.fence_set_digest(),
                             {response.fenced_cidrs().begin(), response.fenced_cidrs().end()},
                             "Publish answer");
-  {
-    MutexLock lock(mu_);
-    ++published_;
-  }
-  return std::set<std::string>(response.fenced_port_ids().begin(),
-                               response.fenced_port_ids().end());
+  MutexLock lock(mu_);
+  ++published_;
+  return Status::Ok();
 }
 
 bool Publisher::Enforce(const std::string& digest, const std::vector<std::string>& cidrs,
@@ -254,7 +274,7 @@ bool Publisher::Enforce(const std::string& digest, const std::vector<std::string
   return true;
 }
 
-void Publisher::EnforcePushed() {
+void Publisher::EnforcePushed(const std::vector<records::RecordCache::Records>* records) {
   std::unique_ptr<::mizarmp::v1::FenceSetUpdate> update;
   {
     MutexLock lock(mu_);
@@ -269,6 +289,13 @@ void Publisher::EnforcePushed() {
     republish_at_ = {};
     return;
   }
+  // This node's own pods inside the set are cut before it says it enforces the set. Without
+  // the records (unreadable now) it does not say so: the next look tries again.
+  if (records == nullptr) {
+    republish_at_ = {};
+    return;
+  }
+  CutFencedPods(*records);
   if (Status acked = Acknowledge(update->fence_set_digest()); !acked.ok()) {
     MZ_LOG(kWarn) << "fence: " << acked.ToString() << "; the next publication acknowledges it";
     republish_at_ = {};

@@ -8,16 +8,16 @@
 // Each look at the records costs a stat per network directory when nothing changed
 // (records/cache.h). A change is published at the next look; an unchanged set is published
 // again once a third of the lease the controller granted has passed, so a live node never lapses
-// for one lost call. A failed call is retried at the next look. Each answer names this node's
-// ports a fence holds down, whose plug-mode host links the publisher then holds down too
-// (fence/link_cutter.h): within a third of the lease of the fence. It also carries the standing
-// fence set, which this node enforces for itself and the pods it routes (fence/host_filter.h),
-// so a fence holds on the surviving nodes when the fenced node's own agent is dead. The whole set goes in every
+// for one lost call. A failed call is retried at the next look. The whole set goes in every
 // call: the controller replaces what the node published before, so nothing depends on an
 // earlier call having arrived.
 //
-// The fence set is also pushed: a second thread keeps a WatchFenceSet stream open to the
-// controller and hands each update to the loop, which wakes at once, enforces the set and
+// Each answer also carries the standing fence set, which this node enforces for itself and the
+// pods it routes (fence/host_filter.h), so a fence holds on the surviving nodes when the fenced
+// node's own agent is dead; and this node cuts its own pods inside the set (fence/link_cutter.h),
+// so it holds on a fenced node that is alive, whatever Mizar-MP's agent does. The set is also
+// pushed: a second thread keeps a WatchFenceSet stream open to the controller and hands each
+// update to the loop, which wakes at once, enforces the set, cuts its pods and only then
 // acknowledges it (Acknowledge), so a fence answers within the controller's pass rather than at
 // the next publication. The stream reconnects after kWatchRetry when it ends; meanwhile the
 // publications carry the set as before.
@@ -55,6 +55,11 @@ namespace mizarmp::fence {
 std::vector<AddressedPort> NodeAttachments(
     const std::vector<records::RecordCache::Records>& records, const std::string& node);
 
+// The links to cut of `node`'s pods with an address inside `set` (fence/link_cutter.h): the
+// host end in plug mode, the pod's own interface in its namespace otherwise.
+std::set<CutLink> FencedLinks(const std::vector<records::RecordCache::Records>& records,
+                              const std::string& node, const FenceSet& set);
+
 class Publisher final : public addons::AddonsComponent {
  public:
   // INVALID_ARGUMENT naming the option when the target or the TLS files are unusable.
@@ -78,16 +83,18 @@ class Publisher final : public addons::AddonsComponent {
   void Run() MZ_EXCLUDES(mu_);
   // One look at the records, and a publication when due.
   void Look();
-  // The ports of this node that a fence holds down, as the controller answered. Enforces the
-  // fence set the answer carries.
-  Result<std::set<std::string>> Publish(const std::vector<AddressedPort>& ports);
+  // Publishes `ports` and enforces the fence set the answer carries.
+  Status Publish(const std::vector<AddressedPort>& ports);
+  // Cuts this node's pods inside the enforced set and restores those no longer inside
+  // (fence/link_cutter.h), when the records or the set changed since it last succeeded.
+  void CutFencedPods(const std::vector<records::RecordCache::Records>& records);
   // Enforces the set of `digest` and `cidrs` (what `source` sent), when it is another than the
   // one enforced; true when it applied one (the controller has yet to hear of it).
   bool Enforce(const std::string& digest, const std::vector<std::string>& cidrs,
                const std::string& source) MZ_EXCLUDES(mu_);
-  // Enforces the update the stream brought, if any, and acknowledges the set it names once
-  // this node enforces it.
-  void EnforcePushed() MZ_EXCLUDES(mu_);
+  // Enforces the update the stream brought, if any, cuts this node's pods inside it (from
+  // `records`; none: unreadable) and then acknowledges the set.
+  void EnforcePushed(const std::vector<records::RecordCache::Records>* records) MZ_EXCLUDES(mu_);
   Status Acknowledge(const std::string& digest);
   // The stream's thread: keeps a WatchFenceSet call open and hands each update to the loop.
   void Watch() MZ_EXCLUDES(mu_);
@@ -106,6 +113,9 @@ class Publisher final : public addons::AddonsComponent {
   bool accepted_any_ = false;
   std::chrono::steady_clock::time_point republish_at_;
   bool unacknowledged_ = false;  // a set was applied since the last publication
+  // What the cutter last applied successfully: for these records and this set's digest.
+  std::vector<records::RecordCache::Records> cut_for_records_;
+  std::string cut_for_set_;
 
   mutable Mutex mu_;
   std::condition_variable cv_;

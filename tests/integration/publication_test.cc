@@ -550,7 +550,7 @@ class HostLinks {
 
 TEST_F(PublicationTest, APlugModePodsHostLinkIsCutWhileAFenceHoldsItsPort) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make and cut host links";
-  // Alcor's agent ignores admin_state_up=false; the node agent cuts the link it was told of.
+  // Alcor's agent ignores admin_state_up=false; the node agent cuts its pods inside the set.
   ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));  // republication every second
   const std::string tag = std::to_string(::getpid() % 100000);
   const std::string fenced = "mzcut" + tag, outside = "mzout" + tag, down = "mzdn" + tag;
@@ -565,17 +565,71 @@ TEST_F(PublicationTest, APlugModePodsHostLinkIsCutWhileAFenceHoldsItsPort) {
   ASSERT_NE(agent, nullptr);
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
 
+  // Cut before node-a acknowledged the set, so by the time the fence answers.
   ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
-  EXPECT_TRUE(WaitUntil([&] { return !links.Up(fenced); })) << "the fenced pod's link stayed up";
+  EXPECT_FALSE(links.Up(fenced)) << "the fenced pod's link was up when the fence answered";
   EXPECT_TRUE(links.Up(outside));
 
   ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.0/24"));
-  EXPECT_TRUE(WaitUntil([&] { return links.Up(fenced); })) << "the link was not restored";
+  EXPECT_TRUE(links.Up(fenced)) << "the link was not restored when the unfence answered";
   EXPECT_TRUE(Up("p1"));
   const auto restored = agent->published();
   EXPECT_TRUE(WaitUntil([&] { return agent->published() >= restored + 2; }));
   EXPECT_FALSE(links.Up(down)) << "a link down for another reason was set up";
   EXPECT_TRUE(links.Up(outside));
+}
+
+// Agent mode (v0.1, the seed's controller): Mizar-MP's agent placed the pod's interface and a port
+// update never reaches a host, so a live fenced node cuts its pod's own interface, in the pod's
+// namespace, before it acknowledges the fence; the unfence restores it, and only it.
+TEST_F(PublicationTest, AnAgentModePodIsCutInItsOwnNamespaceWhenTheFenceAnswers) {
+  MZ_REQUIRE_NETNS();
+  ASSERT_NO_FATAL_FAILURE(StartController(30s, 1h));
+  testing::ScopedNetns pod(testing::UniqueName("mzpod")), other(testing::UniqueName("mzpod"));
+  ASSERT_TRUE(pod.ok() && other.ok());
+  for (const testing::ScopedNetns* ns : {&pod, &other}) {
+    const std::string ip = "ip -n " + ns->name() + " link ";
+    ASSERT_EQ(testing::Shell(ip + "add eth0 type veth peer name eth0p"), 0);
+    ASSERT_EQ(testing::Shell(ip + "set eth0 up"), 0);
+  }
+  const auto eth0_up = [](const testing::ScopedNetns& ns) {
+    std::string out;
+    return testing::Shell("ip -n " + ns.name() + " -o link show dev eth0 up", &out) == 0 &&
+           !out.empty();
+  };
+  ASSERT_TRUE(eth0_up(pod) && eth0_up(other));
+  // testing::CompleteRecord: ifname eth0 in /var/run/netns/<container>.
+  ASSERT_NO_FATAL_FAILURE(AddPort(pod.name(), "node-a", "10.236.0.40", true));
+  ASSERT_NO_FATAL_FAILURE(AddPort(other.name(), "node-a", "10.236.1.40", true));
+  auto agent = StartPublisher("node-a");
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return agent->published() >= 1; }));
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.40/32"));
+  EXPECT_FALSE(eth0_up(pod)) << "the fenced pod's interface was up when the fence answered";
+  EXPECT_TRUE(eth0_up(other));
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.40/32"));
+  EXPECT_TRUE(eth0_up(pod)) << "the interface was not restored when the unfence answered";
+  EXPECT_TRUE(eth0_up(other));
+}
+
+// The cutter's state file is read back by an agent restarted while a fence stood; a damaged one
+// gives up only its damaged lines.
+TEST(LinkCutterState, KeepsWhatItCutAcrossARestartAndSkipsDamagedLines) {
+  TempDir dir;
+  const std::string file = dir.path() + "/.fenced-links";
+  ASSERT_TRUE(WriteFileAtomic(file,
+                              "tap0123456789ab\n"
+                              "eth0\t/var/run/netns/pod-a\n"
+                              "eth1\trelative/path\n"
+                              "a-name-far-too-long-for-a-link\n"
+                              "eth2\t/var/run/netns/\x01" "bad\n",
+                              0600)
+                  .ok());
+  LinkCutter cutter(file);
+  auto cut = cutter.Cut();
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(*cut, (std::set<CutLink>{{"", "tap0123456789ab"}, {"/var/run/netns/pod-a", "eth0"}}));
 }
 
 TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
