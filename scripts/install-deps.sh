@@ -44,6 +44,9 @@ PACKAGES=(
   # lintian: the package test (tests/package) fails on any error or warning it reports on the
   # two .deb files (it pulls in man-db, whose `man` the test reads the manual pages with)
   lintian
+  # the packages under a booted systemd (tests/package/booted_test.sh): a Debian 12 root from
+  # the archive, booted by systemd-nspawn
+  debootstrap systemd-container
   # the fuzz build (scripts/fuzz.sh): clang, and the compiler-rt runtimes -fsanitize=fuzzer,
   # address and undefined link (libFuzzer itself is in libclang-rt-14-dev; clang-14 only
   # recommends it, and recommends are not installed)

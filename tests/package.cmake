@@ -15,5 +15,13 @@ if(NOT MIZARMP_SANITIZE AND NOT MIZARMP_TSAN AND MIZARMP_PYTHON_GRPC
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package/package_test.sh ${PROJECT_BINARY_DIR}
                    "${MIZARMP_PACKAGE_VERSION}" ${MIZARMP_PYTHON_GRPC})
   set_tests_properties(package_deb PROPERTIES LABELS "package;root" TIMEOUT 600
-                       SKIP_RETURN_CODE 77)
+                       SKIP_RETURN_CODE 77 RESOURCE_LOCK cpack)
+  # The same packages under a booted systemd (tests/package/booted_test.sh): units start,
+  # answer Probe, restart on upgrade, stop cleanly and go with a purge. Its own root, so it runs
+  # beside package_deb; cpack of one build dir runs one at a time.
+  add_test(NAME package_booted_systemd
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/package/booted_test.sh ${PROJECT_BINARY_DIR}
+                   "${MIZARMP_PACKAGE_VERSION}")
+  set_tests_properties(package_booted_systemd PROPERTIES LABELS "package;root" TIMEOUT 900
+                       SKIP_RETURN_CODE 77 RESOURCE_LOCK cpack COST 500)
 endif()
