@@ -28,16 +28,14 @@ CACHE=${MIZARMP_TEST_CACHE:-/var/cache/mizarmp-tests}
 UNITS=(mizarmp-addons@controller mizarmp-addons@node)
 CONTROLLER=unix:///run/mizarmp/controller/csi-addons.sock
 
-PASSED=0
 WORK=""
 NSPAWN_PID=""
 LEADER=""
+TEST_NAME="booted systemd test"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 log() { echo "booted: $*"; }
-pass() {
-  PASSED=$((PASSED + 1))
-  echo "ok: $*"
-}
 fail() {
   echo "FAIL: $*"
   if [[ -n "$LEADER" ]]; then
@@ -53,15 +51,6 @@ fail() {
   echo "booted systemd test: $PASSED passed, 1 failed"
   exit 1
 }
-cannot_run() {
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "FAIL: the booted systemd test is required in CI but cannot run: $1"
-    echo "booted systemd test: 0 passed, 1 failed"
-    exit 1
-  fi
-  echo "SKIP: booted systemd test: $1"
-  exit 77
-}
 
 # A command in every namespace of the booted container.
 inside() { nsenter -t "$LEADER" -a "$@"; }
@@ -75,17 +64,9 @@ debs_in() {
 }
 
 cleanup() {
-  local rc=$? i
-  if [[ -n "$NSPAWN_PID" ]]; then
-    # nspawn asks the container's systemd to power off on SIGTERM.
-    kill -TERM "$NSPAWN_PID" 2>/dev/null
-    for ((i = 0; i < 300; i++)); do
-      kill -0 "$NSPAWN_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$NSPAWN_PID" 2>/dev/null
-    wait "$NSPAWN_PID" 2>/dev/null
-  fi
+  local rc=$?
+  # nspawn asks the container's systemd to power off on SIGTERM.
+  [[ -n "$NSPAWN_PID" ]] && stop_process "$NSPAWN_PID"
   [[ -n "$WORK" ]] && rm -rf "$WORK"
   exit "$rc"
 }

@@ -31,6 +31,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 # shellcheck source=../e2e/podman_env.sh
 source "$ROOT/tests/e2e/podman_env.sh"
+TEST_NAME="package test"
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 
 BUILD_DIR=${1:?usage: $0 BUILD_DIR VERSION PYTHON}
 VERSION=${2:?usage: $0 BUILD_DIR VERSION PYTHON}
@@ -67,7 +70,6 @@ KEYS=/var/lib/mizarmp/keys
 # System paths the packages or the installed server create; each is put back as it was.
 SYSTEM_DIRS=(/etc/mizarmp /var/lib/mizarmp "$KEYS" /var/log/mizarmp /run/mizarmp /opt/cni)
 
-PASSED=0
 WORK=""
 NETNS=""
 MOCK_PID=""
@@ -92,38 +94,10 @@ fail() {
   exit 1
 }
 
-pass() {
-  PASSED=$((PASSED + 1))
-  echo "ok: $*"
-}
 
 expect_eq() {
   [[ "$2" == "$3" ]] || fail "$1: got '$2', want '$3'"
   pass "$1 = $3"
-}
-
-# cannot_run REASON: a skip outside CI, a failure in it.
-cannot_run() {
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "FAIL: the package test is required in CI but cannot run: $1"
-    echo "package test: 0 passed, 1 failed"
-    exit 1
-  fi
-  echo "SKIP: package test: $1"
-  exit 77
-}
-
-STOPPED_RC=""
-stop_process() { # PID: SIGTERM, then SIGKILL after 10 s; its exit code in STOPPED_RC
-  local pid=$1 i
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  STOPPED_RC=$?
 }
 
 apt_get() {
