@@ -15,10 +15,11 @@
 # the TSan tests do, at idle CPU and I/O priority: the tests wait on servers, timers and
 # containers for about half their time, and the background job takes only what they leave, never
 # a core they want. Its output is printed when it is done. The summary tables each phase's time.
-# Exits non-zero if any step or any test fails. Each run's own ctest summary line is printed in
-# the summary section, and the very last line is the same ctest-style line summed over both runs
-# ("100% tests passed, 0 tests failed out of N"). A failed step (install, build) also ends with
-# such a line, counting the step as one failed test, so the output always ends in a test count.
+# Exits non-zero if any step or any test fails. The summary section names each failed test with
+# the end of its output, then each run's own ctest summary line; the very last line is the same
+# ctest-style line summed over all runs ("100% tests passed, 0 tests failed out of N"). A failed
+# step (install, build) also ends with such a line, counting the step as one failed test, so the
+# output always ends in a test count.
 #
 # Environment: CTEST_JOBS (default 2), CTEST_TIMEOUT (default per-test timeout, 600 s, for tests
 # that set none), MIZARMP_TEST_SKIP_ASAN=1, MIZARMP_TEST_SKIP_TSAN=1 and MIZARMP_TEST_SKIP_FUZZ=1
@@ -27,7 +28,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 
 JOBS=${CTEST_JOBS:-2}
 TIMEOUT=${CTEST_TIMEOUT:-600}
@@ -113,6 +114,25 @@ finish_fuzz() {
   record_counts fuzz "$FUZZ_LOG" "$rc"
 }
 
+# The logs of the passes whose failed tests the summary recalls (record_counts adds them).
+FAILED_LOGS=()
+
+# recall_failures LOG: each test LOG's ctest lists as failed, with the last lines of its output.
+# CI shows only the tail of a run, so a failure's cause is repeated where it is seen.
+recall_failures() {
+  local log=$1 name
+  while IFS= read -r name; do
+    echo "---- failed: $name (the last 40 lines of its output, from $log) ----"
+    # --output-on-failure prints a test's output after its result line, up to the next
+    # "Start N:" or result line.
+    awk -v name="$name" '
+      $0 ~ /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / { inside = (index($0, ": " name " ") > 0); next }
+      $0 ~ /^ +Start +[0-9]+: / || /^[0-9]+% tests passed/ { inside = 0; next }
+      inside' "$log" | tail -n 40
+  done < <(sed -n '/^The following tests FAILED:/,$p' "$log" |
+    sed -nE 's/^[[:space:]]+[0-9]+ - (.*) \([^)]*\)$/\1/p')
+}
+
 # record_counts NAME LOG RC: adds the last ctest-style summary line of LOG to the totals.
 record_counts() {
   local name=$1 log=$2 rc=$3
@@ -132,6 +152,7 @@ record_counts() {
   TOTAL_TESTS=$((TOTAL_TESTS + total))
   TOTAL_FAILED=$((TOTAL_FAILED + failed))
   TOTAL_SKIPPED=$((TOTAL_SKIPPED + skipped))
+  [[ $failed -gt 0 ]] && FAILED_LOGS+=("$log")
   if [[ $rc -ne 0 && $failed -eq 0 ]]; then
     # ctest failed for another reason (e.g. a test binary could not be listed): count it.
     TOTAL_TESTS=$((TOTAL_TESTS + 1))
@@ -233,6 +254,7 @@ if [[ -n $WANT_FUZZ ]]; then
 fi
 
 section "summary"
+for log in "${FAILED_LOGS[@]}"; do recall_failures "$log"; done
 for s in "${SUMMARIES[@]}"; do
   echo "$s"
 done
