@@ -445,6 +445,24 @@ class EtcdPortIndex final : public PortIndex {
     return out;
   }
 
+  // The node key alone: its entries' names hold their addresses.
+  Result<std::vector<IpAddress>> AddressesOn(const std::string& node) const override {
+    MZ_ASSIGN_OR_RETURN(const NodeRecord record,
+                        RetryingUntil(RetryDeadline(options_), [&] { return ReadRecord(node); }));
+    std::vector<IpAddress> found;
+    for (const std::string& name : record.entries) {
+      auto entry = EntryFromKeyName(name + "/" + node);
+      if (!entry.ok()) {
+        Skip(NodeKey(node), entry.status());
+        continue;
+      }
+      found.push_back(entry->ip);
+    }
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    return found;
+  }
+
  private:
   std::string Key(std::string_view name) const { return prefix_ + std::string(name); }
   std::string NodeKey(const std::string& node) const { return Key(kNodesDir) + node; }

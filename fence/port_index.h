@@ -72,6 +72,9 @@ class PortIndex {
   // The entries whose address is inside one of `cidrs`, each (address, port) once, sorted by
   // address, then port id.
   virtual Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>& cidrs) const = 0;
+  // The addresses of the entries `node` published last (kept once its lease lapses, until
+  // Forget), sorted, each once; none for a node that never published.
+  virtual Result<std::vector<IpAddress>> AddressesOn(const std::string& node) const = 0;
 };
 
 // The index in a SQLite file of its own at `path` (absolute; created 0600 in a 0700 directory).

@@ -175,6 +175,27 @@ class SqlitePortIndex final : public PortIndex {
     return found;
   }
 
+  Result<std::vector<IpAddress>> AddressesOn(const std::string& node) const override {
+    MutexLock lock(mu_);
+    Stmt rows;
+    if (!rows.Prepare(db_, "SELECT DISTINCT ip FROM attachments WHERE node = ?1 ORDER BY ip")) {
+      return Error("preparing the read of node " + node);
+    }
+    rows.BindText(1, node);
+    std::vector<IpAddress> found;
+    int rc;
+    while ((rc = rows.Step()) == SQLITE_ROW) {
+      auto ip = AddressFromKey(BlobColumn(rows.get(), 0));
+      if (!ip.ok()) {
+        MZ_LOG(kWarn) << "port index " << path_ << ": skipping a row: " << ip.status().message();
+        continue;
+      }
+      found.push_back(*ip);
+    }
+    if (rc != SQLITE_DONE) return Error("reading what node " + node + " published");
+    return found;
+  }
+
  private:
   // The publication's writes, inside Publish's transaction: only the difference from what the
   // node published before, so the renewal of an unchanged set (every node, every third of its

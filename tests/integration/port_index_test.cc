@@ -290,6 +290,35 @@ TYPED_TEST(PortIndexTest, AnAcknowledgementRecordsTheFenceSetAloneAndNeedsAPubli
   EXPECT_EQ(IdsInside(*index, {Net("10.0.0.0/24")}), (std::vector<std::string>{"a1", "a2"}));
 }
 
+// A node's addresses, for the fence of its own address that covers its pods: each once,
+// sorted, kept after its lease (a dead node's pods are what that fence is for), gone with it.
+TYPED_TEST(PortIndexTest, AddressesOnANodeAreItsLastPublishedOnesEachOnce) {
+  auto index = this->Open();
+  ASSERT_NE(index, nullptr);
+  const auto addresses_on = [&](const std::string& node) {
+    auto found = index->AddressesOn(node);
+    EXPECT_TRUE(found.ok()) << found.status().ToString();
+    std::vector<std::string> texts;
+    for (const IpAddress& ip : found.ok() ? *found : std::vector<IpAddress>{})
+      texts.push_back(ip.ToString());
+    return texts;
+  };
+  EXPECT_TRUE(addresses_on("node-a").empty());
+  ASSERT_TRUE(index
+                  ->Publish("node-a",
+                            {{Ip("10.0.0.9"), "a1"}, {Ip("fd00::1"), "a1"}, {Ip("10.0.0.2"), "a2"},
+                             {Ip("10.0.0.9"), "a3"}},
+                            At(1000), "")
+                  .ok());
+  ASSERT_TRUE(index->Publish("node-b", {{Ip("10.0.0.3"), "b1"}}, At(1000), "").ok());
+  EXPECT_EQ(addresses_on("node-a"), (std::vector<std::string>{"10.0.0.2", "10.0.0.9", "fd00::1"}));
+  ASSERT_TRUE(index->Publish("node-a", {{Ip("10.0.0.2"), "a2"}}, At(2000), "").ok());
+  EXPECT_EQ(addresses_on("node-a"), std::vector<std::string>{"10.0.0.2"});
+  EXPECT_EQ(addresses_on("node-b"), std::vector<std::string>{"10.0.0.3"});
+  ASSERT_TRUE(index->Forget("node-a").ok());
+  EXPECT_TRUE(addresses_on("node-a").empty());
+}
+
 TYPED_TEST(PortIndexTest, ForgetDropsTheNodesEntriesAndItsPublication) {
   auto index = this->Open();
   ASSERT_NE(index, nullptr);

@@ -47,6 +47,9 @@ class LeaseIndex final : public PortIndex {
   Result<std::vector<IndexedPort>> Inside(const std::vector<Cidr>&) const override {
     return std::vector<IndexedPort>();
   }
+  Result<std::vector<IpAddress>> AddressesOn(const std::string&) const override {
+    return std::vector<IpAddress>();
+  }
 
   std::map<std::string, Publication> published;
   mutable int reads = 0;
