@@ -239,7 +239,7 @@ void FenceService::Tick() {
     revision = *read;
   }
   if (revision != offered_revision_ || offer_again_.exchange(false)) {
-    OfferStandingSet(*opened->store);
+    OfferStandingSet(*opened->store, opened->port_index);
     offered_revision_ = revision;
   }
   const bool leads = opened->leadership->LeadsFor(UpdateBudget());
@@ -322,7 +322,11 @@ Result<FenceService::PublicationAnswer> FenceService::Publish(
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
   FencesMet met = MetBy(snap, ports);
   if (met.unheld_inside) RequestPassSoon(*opened.store);
-  return PublicationAnswer{options_.publication_lease, std::move(met.held), StandingSet(snap)};
+  MZ_ASSIGN_OR_RETURN(FenceSet standing, StandingSet(snap, opened.port_index));
+  // A covered node's new pod changes the set: the loop's next turn pushes it to every node.
+  const auto offered = fence_sets_.Get();
+  if (offered.value != nullptr && offered.value->digest != standing.digest) offer_again_ = true;
+  return PublicationAnswer{options_.publication_lease, std::move(met.held), std::move(standing)};
 }
 
 Status FenceService::Acknowledge(const std::string& node, const std::string& enforced) {
@@ -337,17 +341,17 @@ Status FenceService::Acknowledge(const std::string& node, const std::string& enf
   return Status::Ok();
 }
 
-void FenceService::OfferStandingSet(FenceStore& store) {
+void FenceService::OfferStandingSet(FenceStore& store, const PortIndex* index) {
   MutexLock lock(offer_mu_);
   auto snap = ReadStore(store);
-  if (!snap.ok()) {
+  Result<FenceSet> standing = snap.ok() ? StandingSet(*snap, index) : snap.status();
+  if (!standing.ok()) {
     offer_again_ = true;  // the loop's next turn tries again
     return;
   }
-  FenceSet standing = StandingSet(*snap);
   const auto offered = fence_sets_.Get();
-  if (offered.value == nullptr || offered.value->digest != standing.digest) {
-    fence_sets_.Set(std::move(standing));
+  if (offered.value == nullptr || offered.value->digest != standing->digest) {
+    fence_sets_.Set(std::move(*standing));
   }
 }
 
@@ -528,7 +532,10 @@ Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& s
   MZ_ASSIGN_OR_RETURN(const std::vector<std::string> unleased,
                       listed_nodes_.Find(*index, registered, leases));
   metrics_.ObserveLapsedNodes(unleased.size());
-  metrics_.ObserveNodesNotEnforcing(listed_nodes_.NotEnforcing(StandingSet(snap).digest).size());
+  // The set offered before every pass (Tick, ChangeFences) is the one the nodes must hold.
+  if (const auto offered = fence_sets_.Get(); offered.value != nullptr) {
+    metrics_.ObserveNodesNotEnforcing(listed_nodes_.NotEnforcing(offered.value->digest).size());
+  }
   auto ports = FindFencedPorts(snap, *index, unleased, connections);
   return PortListing{std::move(mp), std::move(ports)};
 }
@@ -771,7 +778,8 @@ Result<std::shared_ptr<const FenceSet>> FenceService::SetToAwait(const Admitted&
   // The offered set may be older than the change (its offer could not read the store): the store
   // says whether a later change superseded it.
   MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*call.store));
-  auto standing = std::make_shared<const FenceSet>(StandingSet(snap));
+  MZ_ASSIGN_OR_RETURN(FenceSet read, StandingSet(snap, call.port_index));
+  auto standing = std::make_shared<const FenceSet>(std::move(read));
   if (!HoldsChange(*standing, call.cidrs, fence)) return std::shared_ptr<const FenceSet>();
   return standing;
 }
@@ -781,7 +789,10 @@ FenceService::Clock::time_point FenceService::NodesDeadline(
   // Ended a little before the caller's deadline, so that the caller reads which nodes it waited
   // for rather than DEADLINE_EXCEEDED.
   constexpr auto kAnswerMargin = std::chrono::milliseconds(500);
-  Clock::time_point deadline = Clock::now() + options_.publication_lease;
+  // Its last look comes after every node live now has lapsed, one that published just before
+  // the call and died included.
+  Clock::time_point deadline =
+      Clock::now() + options_.publication_lease + 2 * kAcknowledgementPoll;
   const auto caller = context.deadline();
   if (caller != std::chrono::system_clock::time_point::max()) {
     deadline = std::min(deadline, Clock::now() + (caller - std::chrono::system_clock::now()) -
@@ -798,10 +809,24 @@ bool FenceService::HoldsChange(const FenceSet& set, const CidrSet& cidrs, bool f
   return true;
 }
 
-FenceSet FenceService::StandingSet(const StoreSnapshot& snap) {
+Result<FenceSet> FenceService::StandingSet(const StoreSnapshot& snap,
+                                           const PortIndex* index) const {
   std::vector<Cidr> standing;
   standing.reserve(snap.fences.size());
   for (const FenceEntry& f : snap.fences) standing.push_back(f.cidr);
+  if (index == nullptr) return MakeFenceSet(std::move(standing));
+  size_t covered_addresses = 0;
+  for (const std::string& node : CoveredNodes(CidrSet(standing), options_.node_addresses)) {
+    MZ_ASSIGN_OR_RETURN(const std::vector<IpAddress> addresses, index->AddressesOn(node));
+    if (covered_addresses + addresses.size() > kMaxCoveredAddresses) {
+      MZ_LOG(kWarn) << "fence: the pods of node " << LogEscaped(node)
+                    << " are left out of the fence set: the covered nodes' pods exceed "
+                    << kMaxCoveredAddresses << " addresses; fence their addresses instead";
+      continue;
+    }
+    covered_addresses += addresses.size();
+    for (const IpAddress& ip : addresses) standing.emplace_back(ip, ip.bits());
+  }
   return MakeFenceSet(std::move(standing));
 }
 
@@ -842,7 +867,7 @@ grpc::Status FenceService::ChangeFences(
     // Durable first: once this returns, a crash cannot lose the change.
     if (Status s = StoreChange(change, *call); !s.ok()) return ToGrpcStatus(s);
     // Pushed to the nodes now, so they enforce it while the pass below runs at Mizar-MP.
-    OfferStandingSet(*call->store);
+    OfferStandingSet(*call->store, call->port_index);
     if (call->leadership->LeadsFor(UpdateBudget())) {
       report = EnforceLocked(Leases::kRecent, std::move(listing));
       // A lease that ran short during the pass (a slow renewal on a loaded etcd) is not the

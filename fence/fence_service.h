@@ -242,8 +242,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   void NoteStoreError(const Status& s) MZ_EXCLUDES(store_mu_);
   // Asks for a pass at once: a publication named a port inside a fence that none holds yet.
   void RequestPassSoon(FenceStore& store);
-  // Reads the standing set from `store` and offers it to fence_sets() when it is another.
-  void OfferStandingSet(FenceStore& store) MZ_EXCLUDES(offer_mu_);
+  // Reads the standing set from `store` (and `index`, for the nodes a fence covers) and offers
+  // it to fence_sets() when it is another.
+  void OfferStandingSet(FenceStore& store, const PortIndex* index) MZ_EXCLUDES(offer_mu_);
 
   // What every fence RPC checks first, in order: the secrets, the request's CIDRs (when
   // `cidrs` is given), the store.
@@ -324,8 +325,10 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   Clock::time_point NodesDeadline(const grpc::ServerContext& context) const;
   // Whether `set` holds every one of `cidrs` (fence) or none (unfence).
   static bool HoldsChange(const FenceSet& set, const CidrSet& cidrs, bool fence);
-  // The fence set the nodes enforce: every standing fence, pending or enforced.
-  static FenceSet StandingSet(const StoreSnapshot& snap);
+  // The fence set the nodes enforce: every standing fence, pending or enforced, and the address
+  // of each port `index` holds for a node those fences cover (CoveredNodes): reads the index
+  // only while a fence covers a node.
+  Result<FenceSet> StandingSet(const StoreSnapshot& snap, const PortIndex* index) const;
   // How long one port update may take (what a leader's lease must still cover to start it).
   Clock::duration UpdateBudget() const;
   Result<Admitted> Admit(const char* rpc, const Secrets& secrets,

@@ -37,11 +37,32 @@ FenceSet MakeFenceSet(std::vector<Cidr> cidrs) {
   return set;
 }
 
+std::vector<std::string> CoveredNodes(
+    const CidrSet& fences, const std::map<std::string, std::vector<std::string>>& node_addresses) {
+  std::vector<std::string> covered;
+  if (fences.empty()) return covered;
+  const auto inside = [&fences](const std::string& text) {
+    auto configured = Cidr::Parse(text, /*allow_bare=*/true);
+    if (!configured.ok()) return false;  // validated with the configuration
+    // "10.0.0.5/24" is the address alone; "10.0.0.0/24" the block.
+    const Cidr block = configured->has_host_bits()
+                           ? Cidr(configured->address(), configured->address().bits())
+                           : *configured;
+    const std::vector<Cidr> around = fences.Covering(block.network());
+    return std::any_of(around.begin(), around.end(),
+                       [&](const Cidr& f) { return f.prefix_len() <= block.prefix_len(); });
+  };
+  for (const auto& [node, addresses] : node_addresses) {
+    if (std::any_of(addresses.begin(), addresses.end(), inside)) covered.push_back(node);
+  }
+  return covered;
+}
+
 Result<FenceSet> ParseFenceSet(const std::vector<std::string>& texts, const std::string& field) {
   if (texts.size() > kMaxFenceSetCidrs) {
     return InvalidArgumentError(field + ": " + std::to_string(texts.size()) +
                                 " CIDRs, more than the " + std::to_string(kMaxFenceSetCidrs) +
-                                " a store holds");
+                                " a set holds");
   }
   std::vector<Cidr> cidrs;
   cidrs.reserve(texts.size());

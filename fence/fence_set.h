@@ -6,16 +6,21 @@
 // a node that holds another one.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/ipaddr.h"
 #include "common/status.h"
+#include "fence/cidrset.h"
 
 namespace mizarmp::fence {
 
-// As many CIDRs as the store may hold fences (DESIGN.md, "Fence store").
-inline constexpr size_t kMaxFenceSetCidrs = 65536;
+// The addresses a set may hold for the pods of the nodes its fences cover (CoveredNodes): a
+// node's agent publishes at most a few hundred.
+inline constexpr size_t kMaxCoveredAddresses = 8192;
+// As many CIDRs as the store may hold fences (DESIGN.md, "Fence store"), and the covered pods'.
+inline constexpr size_t kMaxFenceSetCidrs = 65536 + kMaxCoveredAddresses;
 
 struct FenceSet {
   std::vector<Cidr> cidrs;  // network form, sorted, no duplicates
@@ -25,6 +30,12 @@ struct FenceSet {
 
 // The set of `cidrs`, put in order.
 FenceSet MakeFenceSet(std::vector<Cidr> cidrs);
+
+// The nodes of `node_addresses` (host id -> addresses, as configured: fence/clients.h) with an
+// address, or a whole block, inside one of `fences`. A fence of a node's address covers the
+// node's pods too, as GetFenceClients reports them together for the node.
+std::vector<std::string> CoveredNodes(
+    const CidrSet& fences, const std::map<std::string, std::vector<std::string>>& node_addresses);
 
 // The set a controller sent (its bytes are the network's): each entry a CIDR in network form, at
 // most kMaxFenceSetCidrs of them, or INVALID_ARGUMENT naming `field`[i].

@@ -94,6 +94,7 @@ class PublicationTest : public ::testing::Test {
     f.publication_lease = lease;
     f.reconcile_interval = reconcile;
     f.replica_id = "publication-test";
+    f.node_addresses = node_addresses_;
     if (before) {
       ASSERT_NO_FATAL_FAILURE(before(f));
     }
@@ -273,6 +274,7 @@ class PublicationTest : public ::testing::Test {
 
   void PreviewNamesWhatTheFenceCutsAndTheAuditMatchesTheJournal(const std::string& store);
 
+  std::map<std::string, std::vector<std::string>> node_addresses_;  // the controller's
   TempDir dir_;
   Pki pki_{std::string("IP:127.0.0.1,IP:") + kControllerAddress + ",DNS:localhost"};
   std::unique_ptr<mock::MockServer> mock_;
@@ -876,93 +878,141 @@ TEST_F(PublicationTest, ANodeCannotPublishForAnotherNorHideItsPortsFromAFence) {
 // node-b runs mizarmp-addons in node mode, publishing to this controller over a link of its own.
 // A fence of A's address is enforced by node-b itself: no packet passes between A and node-b
 // either way, whatever node-a does, and the unfence restores both directions.
-TEST_F(PublicationTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
-  MZ_REQUIRE_NETNS();
-  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));
-  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", false));
-  const std::string tag = std::to_string(::getpid() % 100000);
-  testing::ScopedNetns node_a(testing::UniqueName("mzna")), node_b(testing::UniqueName("mznb"));
-  ASSERT_TRUE(node_a.ok() && node_b.ok());
-  const std::string ab = "mzab" + tag, ba = "mzba" + tag, cb = "mzcb" + tag, bc = "mzbc" + tag;
-  for (const std::string& step : std::vector<std::string>{
-           // node-a (pod A's address) and node-b, linked
-           "ip link add " + ab + " netns " + node_a.name() + " type veth peer " + ba + " netns " +
-               node_b.name(),
-           "ip -n " + node_a.name() + " addr add 10.236.0.10/24 dev " + ab,
-           "ip -n " + node_b.name() + " addr add 10.236.0.20/24 dev " + ba,
-           // node-b and the controller (this namespace)
-           "ip link add " + cb + " type veth peer " + bc + " netns " + node_b.name(),
-           std::string("ip addr add ") + kControllerAddress + "/30 dev " + cb,
-           "ip -n " + node_b.name() + " addr add 10.253.0.2/30 dev " + bc,
-           "ip link set " + cb + " up", "ip -n " + node_a.name() + " link set " + ab + " up",
-           "ip -n " + node_b.name() + " link set " + ba + " up",
-           "ip -n " + node_b.name() + " link set " + bc + " up"}) {
-    std::string out;
-    ASSERT_EQ(testing::Shell(step, &out), 0) << step << ": " << out;
+// Two nodes in namespaces of their own, linked: node-a (no agent: the dead node) at its
+// addresses, node-b at 10.236.0.20 with an agent publishing to the controller, which it reaches
+// at kControllerAddress.
+class SurvivingNodeTest : public PublicationTest {
+ protected:
+  void LinkNodes(const std::vector<std::string>& a_addresses) {
+    ASSERT_TRUE(node_a_.ok() && node_b_.ok());
+    const std::string tag = std::to_string(::getpid() % 100000);
+    const std::string ab = "mzab" + tag, ba = "mzba" + tag, bc = "mzbc" + tag;
+    controller_link_ = "mzcb" + tag;
+    std::vector<std::string> steps = {
+        "ip link add " + ab + " netns " + node_a_.name() + " type veth peer " + ba + " netns " +
+            node_b_.name(),
+        "ip -n " + node_b_.name() + " addr add 10.236.0.20/24 dev " + ba,
+        "ip link add " + controller_link_ + " type veth peer " + bc + " netns " + node_b_.name(),
+        std::string("ip addr add ") + kControllerAddress + "/30 dev " + controller_link_,
+        "ip -n " + node_b_.name() + " addr add 10.253.0.2/30 dev " + bc,
+        "ip link set " + controller_link_ + " up",
+        "ip -n " + node_a_.name() + " link set " + ab + " up",
+        "ip -n " + node_b_.name() + " link set " + ba + " up",
+        "ip -n " + node_b_.name() + " link set " + bc + " up"};
+    for (const std::string& address : a_addresses) {
+      steps.push_back("ip -n " + node_a_.name() + " addr add " + address + " dev " + ab);
+    }
+    for (const std::string& step : steps) {
+      std::string out;
+      ASSERT_EQ(testing::Shell(step, &out), 0) << step << ": " << out;
+    }
   }
-  struct LinkRemoved {
-    std::string name;
-    ~LinkRemoved() { testing::Shell("ip link del " + name + " 2>/dev/null"); }
-  } controller_link{cb};
-  const auto a_reaches_b = [&] {
-    return node_a.Exec("ping -c1 -W1 10.236.0.20 >/dev/null 2>&1") == 0;
-  };
-  const auto b_reaches_a = [&] {
-    return node_b.Exec("ping -c1 -W1 10.236.0.10 >/dev/null 2>&1") == 0;
-  };
-  ASSERT_TRUE(b_reaches_a() && a_reaches_b());
 
-  const Pki::KeyPair own = pki_.NodeClient("node-b");
-  ASSERT_TRUE(pki_.error.empty()) << pki_.error;
-  const std::string agent_dir = dir_.path() + "/node-b-agent";
-  ASSERT_TRUE(MakeDirs(agent_dir + "/cni", 0700).ok());
-  const std::string log = agent_dir + "/addons.log";
-  testing::Daemon agent;
-  ASSERT_TRUE(agent.Start(
-      {"/usr/sbin/ip", "netns", "exec", node_b.name(), testing::BinDir() + "/mizarmp-addons",
-       "--mode=node",
-       "--endpoint=unix://" + agent_dir + "/run/addons.sock", "--key-store-dir=" + agent_dir +
-       "/keys", "--state-dir=" + agent_dir + "/cni", "--host-id=node-b",
-       "--publish-to=tcp://" + std::string(kControllerAddress) + ":" +
-           std::to_string(server_->additional_port()),
-       "--publish-ca-file=" + pki_.ca, "--publish-cert-file=" + own.cert,
-       "--publish-key-file=" + own.key, "--publish-interval-ms=100"},
-      log));
-  const auto agent_log = [&log] {
-    auto text = ReadFile(log);
+  void TearDown() override {
+    agent_.Stop();
+    if (!controller_link_.empty()) testing::Shell("ip link del " + controller_link_ + " 2>/dev/null");
+    PublicationTest::TearDown();
+  }
+
+  // node-b's agent: mizarmp-addons in node mode in node-b's namespace, publishing every 100 ms.
+  void StartNodeBAgent() {
+    const Pki::KeyPair own = pki_.NodeClient("node-b");
+    ASSERT_TRUE(pki_.error.empty()) << pki_.error;
+    const std::string agent_dir = dir_.path() + "/node-b-agent";
+    ASSERT_TRUE(MakeDirs(agent_dir + "/cni", 0700).ok());
+    agent_log_ = agent_dir + "/addons.log";
+    ASSERT_TRUE(agent_.Start(
+        {"/usr/sbin/ip", "netns", "exec", node_b_.name(), testing::BinDir() + "/mizarmp-addons",
+         "--mode=node", "--endpoint=unix://" + agent_dir + "/run/addons.sock",
+         "--key-store-dir=" + agent_dir + "/keys", "--state-dir=" + agent_dir + "/cni",
+         "--host-id=node-b",
+         "--publish-to=tcp://" + std::string(kControllerAddress) + ":" +
+             std::to_string(server_->additional_port()),
+         "--publish-ca-file=" + pki_.ca, "--publish-cert-file=" + own.cert,
+         "--publish-key-file=" + own.key, "--publish-interval-ms=100"},
+        agent_log_));
+    ASSERT_TRUE(WaitUntil([&] { return Enforced(0) >= 1; })) << AgentLog();
+  }
+
+  std::string AgentLog() const {
+    auto text = ReadFile(agent_log_);
     return text.ok() ? *text : std::string("(no log)");
-  };
+  }
   // The number of times node-b's agent has put a fence set of `count` CIDRs in place.
-  const auto enforced = [&](int count) {
+  size_t Enforced(int count) const {
     const std::string line = "this node enforces " + std::to_string(count) + " fenced CIDR(s)";
-    const std::string text = agent_log();
+    const std::string text = AgentLog();
     size_t n = 0;
     for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
     return n;
-  };
-  ASSERT_TRUE(WaitUntil([&] { return enforced(0) >= 1; })) << agent_log();
+  }
+
+  bool BReaches(const std::string& ip) {
+    return node_b_.Exec("ping -c1 -W1 " + ip + " >/dev/null 2>&1") == 0;
+  }
+  bool AReachesB() { return node_a_.Exec("ping -c1 -W1 10.236.0.20 >/dev/null 2>&1") == 0; }
+
+  testing::ScopedNetns node_a_{testing::UniqueName("mzna")};
+  testing::ScopedNetns node_b_{testing::UniqueName("mznb")};
+  std::string controller_link_;
+  testing::Daemon agent_;
+  std::string agent_log_;
+};
+
+TEST_F(SurvivingNodeTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
+  MZ_REQUIRE_NETNS();
+  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", false));
+  ASSERT_NO_FATAL_FAILURE(LinkNodes({"10.236.0.10/24"}));
+  ASSERT_TRUE(BReaches("10.236.0.10") && AReachesB());
+  ASSERT_NO_FATAL_FAILURE(StartNodeBAgent());
 
   // In place when it answers: node-b has acknowledged the set that holds the fence, so the very
   // next packet is dropped, with no wait.
   ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.10/32"));
   EXPECT_FALSE(Up("a1"));
-  EXPECT_GE(enforced(1), 1u) << agent_log();
-  EXPECT_FALSE(b_reaches_a()) << "node-b still reaches the fenced pod";
-  EXPECT_FALSE(a_reaches_b()) << "the fenced pod still reaches node-b";
+  EXPECT_GE(Enforced(1), 1u) << AgentLog();
+  EXPECT_FALSE(BReaches("10.236.0.10")) << "node-b still reaches the fenced pod";
+  EXPECT_FALSE(AReachesB()) << "the fenced pod still reaches node-b";
   // Debian's nftables.service flushes the whole ruleset as it starts: the agent puts it back.
-  ASSERT_EQ(node_b.Exec("nft flush ruleset"), 0);
-  EXPECT_TRUE(WaitUntil([&] { return agent_log().find("the fence set is back") !=
+  ASSERT_EQ(node_b_.Exec("nft flush ruleset"), 0);
+  EXPECT_TRUE(WaitUntil([&] { return AgentLog().find("the fence set is back") !=
                                      std::string::npos; }))
-      << agent_log();
-  EXPECT_FALSE(b_reaches_a()) << "a flushed ruleset let node-b reach the fenced pod";
+      << AgentLog();
+  EXPECT_FALSE(BReaches("10.236.0.10")) << "a flushed ruleset let node-b reach the fenced pod";
 
   ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.10/32"));
-  EXPECT_GE(enforced(0), 2u) << agent_log();
-  EXPECT_TRUE(b_reaches_a());
-  EXPECT_TRUE(a_reaches_b());
+  EXPECT_GE(Enforced(0), 2u) << AgentLog();
+  EXPECT_TRUE(BReaches("10.236.0.10"));
+  EXPECT_TRUE(AReachesB());
   std::string ruleset;
-  node_b.Exec("nft list ruleset", &ruleset);
+  node_b_.Exec("nft list ruleset", &ruleset);
   EXPECT_EQ(ruleset.find("mizarmp_fence"), std::string::npos) << "the unfence left " << ruleset;
+}
+
+// rook fences a failed node's own address (its host-network storage clients): the fence covers
+// the pods that node published before it died, as GetFenceClients reports them with the node.
+TEST_F(SurvivingNodeTest, AFenceOfADeadNodesAddressCutsOffItsPodsToo) {
+  MZ_REQUIRE_NETNS();
+  node_addresses_ = {{"node-a", {"10.236.0.1"}}};
+  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));
+  ASSERT_NO_FATAL_FAILURE(LinkNodes({"10.236.0.10/24", "10.236.0.1/24"}));
+  ASSERT_NO_FATAL_FAILURE(StartNodeBAgent());
+  // node-a's last publication, before it died: its pod at 10.236.0.10.
+  ASSERT_TRUE(fences_->Publish("node-a", {{*IpAddress::Parse("10.236.0.10"), "port-a1", "shop/pod-a1"}}, "").ok());
+  ASSERT_TRUE(BReaches("10.236.0.10") && BReaches("10.236.0.1") && AReachesB());
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.1/32"));
+  EXPECT_GE(Enforced(2), 1u) << AgentLog();
+  EXPECT_FALSE(BReaches("10.236.0.1")) << "node-b still reaches the fenced node";
+  EXPECT_FALSE(BReaches("10.236.0.10")) << "node-b still reaches the fenced node's pod";
+  EXPECT_FALSE(AReachesB()) << "the fenced node's pod still reaches node-b";
+
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.1/32"));
+  EXPECT_GE(Enforced(0), 2u) << AgentLog();
+  EXPECT_TRUE(BReaches("10.236.0.1"));
+  EXPECT_TRUE(BReaches("10.236.0.10"));
+  EXPECT_TRUE(AReachesB());
 }
 
 TEST(NodeAttachments, PublishesEveryAddressOfThisNodesRecordsOnce) {

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "fence/cidrset.h"
+#include "fence/fence_set.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -271,6 +273,27 @@ TEST(FenceMergeTest, MergedCoversExactlyTheInputs) {
 }
 
 TEST(FenceMergeTest, EmptyInput) { EXPECT_TRUE(MergeCidrs({}).empty()); }
+
+// A fence of a node's address covers the node (and so its pods): an address with host bits
+// stands for itself, a block for the whole block, which a fence must contain entirely.
+TEST(CoveredNodesTest, ANodeIsCoveredOnlyByAFenceHoldingItsAddressOrItsWholeBlock) {
+  const std::map<std::string, std::vector<std::string>> nodes = {
+      {"node-a", {"192.168.1.10"}},
+      {"node-b", {"192.168.1.20/24"}},        // the address alone
+      {"node-c", {"10.8.0.0/24"}},            // a block
+      {"node-d", {"fd00::d", "192.168.2.1"}},  // any one address
+  };
+  const auto covered = [&](const std::vector<std::string>& fences) {
+    return CoveredNodes(*CidrSet::Parse(fences), nodes);
+  };
+  EXPECT_TRUE(covered({}).empty());
+  EXPECT_EQ(covered({"192.168.1.10/32"}), std::vector<std::string>{"node-a"});
+  EXPECT_EQ(covered({"192.168.1.20/32"}), std::vector<std::string>{"node-b"});
+  EXPECT_EQ(covered({"192.168.1.0/24"}), (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_TRUE(covered({"192.168.1.11/32", "10.8.0.0/25", "10.8.0.5/32"}).empty());
+  EXPECT_EQ(covered({"10.0.0.0/8"}), std::vector<std::string>{"node-c"});
+  EXPECT_EQ(covered({"fd00::/64"}), std::vector<std::string>{"node-d"});
+}
 
 }  // namespace
 }  // namespace mizarmp::fence
