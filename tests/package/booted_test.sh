@@ -90,8 +90,15 @@ root_tarball() {
   if [[ ! -f "$tarball" ]]; then
     log "debootstrap of a Debian 12 root with $includes (once; cached as $tarball)" >&2
     made="$WORK/made-root"
-    debootstrap --variant=minbase --include="$includes" bookworm "$made" "$(debian_mirror)" \
-      >"$WORK/debootstrap.log" 2>&1 || fail "debootstrap"
+    # The archive can fail a download now and then (a mirror mid-sync): three tries.
+    local try
+    for try in 1 2 3; do
+      rm -rf "$made"
+      debootstrap --variant=minbase --include="$includes" bookworm "$made" "$(debian_mirror)" \
+        >"$WORK/debootstrap.log" 2>&1 && break
+      [[ $try == 3 ]] && fail "debootstrap (3 tries)"
+      log "debootstrap failed (try $try): $(tail -n 1 "$WORK/debootstrap.log")" >&2
+    done
     [[ -d "$CACHE" ]] || mkdir -m 0700 "$CACHE" || fail "cannot make $CACHE"
     tar -C "$made" -cf "$tarball.tmp" . || fail "cannot keep $tarball"
     mv "$tarball.tmp" "$tarball" || fail "cannot keep $tarball"
