@@ -218,4 +218,16 @@ Result<std::vector<AuditRecord>> AddonsClient::Audit(uint32_t limit) {
   return out;
 }
 
+Result<NodesInfo> AddonsClient::Nodes() {
+  MZ_ASSIGN_OR_RETURN(auto resp, (Call<AdminStub, ::mizarmp::v1::ListNodesResponse>(
+                                     "ListNodes", &AdminStub::ListNodes,
+                                     ::mizarmp::v1::ListNodesRequest())));
+  NodesInfo out{resp.fence_set_digest(), {}};
+  for (const auto& n : resp.nodes()) {
+    out.nodes.push_back({n.node(), n.published_at(), n.fence_set_digest(), n.live(), n.current(),
+                         n.ports()});
+  }
+  return out;
+}
+
 }  // namespace mizarmp::ctl

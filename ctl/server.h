@@ -55,6 +55,18 @@ struct AuditRecord {
   std::vector<std::string> cidrs, disabled, enabled;
 };
 
+// A node publishing to the controller and the fence set it enforces
+// (mizarmp.v1.FenceAdmin/ListNodes).
+struct NodeInfo {
+  std::string node, published_at, enforced;
+  bool live = false, current = false;
+  uint64_t ports = 0;
+};
+struct NodesInfo {
+  std::string standing;  // the digest of the set the controller offers
+  std::vector<NodeInfo> nodes;
+};
+
 struct FenceClientInfo {
   std::string id;
   std::vector<std::string> cidrs;
@@ -77,6 +89,8 @@ class AddonsClient {
   // `limit` entries (0: the server's default).
   Result<std::vector<PreviewedPort>> PreviewFence(const std::vector<std::string>& cidrs);
   Result<std::vector<AuditRecord>> Audit(uint32_t limit);
+  // Which nodes enforce the standing fence set.
+  Result<NodesInfo> Nodes();
 
  private:
   AddonsClient() = default;

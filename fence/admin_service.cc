@@ -4,6 +4,7 @@
 
 #include "addons/grpc_status.h"
 #include "common/log.h"
+#include "records/records.h"
 
 namespace mizarmp::fence {
 
@@ -56,6 +57,27 @@ grpc::Status FenceAdminService::ListAudit(grpc::ServerContext* /*context*/,
     for (const std::string& c : e.cidrs) out->add_cidrs(c);
     for (const std::string& id : e.disabled) out->add_disabled_ports(id);
     for (const std::string& id : e.enabled) out->add_enabled_ports(id);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FenceAdminService::ListNodes(grpc::ServerContext* /*context*/,
+                                          const ::mizarmp::v1::ListNodesRequest* request,
+                                          ::mizarmp::v1::ListNodesResponse* response) {
+  auto listed = fences_.ListNodes(request->secrets());
+  if (!listed.ok()) {
+    MZ_LOG(kWarn) << "ListNodes: " << listed.status().message();
+    return addons::ToGrpcStatus(listed.status());
+  }
+  response->set_fence_set_digest(listed->standing);
+  for (const FenceService::NodeEnforcement& n : listed->nodes) {
+    ::mizarmp::v1::NodeEnforcement* out = response->add_nodes();
+    out->set_node(n.publication.node);
+    out->set_published_at(records::Rfc3339(n.publication.at));
+    out->set_live(n.live);
+    out->set_ports(n.publication.entries);
+    out->set_fence_set_digest(n.publication.enforced);
+    out->set_current(n.current);
   }
   return grpc::Status::OK;
 }

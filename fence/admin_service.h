@@ -2,7 +2,8 @@
 // Copyright The mizarmp Authors
 // mizarmp.v1.FenceAdmin (proto/mizarmp/fence_admin.proto): the operator's questions to the
 // controller that CSI-Addons has no RPC for, what a fence would cut off (mizarmpctl fence
-// --dry-run) and the fence audit (mizarmpctl audit). It converts between the protos and
+// --dry-run), the fence audit (mizarmpctl audit) and which nodes enforce the fence set
+// (mizarmpctl nodes). It converts between the protos and
 // FenceService, which answers them from its store, index and audit.
 #pragma once
 
@@ -35,6 +36,9 @@ class FenceAdminService final : public ::mizarmp::v1::FenceAdmin::Service,
   grpc::Status ListAudit(grpc::ServerContext* context,
                          const ::mizarmp::v1::ListAuditRequest* request,
                          ::mizarmp::v1::ListAuditResponse* response) override;
+  grpc::Status ListNodes(grpc::ServerContext* context,
+                         const ::mizarmp::v1::ListNodesRequest* request,
+                         ::mizarmp::v1::ListNodesResponse* response) override;
 
  private:
   FenceService& fences_;

@@ -975,6 +975,26 @@ Result<std::vector<AuditEntry>> FenceService::ListAudit(const Secrets& secrets, 
   return call.audit->Recent(limit);
 }
 
+Result<FenceService::NodesEnforcing> FenceService::ListNodes(const Secrets& secrets) {
+  MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("ListNodes", secrets, nullptr));
+  if (call.port_index == nullptr) {
+    return FailedPreconditionError(
+        "this controller keeps no port index (portIndex is off): no node publishes to it");
+  }
+  MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications,
+                      call.port_index->Publications());
+  NodesEnforcing answer;
+  if (const auto offered = fence_sets_.Get(); offered.value != nullptr) {
+    answer.standing = offered.value->digest;
+  }
+  const auto now = std::chrono::system_clock::now();
+  for (const Publication& p : publications) {
+    answer.nodes.push_back({p, Live(p, options_.publication_lease, now),
+                            !answer.standing.empty() && p.enforced == answer.standing});
+  }
+  return answer;
+}
+
 grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,
                                             const ::fence::ListClusterFenceRequest* request,
                                             ::fence::ListClusterFenceResponse* response) {

@@ -195,6 +195,18 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // The audit's newest `limit` entries, oldest first.
   Result<std::vector<AuditEntry>> ListAudit(const Secrets& secrets, size_t limit)
       MZ_EXCLUDES(store_mu_);
+  // Every node that publishes to the port index, and the standing set it is measured against.
+  struct NodeEnforcement {
+    Publication publication;
+    bool live = false;     // its lease runs
+    bool current = false;  // it enforces `standing`
+  };
+  struct NodesEnforcing {
+    std::string standing;  // the digest of the set offered to the nodes
+    std::vector<NodeEnforcement> nodes;  // sorted by node
+  };
+  // FAILED_PRECONDITION when this controller keeps no port index.
+  Result<NodesEnforcing> ListNodes(const Secrets& secrets) MZ_EXCLUDES(store_mu_);
 
   // ready=false while the store is opening; an error naming the store when it is unusable.
   addons::Readiness StoreReadiness() const MZ_EXCLUDES(store_mu_);

@@ -12,7 +12,7 @@ std::vector<std::string> LapsedNodes(const std::vector<Publication>& publication
                                      std::chrono::system_clock::time_point now) {
   std::vector<std::string> lapsed;
   for (const Publication& p : publications) {
-    if (p.at + lease < now) lapsed.push_back(p.node);
+    if (!Live(p, lease, now)) lapsed.push_back(p.node);
   }
   return lapsed;
 }
@@ -22,7 +22,7 @@ std::vector<std::string> NodesNotEnforcing(const std::vector<Publication>& publi
                                            std::chrono::system_clock::time_point now) {
   std::vector<std::string> behind;
   for (const Publication& p : publications) {
-    if (p.at + lease >= now && p.enforced != digest) behind.push_back(p.node);
+    if (Live(p, lease, now) && p.enforced != digest) behind.push_back(p.node);
   }
   return behind;
 }

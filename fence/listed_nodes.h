@@ -35,6 +35,13 @@ namespace mizarmp::fence {
 std::vector<std::string> UnpublishedNodes(const std::vector<client::Node>& registered,
                                           const std::vector<Publication>& publications);
 
+// Whether `p`'s lease still runs at `now`: a node is live until its last publication is older
+// than `lease`.
+inline bool Live(const Publication& p, std::chrono::seconds lease,
+                 std::chrono::system_clock::time_point now) {
+  return p.at + lease >= now;
+}
+
 // The nodes whose last publication is older than `lease` at `now`.
 std::vector<std::string> LapsedNodes(const std::vector<Publication>& publications,
                                      std::chrono::seconds lease,

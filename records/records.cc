@@ -84,15 +84,16 @@ RecordLookup Corrupt(std::string problem) {
 
 }  // namespace
 
-std::string NowRfc3339() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
+std::string Rfc3339(std::chrono::system_clock::time_point at) {
+  const time_t seconds = std::chrono::system_clock::to_time_t(at);
   tm utc{};
-  ::gmtime_r(&ts.tv_sec, &utc);
+  ::gmtime_r(&seconds, &utc);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buf;
 }
+
+std::string NowRfc3339() { return Rfc3339(std::chrono::system_clock::now()); }
 
 json RecordToJson(const Record& r) {
   json ips = json::array();

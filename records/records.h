@@ -72,7 +72,9 @@ nlohmann::json RecordToJson(const Record& record);
 // INVALID_ARGUMENT naming the field for a document of the wrong shape or schema.
 Result<Record> RecordFromJson(const nlohmann::json& j);
 
-// Now as "2024-05-01T12:34:56Z".
+// `at` as "2024-05-01T12:34:56Z" (whole seconds, UTC).
+std::string Rfc3339(std::chrono::system_clock::time_point at);
+// Now, as Rfc3339 writes it.
 std::string NowRfc3339();
 
 // What is on disk for one attachment. A file that is there but is not a valid record (cut-off

@@ -2,7 +2,8 @@
 // Copyright The mizarmp Authors
 // mizarmpctl: what an operator asks a node (the plugin's attachments, joined with Mizar-MP and
 // the pod's namespace; the stale ones; their removal) and a mizarmp-addons server (probe, fence
-// clients, fences, fence and unfence, a fence's preview and the fence audit). Tables by default,
+// clients, fences, fence and unfence, a fence's preview, the fence audit and the nodes that
+// enforce the fence set). Tables by default,
 // `-o json` for scripts. Exit 0 on success, 1 when the command failed (the reason on stderr), 2 for
 // a usage error.
 #include <functional>
@@ -53,6 +54,8 @@ Against a mizarmp-addons server (--endpoint):
   unfence CIDR...    UnfenceClusterNetwork
   audit              the fence audit: each fence and unfence asked for, by whom, and the ports
                      each enforcement pass disabled and re-enabled (--limit, newest last)
+  nodes              the nodes publishing to the controller: whether each is live and
+                     enforces the fence set the controller offers now (what a fence waits for)
 
 Flags:
 )";
@@ -285,6 +288,28 @@ int Audit(const Options& o, ctl::AddonsClient& client) {
   return 0;
 }
 
+int Nodes(const Options& o, ctl::AddonsClient& client) {
+  auto listed = client.Nodes();
+  if (!listed.ok()) return Failed(listed.status());
+  json nodes = json::array();
+  std::vector<ctl::Row> rows;
+  for (const ctl::NodeInfo& n : listed->nodes) {
+    nodes.push_back({{"node", n.node},
+                     {"publishedAt", n.published_at},
+                     {"live", n.live},
+                     {"ports", n.ports},
+                     {"enforces", n.enforced},
+                     {"current", n.current}});
+    const std::string enforces = n.enforced.empty() ? "-" : n.enforced;
+    rows.push_back({n.node, n.live ? "yes" : "no (lapsed)", n.published_at, std::to_string(n.ports),
+                    n.current ? enforces + " (current)" : enforces});
+  }
+  if (o.output == "table") std::cout << "standing fence set: " << listed->standing << "\n";
+  Print(o, json{{"standing", listed->standing}, {"nodes", nodes}},
+        {"NODE", "LIVE", "PUBLISHED", "PORTS", "ENFORCES"}, rows);
+  return 0;
+}
+
 int ChangeFence(const Options& o, ctl::AddonsClient& client, bool fence) {
   if (fence && o.dry_run) return PreviewFence(o, client);
   Status s = fence ? client.Fence(o.args) : client.Unfence(o.args);
@@ -315,6 +340,7 @@ const std::map<std::string, Command>& Commands() {
       {"fence", {true, true, [](auto& o, auto* c) { return ChangeFence(o, *c, true); }}},
       {"unfence", {true, true, [](auto& o, auto* c) { return ChangeFence(o, *c, false); }}},
       {"audit", {true, false, [](auto& o, auto* c) { return Audit(o, *c); }}},
+      {"nodes", {true, false, [](auto& o, auto* c) { return Nodes(o, *c); }}},
   };
   return commands;
 }

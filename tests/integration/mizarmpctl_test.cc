@@ -258,6 +258,11 @@ TEST_F(MizarmpctlTest, FencesThroughTheServerShowInTheAttachmentsAndTheFenceClie
   const ProcessResult table = Ctl(with({"audit", "--limit", "1"}));
   EXPECT_NE(table.out.find("up: " + port), std::string::npos) << table.Describe();
 
+  // A controller without a port index has no node publishing to it, and says so.
+  const ProcessResult nodes = Ctl(with({"nodes"}));
+  EXPECT_EQ(nodes.exit_code, 1) << nodes.Describe();
+  EXPECT_NE(nodes.err.find("portIndex is off"), std::string::npos) << nodes.Describe();
+
   // Without the secrets the server refuses, and mizarmpctl says why.
   const ProcessResult refused = Ctl({"fences", "--endpoint", "unix://" + socket_path()});
   EXPECT_EQ(refused.exit_code, 1) << refused.Describe();

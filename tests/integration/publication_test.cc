@@ -223,6 +223,15 @@ class PublicationTest : public ::testing::Test {
     return response;
   }
 
+  ::mizarmp::v1::ListNodesResponse ListNodes() const {
+    ::mizarmp::v1::ListNodesResponse response;
+    grpc::ClientContext context;
+    const grpc::Status s = ::mizarmp::v1::FenceAdmin::NewStub(SocketChannel())
+                               ->ListNodes(&context, ::mizarmp::v1::ListNodesRequest(), &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response;
+  }
+
   // FenceClusterNetwork (or Unfence) of `cidr` over the socket, under `request_id`.
   void ChangeOverSocket(const std::string& cidr, const std::string& request_id, bool fence) const {
     auto stub = ::fence::FenceController::NewStub(SocketChannel());
@@ -1004,6 +1013,18 @@ TEST_F(SurvivingNodeTest, AFenceOfADeadNodesAddressCutsOffItsPodsToo) {
 
   ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.1/32"));
   EXPECT_GE(Enforced(2), 1u) << AgentLog();
+  // What `mizarmpctl nodes` shows: node-b enforces the standing set, node-a lapsed without it.
+  const ::mizarmp::v1::ListNodesResponse nodes = ListNodes();
+  ASSERT_EQ(nodes.nodes_size(), 2) << nodes.DebugString();
+  EXPECT_TRUE(nodes.fence_set_digest().starts_with("2-")) << nodes.DebugString();
+  EXPECT_EQ(nodes.nodes(0).node(), "node-a");
+  EXPECT_FALSE(nodes.nodes(0).live());
+  EXPECT_FALSE(nodes.nodes(0).current());
+  EXPECT_EQ(nodes.nodes(0).ports(), 1u);
+  EXPECT_EQ(nodes.nodes(1).node(), "node-b");
+  EXPECT_TRUE(nodes.nodes(1).live());
+  EXPECT_TRUE(nodes.nodes(1).current());
+  EXPECT_EQ(nodes.nodes(1).fence_set_digest(), nodes.fence_set_digest());
   EXPECT_FALSE(BReaches("10.236.0.1")) << "node-b still reaches the fenced node";
   EXPECT_FALSE(BReaches("10.236.0.10")) << "node-b still reaches the fenced node's pod";
   EXPECT_FALSE(AReachesB()) << "the fenced node's pod still reaches node-b";
