@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <span>
 
 #include "common/hex.h"
 
@@ -173,6 +174,13 @@ size_t JsonNestingDepth(std::string_view text, size_t limit) {
     }
   }
   return deepest;
+}
+
+std::string JoinedAtMost(const std::vector<std::string>& items, size_t limit) {
+  if (items.size() <= limit) return Joined(items, ", ");
+  std::string out = Joined(std::span(items).first(limit), ", ");
+  out += ", ... (" + std::to_string(items.size() - limit) + " more)";
+  return out;
 }
 
 }  // namespace mizarmp

@@ -27,6 +27,10 @@ std::string Joined(const Range& parts, std::string_view sep) {
   return out;
 }
 
+// At most `limit` of `items` joined with ", ", then how many more there are: for a message that
+// names what may be thousands of things.
+std::string JoinedAtMost(const std::vector<std::string>& items, size_t limit = 20);
+
 // The parts of `s` between the `sep` characters, empty ones included ("a,,b" -> "a", "", "b";
 // "" -> one empty part).
 std::vector<std::string> Split(std::string_view s, char sep);

@@ -7,7 +7,7 @@
 // Sources here: the plugin's attachment records under the state dir (a record without a host id
 // counts for the configured host id), and the configured node addresses (a CIDR without host
 // bits stands for the whole block, an address with host bits such as "10.0.0.5/24" for the
-// address alone). The controller adds Mizar-MP's port list (fence_service.cc).
+// address alone). The controller adds Mizar-MP's port list (fence_queries.cc).
 #pragma once
 
 #include <map>

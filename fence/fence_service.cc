@@ -3,11 +3,7 @@
 #include "fence/fence_service.h"
 
 #include <algorithm>
-#include <atomic>
-#include <future>
 #include <set>
-#include <span>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -19,8 +15,6 @@
 #include "common/version.h"
 #include "fence/backends.h"
 #include "fence/plan.h"
-#include "fence/port_finder.h"
-#include "records/records.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -28,16 +22,6 @@ namespace {
 using addons::ToGrpcStatus;
 
 constexpr std::chrono::seconds kFollowerSlack{10};
-// How soon a wait for the nodes sees acknowledgements another replica recorded (its own wake it).
-constexpr std::chrono::milliseconds kAcknowledgementPoll{100};
-
-// At most `limit` items, then how many more there are.
-std::string Join(const std::vector<std::string>& items, size_t limit = 20) {
-  if (items.size() <= limit) return Joined(items, ", ");
-  std::string out = Joined(std::span(items).first(limit), ", ");
-  out += ", ... (" + std::to_string(items.size() - limit) + " more)";
-  return out;
-}
 
 std::vector<std::string> CidrTexts(const std::vector<Cidr>& cidrs) {
   std::vector<std::string> out;
@@ -66,24 +50,6 @@ Result<CidrSet> RequestCidrs(const Repeated& cidrs) {
     parsed.push_back(*c);
   }
   return CidrSet(std::move(parsed));  // sorted once: O(n log n)
-}
-
-// The store's counts once a pass over `snap` recorded `applied`: the fences it newly enforced
-// were pending in `snap`, and the unfences it completed were pending there (both are planned
-// from `snap`, fence/plan.h).
-StoreCounts CountsAfter(const StoreSnapshot& snap, const AppliedPlan& applied) {
-  StoreCounts counts = CountStore(snap);
-  counts.fences_pending -= applied.newly_enforced.size();
-  counts.fences_enforced += applied.newly_enforced.size();
-  counts.unfences_pending -= applied.report.unfenced.size();
-  return counts;
-}
-
-// What a failed pass leaves behind, for its error message.
-std::string WhatLeft(const StoreSnapshot& snap) {
-  return std::to_string(snap.fences.size()) + " fence(s) and " +
-         std::to_string(snap.unfences.size()) +
-         " pending unfence(s) are stored and will be completed by a retry or the reconcile";
 }
 
 }  // namespace
@@ -271,100 +237,6 @@ void FenceService::ReconcileAndLog(std::optional<int64_t> changed_at) {
   }
 }
 
-// ------------------------------------------------------------------------------ publications
-
-namespace {
-
-// What a publication of `ports` meets in `snap`.
-struct FencesMet {
-  std::vector<std::string> held;  // the ids among `ports` that a fence holds down, sorted
-  // Whether a port with an address inside a fence is not held yet: only a pass can cut it off.
-  // A renewal of ports already held is not, so it asks for no pass (leases renew every third).
-  bool unheld_inside = false;
-};
-
-FencesMet MetBy(const StoreSnapshot& snap, const std::vector<AddressedPort>& ports) {
-  FencesMet met;
-  if (snap.fences.empty()) return met;
-  std::set<std::string> held;
-  std::vector<Cidr> fenced;
-  fenced.reserve(snap.fences.size());
-  for (const FenceEntry& f : snap.fences) {
-    held.insert(f.held_ports.begin(), f.held_ports.end());
-    fenced.push_back(f.cidr);
-  }
-  const CidrSet fences(std::move(fenced));
-  std::set<std::string> found;
-  for (const AddressedPort& p : ports) {
-    if (held.contains(p.port_id)) {
-      found.insert(p.port_id);
-    } else if (!fences.Covering(p.ip).empty()) {
-      met.unheld_inside = true;
-    }
-  }
-  met.held.assign(found.begin(), found.end());
-  return met;
-}
-
-}  // namespace
-
-Result<FenceService::PublicationAnswer> FenceService::Publish(
-    const std::string& node, const std::vector<AddressedPort>& ports, const std::string& enforced) {
-  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
-  if (opened.port_index == nullptr) {
-    return FailedPreconditionError(
-        "this controller keeps no port index (portIndex is off): nothing to publish to");
-  }
-  const Status published =
-      opened.port_index->Publish(node, ports, std::chrono::system_clock::now(), enforced);
-  metrics_.ObservePublication(published.ok());
-  MZ_RETURN_IF_ERROR(published);
-  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*opened.store));
-  FencesMet met = MetBy(snap, ports);
-  if (met.unheld_inside) RequestPassSoon(*opened.store);
-  MZ_ASSIGN_OR_RETURN(FenceSet standing, StandingSet(snap, opened.port_index));
-  // A covered node's new pod changes the set: the loop's next turn pushes it to every node.
-  const auto offered = fence_sets_.Get();
-  if (offered.value != nullptr && offered.value->digest != standing.digest) offer_again_ = true;
-  return PublicationAnswer{options_.publication_lease, std::move(met.held), std::move(standing)};
-}
-
-Status FenceService::Acknowledge(const std::string& node, const std::string& enforced) {
-  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
-  if (opened.port_index == nullptr) {
-    return FailedPreconditionError(
-        "this controller keeps no port index (portIndex is off): nothing to acknowledge");
-  }
-  MZ_RETURN_IF_ERROR(opened.port_index->Acknowledge(node, enforced));
-  metrics_.ObserveAcknowledgement();
-  acknowledgements_.Set(node);
-  return Status::Ok();
-}
-
-void FenceService::OfferStandingSet(FenceStore& store, const PortIndex* index) {
-  MutexLock lock(offer_mu_);
-  auto snap = ReadStore(store);
-  Result<FenceSet> standing = snap.ok() ? StandingSet(*snap, index) : snap.status();
-  if (!standing.ok()) {
-    offer_again_ = true;  // the loop's next turn tries again
-    return;
-  }
-  const auto offered = fence_sets_.Get();
-  if (offered.value == nullptr || offered.value->digest != standing->digest) {
-    fence_sets_.Set(std::move(*standing));
-  }
-}
-
-// The loop's next turn (within kStorePollInterval) makes the pass on this replica if it leads;
-// the store's request reaches the loop of whichever replica does. Should the request fail, the
-// leader's reconcile interval still bounds the wait, so the publication stands.
-void FenceService::RequestPassSoon(FenceStore& store) {
-  published_inside_fence_ = true;
-  const Status requested = store.RequestPass();
-  if (!requested.ok()) {
-    MZ_LOG(kWarn) << "fence: " << requested.message();
-  }
-}
 
 addons::Readiness FenceService::StoreReadiness() const {
   MutexLock lock(store_mu_);
@@ -415,235 +287,6 @@ Result<std::unique_ptr<client::Client>> FenceService::NewClient() const {
 
 std::string FenceService::MizarMpName() const {
   return "Mizar-MP at " + RedactUrl(options_.mizarmp.base_url);
-}
-
-// ------------------------------------------------------------------------- enforcement passes
-
-Result<EnforceReport> FenceService::Reconcile() {
-  MutexLock lock(enforce_mu_);
-  return EnforceLocked(Leases::kReadNow);
-}
-
-Result<EnforceReport> FenceService::ReconcileChange(int64_t changed_at) {
-  MutexLock lock(enforce_mu_);
-  // The change may be this replica's own, or an RPC's pass may have run while the loop waited
-  // for the lock: a pass whose snapshot or own writes reached that revision accounted for it.
-  if (changed_at <= passed_revision_) return EnforceReport{};
-  return EnforceLocked(Leases::kRecent);
-}
-
-FenceService::Clock::duration FenceService::UpdateBudget() const {
-  return options_.mizarmp.connect_timeout + options_.mizarmp.request_timeout;
-}
-
-Result<EnforceReport> FenceService::EnforceLocked(Leases leases, PendingListing listing) {
-  auto report = EnforcePass(leases, std::move(listing));
-  metrics_.ObservePass(report.ok());
-  auto opened = Store();
-  if (!opened.ok()) return report;
-  // A pass that succeeded accounted for the store as of its snapshot and for what it wrote since:
-  // the leader's tick passes again only for somebody else's change.
-  if (report.ok()) {
-    passed_revision_ = opened->store->RevisionAfterOwnChanges(report->store_revision);
-  }
-  if (metrics_.registered()) ObserveStoreAfter(report, *opened->store);
-  return report;
-}
-
-Result<EnforceReport> FenceService::EnforcePass(Leases leases, PendingListing listing) {
-  ++passes_;
-  lead_lapsed_in_pass_ = false;
-  MZ_ASSIGN_OR_RETURN(const Opened opened, Store());
-  FenceStore* store = opened.store;
-  Leadership& leadership = *opened.leadership;
-  const bool leads = leadership.LeadsFor(UpdateBudget());
-  metrics_.ObserveLeader(leads);
-  if (!leads) {
-    lead_lapsed_in_pass_ = true;
-    const std::string leader = leadership.leader();
-    return UnavailableError(
-        "this replica (" + options_.replica_id + ") does not lead; " +
-        (leader.empty() ? std::string("no leader is known yet") : "the leader is " + leader));
-  }
-  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*store));
-  if (snap.fences.empty() && snap.unfences.empty()) {
-    return EnforceReport{.store_revision = snap.revision, .store_after = StoreCounts{}};
-  }
-
-  MZ_ASSIGN_OR_RETURN(const PortListing listed,
-                      FindPorts(snap, opened.port_index, leases, std::move(listing)));
-  const Result<client::PortList>& ports = listed.ports;
-  if (!ports.ok()) {
-    return DependencyError(ports.status(), MizarMpName() + ": listing ports failed (" +
-                                               ports.status().ToString() + "); " + WhatLeft(snap));
-  }
-  // A list with holes is still used for the readable ports; ListWithHoles() reports it.
-  const EnforcementPlan plan = PlanEnforcement(snap, *ports);
-  // Recorded before any port is disabled: a crash in between must not forget who holds it.
-  if (Status s = store->RecordHeldPorts(plan.holds); !s.ok()) {
-    NoteStoreError(s);
-    return s.WithContext("recording the fenced ports");
-  }
-  // Mizar-MP has no bulk update: the updates go out over several connections at once.
-  const PassConnections connections{.first = listed.client.get(),
-                                    .more = [this] { return NewClient(); },
-                                    .count = options_.update_connections};
-  // Asked on the update connections' threads at once.
-  std::atomic<bool> lapsed{false};
-  AppliedPlan applied = ApplyPlan(connections, plan, [&] {
-    if (leadership.LeadsFor(UpdateBudget())) return true;
-    lapsed = true;
-    return false;
-  });
-  lead_lapsed_in_pass_ = lapsed;
-  if (opened.audit != nullptr) AuditPass(*opened.audit, plan, applied);
-  // What an update found out (a pass through the index lists nothing): later clients ask no more.
-  if (listed.client != nullptr) generation_.store(listed.client->generation_found());
-  MZ_RETURN_IF_ERROR(RecordCompletion(*store, applied));
-  if (applied.report.failed > 0) {
-    return DependencyError(applied.first_error,
-                           MizarMpName() + ": " + std::to_string(applied.report.failed) + " of " +
-                               std::to_string(plan.changes.size()) +
-                               " port update(s) failed (first: " + applied.first_error.ToString() +
-                               "); left: " + Join(applied.left) + "; " + WhatLeft(snap));
-  }
-  if (!plan.unreadable.empty()) return ListWithHoles(plan, applied.report, snap);
-  applied.report.store_revision = snap.revision;
-  applied.report.store_after = CountsAfter(snap, applied);
-  return std::move(applied.report);
-}
-
-Result<FenceService::PortListing> FenceService::ListPorts() const {
-  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
-  auto ports = mp->ListPorts({}, kFencePortFields);
-  generation_.store(mp->generation_found());  // the pass's other clients ask no more
-  return PortListing{std::move(mp), std::move(ports)};
-}
-
-Result<FenceService::PortListing> FenceService::FindPorts(const StoreSnapshot& snap,
-                                                          PortIndex* index, Leases leases,
-                                                          PendingListing listing) const {
-  if (index == nullptr) return listing.valid() ? listing.get() : ListPorts();
-  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
-  const PassConnections connections{.first = mp.get(),
-                                    .more = [this] { return NewClient(); },
-                                    .count = options_.update_connections};
-  MZ_ASSIGN_OR_RETURN(const RegisteredNodes::Nodes registered, registered_nodes_.Current(*mp));
-  MZ_ASSIGN_OR_RETURN(const std::vector<std::string> unleased,
-                      listed_nodes_.Find(*index, registered, leases));
-  metrics_.ObserveLapsedNodes(unleased.size());
-  // The set offered before every pass (Tick, ChangeFences) is the one the nodes must hold.
-  if (const auto offered = fence_sets_.Get(); offered.value != nullptr) {
-    metrics_.ObserveNodesNotEnforcing(listed_nodes_.NotEnforcing(offered.value->digest).size());
-  }
-  auto ports = FindFencedPorts(snap, *index, unleased, connections);
-  return PortListing{std::move(mp), std::move(ports)};
-}
-
-FenceService::PendingListing FenceService::StartListing(const Admitted& call) const {
-  // Through the index, the ports depend on the change being stored: nothing to start early.
-  if (options_.port_index || !call.leadership->LeadsFor(UpdateBudget())) return {};
-  try {
-    return std::async(std::launch::async, [this, context = log::ThreadContext()] {
-      log::SetThreadContext(context);
-      return ListPorts();
-    });
-  } catch (const std::system_error& e) {
-    MZ_LOG(kWarn) << "fence: the port list waits for the store (no thread for it: " << e.what()
-                  << ")";
-    return {};
-  }
-}
-
-Status FenceService::CheckStoreLimit(FenceStore& store, const CidrSet& cidrs) {
-  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(store));
-  std::vector<Cidr> stored;
-  stored.reserve(snap.fences.size());
-  for (const auto& e : snap.fences) stored.push_back(e.cidr);
-  const CidrSet have(std::move(stored));
-  size_t added = 0;
-  for (const Cidr& c : cidrs.cidrs()) added += have.Has(c) ? 0 : 1;
-  if (have.size() + added <= kMaxStoredFences) return Status::Ok();
-  return Status(Code::kResourceExhausted,
-                "the fence store holds " + std::to_string(have.size()) + " fence(s); " +
-                    std::to_string(added) + " new one(s) would exceed the limit of " +
-                    std::to_string(kMaxStoredFences) +
-                    " fences (so ListClusterFence fits a 4 MiB answer); nothing was stored");
-}
-
-// A pass over a list with holes made its changes but cannot know the fences complete: an
-// unreadable entry may be a port inside one. UNKNOWN, naming the entries, so the caller retries.
-Status FenceService::ListWithHoles(const EnforcementPlan& plan, const EnforceReport& report,
-                                   const StoreSnapshot& snap) const {
-  return DependencyError(
-      InternalError("unreadable port list entries"),
-      MizarMpName() + ": " + std::to_string(plan.unreadable.size()) +
-          " entr(y/ies) of the port list could not be read (" + Join(plan.unreadable) +
-          "); the readable ports were handled (" + std::to_string(report.disabled) + " disabled, " +
-          std::to_string(report.enabled) +
-          " re-enabled), but no fence is known enforced and no unfence complete until Mizar-MP "
-          "lists every port readably; " +
-          WhatLeft(snap));
-}
-
-// A pass's store gauges come from what it read and wrote: reading the store again would put a
-// round trip to etcd's quorum on every fence RPC's time. A pass that failed reads it (a fence it
-// left pending must show); another replica's change meanwhile shows after the pass it triggers.
-void FenceService::ObserveStoreAfter(const Result<EnforceReport>& report, const FenceStore& store) {
-  if (report.ok() && report->store_after) {
-    metrics_.ObserveStore(*report->store_after);
-    return;
-  }
-  auto snap = store.Snapshot();
-  if (snap.ok()) metrics_.ObserveStore(CountStore(*snap));
-}
-
-// The store's snapshot; its success clears an earlier store error, so Probe recovers with it.
-Result<StoreSnapshot> FenceService::ReadStore(FenceStore& store) {
-  auto snap = store.Snapshot();
-  NoteStoreError(snap.status());
-  return snap;
-}
-
-Status FenceService::RecordCompletion(FenceStore& store, const AppliedPlan& applied) {
-  Status s =
-      store.RecordCompleted({applied.newly_enforced, applied.released, applied.report.unfenced});
-  if (!s.ok()) NoteStoreError(s);
-  return s;
-}
-
-// ------------------------------------------------------------------------- GetFenceClients
-
-Result<std::vector<FenceClient>> FenceService::FenceClients(const std::string& only) {
-  NodeAddresses by_node;
-  MZ_RETURN_IF_ERROR(client_sources_.AddRecorded(only, by_node));
-  client_sources_.AddConfigured(only, by_node);
-  if (options_.use_port_list) MZ_RETURN_IF_ERROR(AddPortListAddresses(only, by_node));
-  return MergedClients(by_node);
-}
-
-// The Mizar-MP port list (the whole cluster).
-Status FenceService::AddPortListAddresses(const std::string& only, NodeAddresses& by_node) const {
-  MZ_ASSIGN_OR_RETURN(auto mp, NewClient());
-  std::map<std::string, std::string> filters;
-  if (!only.empty()) filters["binding:host_id"] = only;
-  auto ports = mp->ListPorts(filters, kFencePortFields);
-  if (!ports.ok()) {
-    return DependencyError(ports.status(),
-                           MizarMpName() + ": listing ports failed: " + ports.status().ToString());
-  }
-  if (!ports->unreadable.empty()) {
-    MZ_LOG(kWarn) << "GetFenceClients: " << MizarMpName() << ": " << ports->unreadable.size()
-                  << " entr(y/ies) of the port list could not be read; their addresses are "
-                     "missing from the answer: "
-                  << Join(ports->unreadable);
-  }
-  for (const auto& port : ports->ports) {
-    // A port the network owns (a router's) is no node's client, and no fence's to cut.
-    if (port.host_id.empty() || port.network_owned() || !Wanted(only, port.host_id)) continue;
-    for (const auto& ip : PortIps(port)) by_node[port.host_id].push_back(HostCidr(ip));
-  }
-  return Status::Ok();
 }
 
 // ------------------------------------------------------------------------------------ the RPCs
@@ -738,98 +381,6 @@ Status FenceService::AwaitLeader(const Admitted& call, bool fence, Clock::time_p
   }
 }
 
-Status FenceService::AwaitNodes(const Admitted& call, bool fence, Clock::time_point deadline) {
-  for (;;) {
-    const Clock::time_point checked = Clock::now();
-    const uint64_t seen = acknowledgements_.Get().number;
-    Result<std::shared_ptr<const FenceSet>> awaited = SetToAwait(call, fence);
-    if (!awaited.ok() && !awaited.status().IsTransient()) return awaited.status();
-    std::vector<std::string> behind;
-    if (awaited.ok()) {
-      if (*awaited == nullptr) return Status::Ok();  // superseded
-      MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications,
-                          call.port_index->Publications());
-      behind = NodesNotEnforcing(publications, (*awaited)->digest, options_.publication_lease,
-                                 std::chrono::system_clock::now());
-      if (behind.empty()) return Status::Ok();
-    }
-    const Clock::duration look = Clock::now() - checked;
-    if (Clock::now() + kAcknowledgementPoll > deadline) {
-      if (!awaited.ok()) return awaited.status();
-      return UnavailableError("in place at " + MizarMpName() + ", but " +
-                              std::to_string(behind.size()) + " live node(s) do not enforce it yet: " +
-                              Join(behind, 10) + "; a node that cannot enforce it lapses once its " +
-                              std::to_string(options_.publication_lease.count()) +
-                              " s publication lease runs out");
-    }
-    acknowledgements_.WaitPast(seen, kAcknowledgementPoll);
-    // A look reads every node's lease, and the nodes acknowledge in a burst, one call each:
-    // looks take at most half of the wait, each covering the acknowledgements that came meanwhile.
-    std::this_thread::sleep_until(checked + 2 * look);
-  }
-}
-
-Result<std::shared_ptr<const FenceSet>> FenceService::SetToAwait(const Admitted& call,
-                                                                 bool fence) {
-  Watched<FenceSet>::Version offered = fence_sets_.Get();
-  if (offered.value != nullptr && HoldsChange(*offered.value, call.cidrs, fence)) {
-    return std::move(offered.value);
-  }
-  // The offered set may be older than the change (its offer could not read the store): the store
-  // says whether a later change superseded it.
-  MZ_ASSIGN_OR_RETURN(const StoreSnapshot snap, ReadStore(*call.store));
-  MZ_ASSIGN_OR_RETURN(FenceSet read, StandingSet(snap, call.port_index));
-  auto standing = std::make_shared<const FenceSet>(std::move(read));
-  if (!HoldsChange(*standing, call.cidrs, fence)) return std::shared_ptr<const FenceSet>();
-  return standing;
-}
-
-FenceService::Clock::time_point FenceService::NodesDeadline(
-    const grpc::ServerContext& context) const {
-  // Ended a little before the caller's deadline, so that the caller reads which nodes it waited
-  // for rather than DEADLINE_EXCEEDED.
-  constexpr auto kAnswerMargin = std::chrono::milliseconds(500);
-  // Its last look comes after every node live now has lapsed, one that published just before
-  // the call and died included.
-  Clock::time_point deadline =
-      Clock::now() + options_.publication_lease + 2 * kAcknowledgementPoll;
-  const auto caller = context.deadline();
-  if (caller != std::chrono::system_clock::time_point::max()) {
-    deadline = std::min(deadline, Clock::now() + (caller - std::chrono::system_clock::now()) -
-                                      kAnswerMargin);
-  }
-  return deadline;
-}
-
-bool FenceService::HoldsChange(const FenceSet& set, const CidrSet& cidrs, bool fence) {
-  for (const Cidr& c : cidrs.cidrs()) {
-    const bool held = std::find(set.cidrs.begin(), set.cidrs.end(), c) != set.cidrs.end();
-    if (held != fence) return false;
-  }
-  return true;
-}
-
-Result<FenceSet> FenceService::StandingSet(const StoreSnapshot& snap,
-                                           const PortIndex* index) const {
-  std::vector<Cidr> standing;
-  standing.reserve(snap.fences.size());
-  for (const FenceEntry& f : snap.fences) standing.push_back(f.cidr);
-  if (index == nullptr) return MakeFenceSet(std::move(standing));
-  size_t covered_addresses = 0;
-  for (const std::string& node : CoveredNodes(CidrSet(standing), options_.node_addresses)) {
-    MZ_ASSIGN_OR_RETURN(const std::vector<IpAddress> addresses, index->AddressesOn(node));
-    if (covered_addresses + addresses.size() > kMaxCoveredAddresses) {
-      MZ_LOG(kWarn) << "fence: the pods of node " << LogEscaped(node)
-                    << " are left out of the fence set: the covered nodes' pods exceed "
-                    << kMaxCoveredAddresses << " addresses; fence their addresses instead";
-      continue;
-    }
-    covered_addresses += addresses.size();
-    for (const IpAddress& ip : addresses) standing.emplace_back(ip, ip.bits());
-  }
-  return MakeFenceSet(std::move(standing));
-}
-
 bool FenceService::Completed(const StoreSnapshot& snap, const CidrSet& cidrs, bool fence) {
   if (fence) {
     return std::none_of(snap.fences.begin(), snap.fences.end(), [&](const FenceEntry& e) {
@@ -858,7 +409,7 @@ grpc::Status FenceService::ChangeFences(
     const grpc::ServerContext& context) {
   auto call = Admit(change.rpc, secrets, &cidrs);
   if (!call.ok()) return ToGrpcStatus(call.status());
-  const std::string names = Join(call->cidrs.Strings());
+  const std::string names = JoinedAtMost(call->cidrs.Strings());
   std::optional<Result<EnforceReport>> report;
   {
     MutexLock lock(enforce_mu_);
@@ -901,7 +452,7 @@ grpc::Status FenceService::ChangeFences(
 
 Status FenceService::StoreChange(const FenceChange& change, const Admitted& call) {
   FenceStore& store = *call.store;
-  const std::string names = Join(call.cidrs.Strings());
+  const std::string names = JoinedAtMost(call.cidrs.Strings());
   if (change.fence) {
     if (Status s = CheckStoreLimit(store, call.cidrs); !s.ok()) {
       MZ_LOG(kWarn) << change.rpc << " refused: " << s.message();
@@ -915,7 +466,7 @@ Status FenceService::StoreChange(const FenceChange& change, const Admitted& call
   if (!removed.ok()) return StoreFailed(change, removed.status());
   MZ_LOG(kInfo) << "unfence of " << names << ": lifted "
                 << (removed->empty() ? std::string("nothing (not fenced)")
-                                     : Join(CidrTexts(*removed)));
+                                     : JoinedAtMost(CidrTexts(*removed)));
   return Status::Ok();
 }
 
@@ -923,118 +474,6 @@ Status FenceService::StoreFailed(const FenceChange& change, const Status& why) {
   NoteStoreError(why);
   MZ_LOG(kError) << change.rpc << ": " << why.ToString();
   return why.WithContext(change.fence ? "storing the fence" : "removing the fence");
-}
-
-// ------------------------------------------------------------------------ preview and audit
-
-Result<std::vector<FenceService::PreviewedPort>> FenceService::PreviewFence(
-    const Secrets& secrets, const google::protobuf::RepeatedPtrField<::fence::CIDR>& cidrs) {
-  MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("PreviewFence", secrets, &cidrs));
-  // The CIDRs as the only fences: the ports a pass would plan on for them.
-  StoreSnapshot as_fenced;
-  for (const Cidr& cidr : call.cidrs.cidrs()) as_fenced.fences.push_back(FenceEntry{.cidr = cidr});
-  MZ_ASSIGN_OR_RETURN(const PortListing listed,
-                      FindPorts(as_fenced, call.port_index, Leases::kRecent, {}));
-  if (!listed.ports.ok()) {
-    return DependencyError(listed.ports.status(), MizarMpName() + ": finding the ports failed (" +
-                                                      listed.ports.status().ToString() +
-                                                      "); nothing was changed");
-  }
-  // The pods, as the nodes' agents published them: the index's entries inside the CIDRs.
-  std::map<std::string, std::string> pods;
-  if (call.port_index != nullptr) {
-    MZ_ASSIGN_OR_RETURN(const std::vector<IndexedPort> indexed,
-                        call.port_index->Inside(call.cidrs.cidrs()));
-    for (const IndexedPort& entry : indexed) {
-      if (!entry.pod.empty()) pods[entry.port_id] = entry.pod;
-    }
-  }
-  std::vector<PreviewedPort> found;
-  for (const client::Port& port : listed.ports->ports) {
-    if (port.network_owned()) continue;  // a fence never touches these (fence/plan.h)
-    PreviewedPort p{.port_id = port.id, .node = port.host_id, .down = !port.admin_state_up};
-    for (const client::FixedIp& ip : port.fixed_ips) {
-      auto address = IpAddress::Parse(ip.ip_address);
-      if (address.ok() && call.cidrs.Contains(*address)) p.ips.push_back(ip.ip_address);
-    }
-    if (p.ips.empty()) continue;
-    if (const auto pod = pods.find(port.id); pod != pods.end()) {
-      const size_t slash = pod->second.find('/');
-      p.pod_namespace = pod->second.substr(0, slash);
-      p.pod_name = pod->second.substr(slash + 1);
-    }
-    found.push_back(std::move(p));
-  }
-  std::sort(found.begin(), found.end(),
-            [](const PreviewedPort& a, const PreviewedPort& b) { return a.port_id < b.port_id; });
-  return found;
-}
-
-Result<std::vector<AuditEntry>> FenceService::ListAudit(const Secrets& secrets, size_t limit) {
-  MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("ListAudit", secrets, nullptr));
-  return call.audit->Recent(limit);
-}
-
-Result<FenceService::NodesEnforcing> FenceService::ListNodes(const Secrets& secrets) {
-  MZ_ASSIGN_OR_RETURN(const Admitted call, Admit("ListNodes", secrets, nullptr));
-  if (call.port_index == nullptr) {
-    return FailedPreconditionError(
-        "this controller keeps no port index (portIndex is off): no node publishes to it");
-  }
-  MZ_ASSIGN_OR_RETURN(const std::vector<Publication> publications,
-                      call.port_index->Publications());
-  NodesEnforcing answer;
-  if (const auto offered = fence_sets_.Get(); offered.value != nullptr) {
-    answer.standing = offered.value->digest;
-  }
-  const auto now = std::chrono::system_clock::now();
-  for (const Publication& p : publications) {
-    answer.nodes.push_back({p, Live(p, options_.publication_lease, now),
-                            !answer.standing.empty() && p.enforced == answer.standing});
-  }
-  return answer;
-}
-
-grpc::Status FenceService::ListClusterFence(grpc::ServerContext*,
-                                            const ::fence::ListClusterFenceRequest* request,
-                                            ::fence::ListClusterFenceResponse* response) {
-  auto call = Admit("ListClusterFence", request->secrets(), nullptr);
-  if (!call.ok()) return ToGrpcStatus(call.status());
-  auto fences = call->store->ListFences();
-  if (!fences.ok()) {
-    NoteStoreError(fences.status());
-    return ToGrpcStatus(fences.status());
-  }
-  for (const auto& e : *fences) response->add_cidrs()->set_cidr(CanonicalCidr(e.cidr));
-  const size_t bytes = response->ByteSizeLong();
-  if (bytes > kMaxListResponseBytes) {
-    response->Clear();
-    const Status s(Code::kResourceExhausted,
-                   std::to_string(fences->size()) + " fences take " + std::to_string(bytes) +
-                       " bytes, more than a default gRPC client's receive limit of " +
-                       std::to_string(kMaxListResponseBytes) + " bytes (the store holds more " +
-                       "than the limit of " + std::to_string(kMaxStoredFences) + " fences)");
-    MZ_LOG(kWarn) << "ListClusterFence: " << s.message();
-    return ToGrpcStatus(s);
-  }
-  return grpc::Status::OK;
-}
-
-grpc::Status FenceService::GetFenceClients(grpc::ServerContext*,
-                                           const ::fence::GetFenceClientsRequest* request,
-                                           ::fence::GetFenceClientsResponse* response) {
-  if (Status s = Authenticate("GetFenceClients", request->secrets()); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  auto only = AskedNode(request->parameters());
-  if (!only.ok()) return ToGrpcStatus(only.status());
-  auto clients = FenceClients(*only);
-  if (!clients.ok()) {
-    MZ_LOG(kWarn) << "GetFenceClients: " << clients.status().ToString();
-    return ToGrpcStatus(clients.status());
-  }
-  FillResponse(*clients, response);
-  return grpc::Status::OK;
 }
 
 }  // namespace mizarmp::fence
