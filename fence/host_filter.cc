@@ -4,11 +4,15 @@
 
 #include <nftables/libnftables.h>
 
+#include <algorithm>
+#include <array>
+#include <iterator>
 #include <memory>
 
 #include "common/fileutil.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "fence/cidrset.h"
 
 namespace mizarmp::fence {
 namespace {
@@ -17,31 +21,60 @@ namespace {
 // an established connection is cut like a new one.
 constexpr const char* kHookPriority = "-300";
 
-struct Family {
+// The table's sets: a fenced address (/32, /128) in a hash set, one lookup whatever the number
+// of fences; a wider CIDR in an interval set, merged first (MergeCidrs) so that none overlaps
+// another and each element is one the next change can name. Each element stays as written, so
+// a change is a delta of elements (auto-merge would join 10.0.0.1 and 10.0.0.2 into a range
+// neither could then be deleted from).
+struct TableSet {
   const char* match;  // "ip" or "ip6"
-  const char* set;    // the set's name
-  const char* type;   // its element type
+  const char* name;
+  const char* type;   // the element type
   bool v4;
+  bool hosts;  // addresses; else merged CIDRs, "flags interval"
 };
-constexpr Family kFamilies[] = {{"ip", "fenced4", "ipv4_addr", true},
-                                {"ip6", "fenced6", "ipv6_addr", false}};
+constexpr TableSet kSets[] = {{"ip", "hosts4", "ipv4_addr", true, true},
+                              {"ip", "nets4", "ipv4_addr", true, false},
+                              {"ip6", "hosts6", "ipv6_addr", false, true},
+                              {"ip6", "nets6", "ipv6_addr", false, false}};
+constexpr size_t kSetCount = std::size(kSets);
 
-std::string Elements(const FenceSet& set, bool v4) {
-  std::string out;
+// Each table set's elements, sorted.
+using Elements = std::array<std::vector<Cidr>, kSetCount>;
+
+// `set`'s elements, as each table set holds them (`set.cidrs` is sorted, so each list is too).
+Elements ElementsOf(const FenceSet& set) {
+  Elements out;
+  std::vector<Cidr> nets;
   for (const Cidr& c : set.cidrs) {
-    if (c.address().is_v4() != v4) continue;
-    out += (out.empty() ? "" : ", ") + c.ToString();
+    if (c.prefix_len() == c.address().bits()) {
+      out[c.address().is_v4() ? 0 : 2].push_back(c);
+    } else {
+      nets.push_back(c);
+    }
   }
+  for (const Cidr& c : MergeCidrs(nets)) out[c.address().is_v4() ? 1 : 3].push_back(c);
   return out;
+}
+
+// "{ a, b }" as nftables reads the elements of `set`.
+std::string ElementList(const std::vector<Cidr>& elements, const TableSet& set) {
+  std::string out = "{ ";
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += set.hosts ? elements[i].address().ToString() : elements[i].ToString();
+  }
+  return out + " }";
 }
 
 // "accept" rules for the kept peers of one family, in one direction (`dir`: "d" for output,
 // "s" for input).
-std::string KeepRules(const std::vector<KeptPeer>& keep, const Family& f, const char* dir) {
+std::string KeepRules(const std::vector<KeptPeer>& keep, bool v4, const char* match,
+                      const char* dir) {
   std::string out;
   for (const KeptPeer& k : keep) {
-    if (k.address.is_v4() != f.v4) continue;
-    out += std::string("    ") + f.match + " " + dir + "addr " + k.address.ToString() + " tcp " +
+    if (k.address.is_v4() != v4) continue;
+    out += std::string("    ") + match + " " + dir + "addr " + k.address.ToString() + " tcp " +
            (dir[0] == 'd' ? "dport " : "sport ") + std::to_string(k.port) + " accept\n";
   }
   return out;
@@ -52,13 +85,14 @@ std::string KeepRules(const std::vector<KeptPeer>& keep, const Family& f, const 
 std::string Chain(const char* hook, const std::vector<KeptPeer>& keep, bool from, bool to) {
   std::string out = std::string("  chain ") + hook + " {\n    type filter hook " + hook +
                     " priority " + kHookPriority + "; policy accept;\n";
-  for (const Family& f : kFamilies) {
-    if (from) out += KeepRules(keep, f, "s");
-    if (to) out += KeepRules(keep, f, "d");
+  for (const bool v4 : {true, false}) {
+    const char* match = v4 ? "ip" : "ip6";
+    if (from) out += KeepRules(keep, v4, match, "s");
+    if (to) out += KeepRules(keep, v4, match, "d");
   }
-  for (const Family& f : kFamilies) {
-    if (from) out += std::string("    ") + f.match + " saddr @" + f.set + " drop\n";
-    if (to) out += std::string("    ") + f.match + " daddr @" + f.set + " drop\n";
+  for (const TableSet& f : kSets) {
+    if (from) out += std::string("    ") + f.match + " saddr @" + f.name + " drop\n";
+    if (to) out += std::string("    ") + f.match + " daddr @" + f.name + " drop\n";
   }
   return out + "  }\n";
 }
@@ -87,11 +121,11 @@ std::string HostFilterScript(const FenceSet& set, const std::vector<KeptPeer>& k
   std::string out = "add table " + table + "\ndelete table " + table + "\n";
   if (set.cidrs.empty()) return out;
   out += "table " + table + " {\n";
-  for (const Family& f : kFamilies) {
-    out += std::string("  set ") + f.set + " {\n    type " + f.type +
-           "; flags interval; auto-merge;\n";
-    const std::string elements = Elements(set, f.v4);
-    if (!elements.empty()) out += "    elements = { " + elements + " }\n";
+  const Elements elements = ElementsOf(set);
+  for (size_t i = 0; i < kSetCount; ++i) {
+    out += std::string("  set ") + kSets[i].name + " {\n    type " + kSets[i].type + ";" +
+           (kSets[i].hosts ? "" : " flags interval;") + "\n";
+    if (!elements[i].empty()) out += "    elements = " + ElementList(elements[i], kSets[i]) + "\n";
     out += "  }\n";
   }
   out += Chain("input", keep, /*from=*/true, /*to=*/false);
@@ -100,8 +134,37 @@ std::string HostFilterScript(const FenceSet& set, const std::vector<KeptPeer>& k
   return out + "}\n";
 }
 
-Status HostFilter::Apply(const FenceSet& set) {
-  MZ_RETURN_IF_ERROR(RunNft(HostFilterScript(set, keep_)));
+std::string HostFilterDelta(const FenceSet& from, const FenceSet& to) {
+  const Elements before = ElementsOf(from), after = ElementsOf(to);
+  std::string deletes, adds;
+  const std::string table = std::string(" inet ") + kHostFilterTable + " ";
+  for (size_t i = 0; i < kSetCount; ++i) {
+    std::vector<Cidr> gone, come;
+    std::set_difference(before[i].begin(), before[i].end(), after[i].begin(), after[i].end(),
+                        std::back_inserter(gone));
+    std::set_difference(after[i].begin(), after[i].end(), before[i].begin(), before[i].end(),
+                        std::back_inserter(come));
+    // Deletions first: a merged CIDR may replace an old one it overlaps.
+    const std::string set = table + kSets[i].name + " ";
+    if (!gone.empty()) deletes += "delete element" + set + ElementList(gone, kSets[i]) + "\n";
+    if (!come.empty()) adds += "add element" + set + ElementList(come, kSets[i]) + "\n";
+  }
+  return deletes + adds;
+}
+
+Status HostFilter::Apply(const FenceSet& set) { return Change(set, enforced_.cidrs.empty()); }
+
+Status HostFilter::Change(const FenceSet& set, bool whole) {
+  Status applied = Status::Ok();
+  if (whole || set.cidrs.empty()) {
+    applied = RunNft(HostFilterScript(set, keep_));
+  } else if (const std::string delta = HostFilterDelta(enforced_, set); !delta.empty()) {
+    // The table as this agent left it takes the change alone; one changed behind its back (a
+    // flush, an element removed by hand) is built whole again.
+    applied = RunNft(delta);
+    if (!applied.ok()) applied = RunNft(HostFilterScript(set, keep_));
+  }
+  MZ_RETURN_IF_ERROR(applied);
   enforced_ = set;
   std::string text;
   for (const Cidr& c : set.cidrs) text += c.ToString() + "\n";
@@ -119,7 +182,7 @@ Status HostFilter::Restore() {
     if (!line.empty()) lines.push_back(std::move(line));
   }
   MZ_ASSIGN_OR_RETURN(const FenceSet set, ParseFenceSet(lines, state_file_));
-  return Apply(set);
+  return Change(set, /*whole=*/true);  // whatever the kernel holds now
 }
 
 Status HostFilter::Repair() {
@@ -127,7 +190,7 @@ Status HostFilter::Repair() {
   const std::string table = std::string("inet ") + kHostFilterTable;
   if (RunNft("list chain " + table + " input").ok()) return Status::Ok();
   const FenceSet wanted = enforced_;
-  MZ_RETURN_IF_ERROR(Apply(wanted));
+  MZ_RETURN_IF_ERROR(Change(wanted, /*whole=*/true));
   // Said once it is true: whoever reads the log may rely on the cut being in place.
   MZ_LOG(kWarn) << "fence: nftables table " << table
                 << " was gone (a flush of the ruleset?); the fence set is back";

@@ -6,7 +6,9 @@
 // and forward hooks. So a node neither talks to a fenced address nor routes its pods' traffic to
 // or from one, and a dead node's pods are cut off by the nodes that survive it.
 //
-// The table is replaced in one nftables transaction, so a change never opens a gap. It lives in
+// Each change is one nftables transaction, so it never opens a gap: the elements that changed,
+// or the whole table when this agent does not know what the kernel holds (its first set, or a
+// table changed behind its back). It lives in
 // the kernel and outlasts a restart of the agent; the set is also kept in a 0600 file, so a
 // rebooted node puts it back (Restore) before it publishes. An empty set removes the table:
 // nothing of it stays once every fence is lifted. The peers in `keep` (the controller's
@@ -34,6 +36,10 @@ struct KeptPeer {
 // The nftables script that makes the table hold `set` (and keep `keep` reachable), replacing
 // what it held; for an empty set, the script that removes the table.
 std::string HostFilterScript(const FenceSet& set, const std::vector<KeptPeer>& keep);
+// The script that changes the table from holding `from` to holding `to` (neither empty): the
+// elements that go and those that come, nothing else ("" for none). A change of one fence among
+// 65,536 is one element, not the whole table again.
+std::string HostFilterDelta(const FenceSet& from, const FenceSet& to);
 
 class HostFilter {
  public:
@@ -59,6 +65,10 @@ class HostFilter {
   const FenceSet& enforced() const { return enforced_; }
 
  private:
+  // Makes the kernel hold `set`: the whole table when `whole` (the kernel's state unknown), else
+  // the delta from the set enforced now (the whole table if that fails).
+  Status Change(const FenceSet& set, bool whole);
+
   const std::string state_file_;
   const std::vector<KeptPeer> keep_;
   FenceSet enforced_;  // digest empty until Apply or Restore succeeded

@@ -57,6 +57,21 @@ TEST(HostFilterScript, AnEmptySetRemovesTheTable) {
   EXPECT_EQ(script, "add table inet mizarmp_fence\ndelete table inet mizarmp_fence\n");
 }
 
+// A change is the elements that changed: addresses in a hash set, wider CIDRs merged (so none
+// overlaps another) in an interval set, deletions before additions.
+TEST(HostFilterScript, AChangeNamesOnlyTheElementsThatChanged) {
+  EXPECT_EQ(HostFilterDelta(SetOf({"10.0.0.1/32", "10.1.0.0/24", "fd00::1/128"}),
+                            SetOf({"10.0.0.2/32", "10.1.0.0/24", "fd00::1/128"})),
+            "delete element inet mizarmp_fence hosts4 { 10.0.0.1 }\n"
+            "add element inet mizarmp_fence hosts4 { 10.0.0.2 }\n");
+  EXPECT_EQ(HostFilterDelta(SetOf({"10.1.0.0/25"}), SetOf({"10.1.0.0/24", "10.1.0.0/25"})),
+            "delete element inet mizarmp_fence nets4 { 10.1.0.0/25 }\n"
+            "add element inet mizarmp_fence nets4 { 10.1.0.0/24 }\n");
+  EXPECT_EQ(HostFilterDelta(SetOf({"fd00::/64"}), SetOf({"fd00::/64"})), "");
+  const std::string whole = HostFilterScript(SetOf({"10.0.0.1/32", "10.0.0.2/32"}), {});
+  EXPECT_NE(whole.find("elements = { 10.0.0.1, 10.0.0.2 }"), std::string::npos) << whole;
+}
+
 // A node in a namespace of its own: its loopback holds a fenced address and an unfenced one,
 // and a listener stands for the controller, inside a fenced CIDR.
 class HostFilterTest : public ::testing::Test {
@@ -128,6 +143,34 @@ TEST_F(HostFilterTest, AFencedAddressIsCutOffAndTheUnfenceLiftsExactlyThat) {
   EXPECT_TRUE(Reaches("10.252.0.1"));
   EXPECT_TRUE(ConnectsToController(9812));
   EXPECT_EQ(Ruleset().find("mizarmp_fence"), std::string::npos) << Ruleset();
+}
+
+// Neighbouring addresses and overlapping CIDRs stay apart as fenced (no range joins them), so
+// lifting one lifts exactly it; a table changed behind the agent's back is built whole again.
+TEST_F(HostFilterTest, NeighbouringFencesLiftOneAtATimeAndAChangedTableIsRebuilt) {
+  ASSERT_EQ(node_.Exec("ip addr add 10.251.0.11/32 dev lo"), 0);
+  HostFilter filter(dir_.path() + "/fence-set", controller_);
+  const std::vector<std::string> both = {"10.251.0.10/32", "10.251.0.11/32", "10.252.0.0/24",
+                                         "10.252.0.0/25"};
+  ASSERT_TRUE(Apply(filter, SetOf(both)).ok()) << Ruleset();
+  EXPECT_FALSE(Reaches("10.251.0.10"));
+  EXPECT_FALSE(Reaches("10.251.0.11"));
+  EXPECT_FALSE(Reaches("10.252.0.1"));
+
+  const Status lifted = Apply(filter, SetOf({"10.251.0.11/32", "10.252.0.0/25"}));
+  ASSERT_TRUE(lifted.ok()) << lifted.ToString() << Ruleset();
+  EXPECT_TRUE(Reaches("10.251.0.10")) << Ruleset();
+  EXPECT_FALSE(Reaches("10.251.0.11")) << Ruleset();
+  EXPECT_FALSE(Reaches("10.252.0.1")) << "the /25 still stands" << Ruleset();
+
+  // Someone removed an element by hand: the change that removes it too cannot be applied as a
+  // delta, and the whole table is made instead.
+  ASSERT_EQ(node_.Exec("nft delete element inet mizarmp_fence hosts4 { 10.251.0.11 }"), 0);
+  const Status rebuilt = Apply(filter, SetOf({"10.251.0.10/32", "10.252.0.0/25"}));
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.ToString();
+  EXPECT_FALSE(Reaches("10.251.0.10")) << Ruleset();
+  EXPECT_TRUE(Reaches("10.251.0.11")) << Ruleset();
+  EXPECT_FALSE(Reaches("10.252.0.1")) << Ruleset();
 }
 
 // `nft flush ruleset` (Debian's nftables.service runs it as it starts) removes every table:
