@@ -3,7 +3,8 @@
 # Copyright The mizarmp Authors
 # Builds a Release build of mizarmp and its benchmark drivers, runs every benchmark and writes
 # bench/RESULTS.md and its plots (bench/*.png). Needs root (network namespaces), Debian's
-# containernetworking-plugins (/usr/lib/cni/ptp, host-local), curl, valgrind, perf (optional),
+# containernetworking-plugins (/usr/lib/cni/ptp, host-local), curl, valgrind, iperf3, sockperf,
+# nftables, perf (optional),
 # python3 and python3-matplotlib (the plots). On 2026-11-28 (a shared machine, load 4 to 11) the
 # whole run took 44 minutes: the soak about 7, the records benchmark about 1, and fencing at scale
 # 20 (10,000 to 1,000,000 ports, each size with the index, the whole list below the row limit
@@ -35,7 +36,7 @@ fi
 
 die() { echo "bench/run.sh: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "must run as root (the benchmarks create network namespaces)"
-for tool in cmake ip curl valgrind callgrind_annotate python3 strip readelf ldd; do
+for tool in cmake ip curl valgrind callgrind_annotate python3 strip readelf ldd nft iperf3 sockperf; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
@@ -51,6 +52,7 @@ if [[ -n ${BENCH_QUICK:-} ]]; then
   # A row limit below the larger size, so the refusal of the whole list is exercised too.
   FENCE_SCALE_ARGS=(--sizes 2000,10000 --row-limit 5000 --rounds 3 --many-rounds 2 --idle-seconds 3 --failovers 2)
   RECORDS_ARGS=(--iterations 10 --warmup 1 --ctl-rounds 1 --getclients-calls 5 --gc-rounds 1)
+  FENCE_SET_ARGS=(--rounds 1 --seconds 1)
 else
   CNI_ARGS=(--iterations 100 --warmup 5 --ready-iterations 20 --burst-rounds 3 --version-iterations 200)
   ADDONS_ARGS=(--seconds 2 --rounds 6 --getclients-calls 30)
@@ -59,6 +61,7 @@ else
   # 10k to 1M ports (the driver's default sizes) at Alcor's row limit of 100,000.
   FENCE_SCALE_ARGS=()
   RECORDS_ARGS=(--iterations 50 --warmup 3 --ctl-rounds 3 --getclients-calls 20 --gc-rounds 3)
+  FENCE_SET_ARGS=(--rounds 7 --seconds 3)
 fi
 
 # ------------------------------------------------------------------------------ machine, build
@@ -84,7 +87,7 @@ echo "== build ($BUILD, Release)"
 cmake -S "$ROOT/bench" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMIZARMP_WERROR=ON >"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; die "cmake configure failed"; }
 TARGETS=(mizarmp mizarmp-mock mizarmp-addons mizarmpctl mizarmp-bench-cni mizarmp-bench-records mizarmp-bench-addons mizarmp-bench-soak mizarmp-bench-store
-         mizarmp-bench-fence-scale mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-dynamic)
+         mizarmp-bench-fence-scale mizarmp-bench-fence-set mizarmp-bench-bare-grpc mizarmp-bench-openssl-init mizarmp-bench-variant-dynamic)
 for p in libc libstdcxx nl nl-ssl all; do TARGETS+=("mizarmp-bench-startup-$p"); done
 cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 ||
   { tail -50 "$WORK/build.log"; die "build failed"; }
@@ -180,6 +183,11 @@ fi
   echo "(the fencing-at-scale benchmark reported a failure; see the report)"
 mz_etcd_stop
 
+echo "== the fence set on one node: 65,536 fenced CIDRs, 110 pods"
+"$BIN/mizarmp-bench-fence-set" --work "$WORK/fence-set" --out "$WORK/fence-set.json" \
+  "${FENCE_SET_ARGS[@]}" 2>&1 | tee "$WORK/fence-set.log" ||
+  echo "(the fence set benchmark reported a failure; see the report)"
+
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
 # The commands as run, for the report.
 {
@@ -192,6 +200,7 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$M"
   echo "$BIN/mizarmp-bench-soak --bin-dir $BIN --work WORK/soak --out WORK/soak.json ${SOAK_ARGS[*]}"
   echo "$BIN/mizarmp-bench-store --bin-dir $BIN --etcd etcd://127.0.0.1:23379,... --work WORK/store --out WORK/store.json ${STORE_ARGS[*]}"
   echo "$BIN/mizarmp-bench-addons --bin-dir $BIN --work WORK/addons-etcd --out WORK/addons-etcd.json --sections fence --fence-store etcd --etcd etcd://127.0.0.1:23379,..."
+  echo "$BIN/mizarmp-bench-fence-set --work WORK/fence-set --out WORK/fence-set.json ${FENCE_SET_ARGS[*]}"
   echo "$BIN/mizarmp-bench-fence-scale --bin-dir $BIN --work WORK/fence-scale --out WORK/fence-scale.json ${FENCE_SCALE_ARGS[*]}${FENCE_SCALE_ETCD:+ --etcd etcd://127.0.0.1:23389,... --etcd-pids ...}"
 } >"$WORK/commands.txt"
 
