@@ -1131,18 +1131,13 @@ FlagTable Flags(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  Options o;
-  const FlagTable flags = Flags(o);
-  auto exit_code = mb::ParseDriverFlags("mizarmp-bench-fence-scale", "--bin-dir DIR [flags]", flags,
-                                        argc, argv, [&]() -> std::string {
-                                          if (o.bin_dir.empty()) return "--bin-dir is required";
-                                          for (const std::string& s : mb::Split(o.sizes, ',')) {
-                                            if (std::atoi(s.c_str()) < o.cidrs)
-                                              return "--sizes: each must be at least --cidrs";
-                                          }
-                                          return "";
-                                        });
-  if (exit_code) return *exit_code;
-  return Bench(std::move(o)).Main();
+  return mb::DriverMain<Bench>("mizarmp-bench-fence-scale", "--bin-dir DIR [flags]", argc, argv,
+                               Flags, [](const Options& o) -> std::string {
+                                 if (o.bin_dir.empty()) return "--bin-dir is required";
+                                 for (const std::string& s : mb::Split(o.sizes, ',')) {
+                                   if (std::atoi(s.c_str()) < o.cidrs)
+                                     return "--sizes: each must be at least --cidrs";
+                                 }
+                                 return "";
+                               });
 }

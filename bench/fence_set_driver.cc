@@ -14,7 +14,6 @@
 // Needs root, iperf3 and sockperf.
 #include <sys/resource.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -268,11 +267,5 @@ FlagTable Flags(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  Options o;
-  const FlagTable flags = Flags(o);
-  auto exit_code = mb::ParseDriverFlags("mizarmp-bench-fence-set", "[flags]", flags, argc, argv,
-                                        [] { return std::string(); });
-  if (exit_code) return *exit_code;
-  return FenceSetBench(std::move(o)).Main();
+  return mb::DriverMain<FenceSetBench>("mizarmp-bench-fence-set", "[flags]", argc, argv, Flags);
 }

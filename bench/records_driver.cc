@@ -615,19 +615,14 @@ FlagTable Flags(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  Options o;
-  const FlagTable flags = Flags(o);
-  auto exit_code = mb::ParseDriverFlags("mizarmp-bench-records", "--bin-dir DIR [flags]", flags,
-                                        argc, argv, [&]() -> std::string {
-                                          if (o.bin_dir.empty()) return "--bin-dir is required";
-                                          if (::geteuid() != 0) return "must run as root (netns)";
-                                          for (const std::string& s : mb::Split(o.sizes, ',')) {
-                                            if (std::atoi(s.c_str()) < 1)
-                                              return "--sizes: each must be at least 1";
-                                          }
-                                          return "";
-                                        });
-  if (exit_code) return *exit_code;
-  return Bench(std::move(o)).Main();
+  return mb::DriverMain<Bench>("mizarmp-bench-records", "--bin-dir DIR [flags]", argc, argv, Flags,
+                               [](const Options& o) -> std::string {
+                                 if (o.bin_dir.empty()) return "--bin-dir is required";
+                                 if (::geteuid() != 0) return "must run as root (netns)";
+                                 for (const std::string& s : mb::Split(o.sizes, ',')) {
+                                   if (std::atoi(s.c_str()) < 1)
+                                     return "--sizes: each must be at least 1";
+                                 }
+                                 return "";
+                               });
 }

@@ -426,11 +426,9 @@ FlagTable Flags(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  Options o;
-  const FlagTable flags = Flags(o);
-  auto exit_code = mb::ParseDriverFlags(
-      "mizarmp-bench-soak", "--bin-dir DIR [flags]", flags, argc, argv, [&]() -> std::string {
+  return mb::DriverMain<Soak>(
+      "mizarmp-bench-soak", "--bin-dir DIR [flags]", argc, argv, Flags,
+      [](const Options& o) -> std::string {
         if (o.bin_dir.empty()) return "--bin-dir is required";
         if (o.ports < o.clients * o.cidrs_per_client) {
           return "--ports must be at least --clients x --cidrs-per-client";
@@ -438,6 +436,4 @@ int main(int argc, char** argv) {
         if (::geteuid() != 0) return "must run as root (network namespaces)";
         return "";
       });
-  if (exit_code) return *exit_code;
-  return Soak(std::move(o)).Main();
 }

@@ -319,14 +319,9 @@ FlagTable Flags(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  Options o;
-  const FlagTable flags = Flags(o);
-  auto exit_code = mb::ParseDriverFlags(
-      "mizarmp-bench-store", "--bin-dir DIR --etcd LOCATION [flags]", flags, argc, argv,
-      [&]() -> std::string {
+  return mb::DriverMain<StoreBench>(
+      "mizarmp-bench-store", "--bin-dir DIR --etcd LOCATION [flags]", argc, argv, Flags,
+      [](const Options& o) -> std::string {
         return o.bin_dir.empty() || o.etcd.empty() ? "--bin-dir and --etcd are required" : "";
       });
-  if (exit_code) return *exit_code;
-  return StoreBench(std::move(o)).Main();
 }

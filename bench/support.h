@@ -9,12 +9,15 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/flags.h"
@@ -57,6 +60,23 @@ bool RecordFailure(nlohmann::json& results, const std::string& why);
 std::optional<int> ParseDriverFlags(const std::string& program, const std::string& synopsis,
                                     const FlagTable& flags, int argc, char** argv,
                                     const std::function<std::string()>& check);
+
+// A driver's main(): SIGPIPE ignored (a server gone mid-write is a result, not a crash), the
+// command line parsed into `Options` with the table `flags` makes and checked with `check` (see
+// ParseDriverFlags), then Bench(options).Main().
+template <typename Bench, typename Options>
+int DriverMain(const std::string& program, const std::string& synopsis, int argc, char** argv,
+               FlagTable (*flags)(Options&),
+               const std::function<std::string(const std::type_identity_t<Options>&)>& check =
+                   nullptr) {
+  ::signal(SIGPIPE, SIG_IGN);
+  Options options;
+  const FlagTable table = flags(options);
+  const std::optional<int> exit_code = ParseDriverFlags(
+      program, synopsis, table, argc, argv, [&] { return check ? check(options) : std::string(); });
+  if (exit_code) return *exit_code;
+  return Bench(std::move(options)).Main();
+}
 
 // Writes a driver's results to `path` as indented JSON.
 void SaveResults(const nlohmann::json& results, const std::string& path);
