@@ -162,7 +162,7 @@ class SqlitePortIndex final : public PortIndex {
       range.Reset();
       range.BindBlob(1, AddressKey(cidr.network()));
       range.BindBlob(2, AddressKey(cidr.last()));
-      MZ_RETURN_IF_ERROR(ReadRows(range, cidr, found));
+      MZ_RETURN_IF_ERROR(ReadRows(range, "the ports inside " + cidr.ToString(), found));
     }
     const auto by_address = [](const IndexedPort& a, const IndexedPort& b) {
       return std::tie(a.ip, a.port_id) < std::tie(b.ip, b.port_id);
@@ -178,22 +178,17 @@ class SqlitePortIndex final : public PortIndex {
   Result<std::vector<IpAddress>> AddressesOn(const std::string& node) const override {
     MutexLock lock(mu_);
     Stmt rows;
-    if (!rows.Prepare(db_, "SELECT DISTINCT ip FROM attachments WHERE node = ?1 ORDER BY ip")) {
+    if (!rows.Prepare(db_, "SELECT ip, port_id, node, pod FROM attachments WHERE node = ?1")) {
       return Error("preparing the read of node " + node);
     }
     rows.BindText(1, node);
-    std::vector<IpAddress> found;
-    int rc;
-    while ((rc = rows.Step()) == SQLITE_ROW) {
-      auto ip = AddressFromKey(BlobColumn(rows.get(), 0));
-      if (!ip.ok()) {
-        MZ_LOG(kWarn) << "port index " << path_ << ": skipping a row: " << ip.status().message();
-        continue;
-      }
-      found.push_back(*ip);
-    }
-    if (rc != SQLITE_DONE) return Error("reading what node " + node + " published");
-    return found;
+    std::vector<IndexedPort> found;
+    MZ_RETURN_IF_ERROR(ReadRows(rows, "what node " + node + " published", found));
+    std::vector<IpAddress> addresses;
+    for (const IndexedPort& p : found) addresses.push_back(p.ip);
+    std::sort(addresses.begin(), addresses.end());
+    addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+    return addresses;
   }
 
  private:
@@ -287,8 +282,9 @@ class SqlitePortIndex final : public PortIndex {
     return s;
   }
 
-  // Appends the rows `range` selects; a row whose key does not decode is logged and skipped.
-  Status ReadRows(Stmt& range, const Cidr& cidr, std::vector<IndexedPort>& found) const
+  // Appends the rows `range` selects (`what` names them in an error); a row whose key does not
+  // decode is logged and skipped.
+  Status ReadRows(Stmt& range, const std::string& what, std::vector<IndexedPort>& found) const
       MZ_REQUIRES(mu_) {
     int rc;
     while ((rc = range.Step()) == SQLITE_ROW) {
@@ -300,7 +296,7 @@ class SqlitePortIndex final : public PortIndex {
       found.push_back(
           {*ip, Column(range.get(), 1), Column(range.get(), 2), Column(range.get(), 3)});
     }
-    if (rc != SQLITE_DONE) return Error("reading the ports inside " + cidr.ToString());
+    if (rc != SQLITE_DONE) return Error("reading " + what);
     return Status::Ok();
   }
 
