@@ -70,9 +70,11 @@ mizarmp_add_test(NAME fence_audit_test SOURCES integration/fence_audit_test.cc
 # It reads the mock's journal with cpp-httplib, whose classes change with the CPPHTTPLIB_*
 # macros PkgConfig::HTTPLIB defines: every file that includes httplib.h must get them, or its
 # httplib::Client and the mock's are two layouts under one name (a heap corruption at -O0).
+# Its in-process node agents enforce their fence sets in this host's own nftables table, which
+# every case's TearDown removes: the cases run one at a time (host_nftables).
 mizarmp_add_test(NAME publication_test SOURCES integration/publication_test.cc
                  LIBS mizarmp_fence mizarmp_mock mizarmp_netns PkgConfig::HTTPLIB
-                 LABELS "integration;root;concurrency" TIMEOUT 120)
+                 LABELS "integration;root;concurrency" TIMEOUT 120 RESOURCE_LOCK host_nftables)
 
 # The standing fence set and the node's nftables host filter (root: a namespace per test).
 mizarmp_add_test(NAME host_filter_test SOURCES integration/host_filter_test.cc
