@@ -3,197 +3,34 @@
 // The port index in etcd (fence/etcd_port_index.h: the key layout and the batch rule).
 #include "fence/etcd_port_index.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <iterator>
-#include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
-#include "common/field_errors.h"
 #include "common/hex.h"
-#include "common/json_fields.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "etcd/client.h"
 #include "fence/address_key.h"
+#include "fence/etcd_index_records.h"
 #include "fence/etcd_util.h"
 
 namespace mizarmp::fence {
 namespace {
 
-using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 // Keys per range answer: some 100 KiB of entry keys, far below the client's receive limit.
 constexpr int64_t kPageKeys = 1000;
-constexpr std::string_view kEntriesDir = "a/";
-constexpr std::string_view kNodesDir = "n/";
-constexpr std::string_view kLeasesDir = "l/";
 // The layout the keys follow, at P layout: "2" since the lease keys. An index without it is of
 // the first layout (node keys only) and gets its lease keys when opened.
 constexpr std::string_view kLayoutKey = "layout";
 constexpr std::string_view kLayout = "2";
-// The publication times read back: those a system_clock time point holds without overflow
-// (about 292 years either side of 1970 with libstdc++'s nanoseconds).
-constexpr int64_t kMaxUnixMillis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::system_clock::duration::max())
-                                       .count();
-
-constexpr FieldErrors kRecordFields{Code::kDataLoss, nullptr};
-
-// Which bytes of a port id stand for themselves in a key: printable ASCII but the separator
-// '/' and the escape '%'. The rest are percent-encoded, so a key splits back into its parts and
-// a node record, which names entries in JSON, holds only ASCII.
-bool KeptInKey(unsigned char byte) {
-  return byte > ' ' && byte < 0x7f && byte != '/' && byte != '%';
-}
-
-// An entry's name: "<hex address key>/<encoded port id>", its key without the prefix and node.
-std::string EntryName(const AddressedPort& port) {
-  return HexEncoded(AddressKey(port.ip)) + "/" + PercentEncoded(port.port_id, KeptInKey);
-}
-
-// The (address, port, node) a key's part after "P a/" names; DATA_LOSS saying why not.
-Result<IndexedPort> EntryFromKeyName(std::string_view name) {
-  const size_t address_end = name.find('/');
-  if (address_end == std::string_view::npos) return DataLossError("no port id after the address");
-  const size_t port_end = name.find('/', address_end + 1);
-  if (port_end == std::string_view::npos) return DataLossError("no node after the port id");
-  const std::string_view hex = name.substr(0, address_end);
-  auto bytes = HexDecoded(hex);
-  // Only the lower-case spelling sorts where its address does.
-  if (!bytes.ok() || HexEncoded(*bytes) != hex) return DataLossError("the address is not hex");
-  MZ_ASSIGN_OR_RETURN(const IpAddress ip, AddressFromKey(*bytes));
-  auto port_id = PercentDecoded(name.substr(address_end + 1, port_end - address_end - 1));
-  if (!port_id.ok() || port_id->empty()) return DataLossError("the port id is not encoded");
-  std::string node(name.substr(port_end + 1));
-  if (node.empty()) return DataLossError("no node after the port id");
-  return IndexedPort{ip, std::move(*port_id), std::move(node)};
-}
-
-// What P n/<node> holds: when the node last published and its entries' names.
-struct NodeRecord {
-  int64_t revision = 0;  // the node key's mod_revision; 0: absent
-  int64_t at_ms = 0;
-  std::vector<std::string> entries;
-  // Written before a publication's batches: some entries may not have been put.
-  bool partial = false;
-  // When the node was last live: its lease key's time, else its node key's; none without either.
-  std::optional<int64_t> live_at_ms;
-  bool has_lease_key = false;
-};
-
-std::string RecordText(int64_t at_ms, const std::vector<std::string>& entries) {
-  return json{{"at_ms", at_ms}, {"entries", entries}}.dump();
-}
-
-std::string PartialRecordText(int64_t at_ms, const std::vector<std::string>& entries) {
-  return json{{"at_ms", at_ms}, {"entries", entries}, {"partial", true}}.dump();
-}
-
-// DATA_LOSS naming the field for a value that is not a node record.
-Status ParseRecord(const std::string& value, NodeRecord& out) {
-  json doc;
-  if (!TooDeepJson(value)) doc = json::parse(value, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return DataLossError("not a JSON object");
-  const JsonFields fields(doc, kRecordFields);
-  MZ_ASSIGN_OR_RETURN(out.at_ms, fields.RequiredInt("at_ms", -kMaxUnixMillis, kMaxUnixMillis));
-  MZ_RETURN_IF_ERROR(fields.Strings("entries", &out.entries));
-  return fields.Bool("partial", &out.partial);
-}
-
-// What P l/<node> holds: the node's lease and what it knows of the node key's entries.
-struct LeaseRecord {
-  int64_t revision = 0;  // the lease key's mod_revision; 0: absent
-  int64_t at_ms = 0;
-  int64_t entries = 0;
-  // SetDigest of the node key's entries; empty while they may not all be in the index.
-  std::string digest;
-  // The node key's mod_revision the digest was checked against by a renewal; 0 when the lease
-  // key was written in the same transaction as the node key (so their revisions are equal).
-  int64_t of = 0;
-  // The digest of the fence set the node enforces (Publication::enforced); empty for none.
-  std::string enforced;
-};
-
-std::string LeaseText(int64_t at_ms, size_t entries, const std::string& digest, int64_t of,
-                      const std::string& enforced) {
-  json doc{{"at_ms", at_ms}, {"entries", entries}};
-  if (!digest.empty()) doc["digest"] = digest;
-  if (of != 0) doc["of"] = of;
-  if (!enforced.empty()) doc["enforced"] = enforced;
-  return doc.dump();
-}
-
-// DATA_LOSS naming the field for a value that is not a lease record.
-Status ParseLease(const std::string& value, LeaseRecord& out) {
-  json doc;
-  if (!TooDeepJson(value)) doc = json::parse(value, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return DataLossError("not a JSON object");
-  const JsonFields fields(doc, kRecordFields);
-  MZ_ASSIGN_OR_RETURN(out.at_ms, fields.RequiredInt("at_ms", -kMaxUnixMillis, kMaxUnixMillis));
-  MZ_ASSIGN_OR_RETURN(out.entries,
-                      fields.RequiredInt("entries", 0, std::numeric_limits<int64_t>::max()));
-  MZ_RETURN_IF_ERROR(fields.String("digest", &out.digest));
-  MZ_RETURN_IF_ERROR(fields.String("enforced", &out.enforced));
-  return fields.Int("of", int64_t{0}, std::numeric_limits<int64_t>::max(), &out.of);
-}
-
-// Whether `lease` tells what the node key of mod_revision `node_revision` names: it carries a
-// digest, and was written with that node key or checked against it since. A node key rewritten
-// by anything else (a writer of the first layout, a batched publication under way, a hand) has
-// moved on, and the lease's digest then says nothing.
-bool DescribesNodeKey(const LeaseRecord& lease, int64_t node_revision) {
-  if (lease.revision == 0 || lease.digest.empty() || node_revision == 0) return false;
-  return (lease.of != 0 ? lease.of : lease.revision) == node_revision;
-}
-
-// SHA-256 of a node's entry names in order, one per line (a name holds no control bytes), in
-// hex: a renewal compares it with its lease key's instead of reading the node key's list.
-std::string SetDigest(const std::set<std::string>& names) {
-  EVP_MD_CTX* context = EVP_MD_CTX_new();
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  bool ok = context != nullptr && EVP_DigestInit_ex(context, EVP_sha256(), nullptr) == 1;
-  for (const std::string& name : names) {
-    ok = ok && EVP_DigestUpdate(context, name.data(), name.size()) == 1 &&
-         EVP_DigestUpdate(context, "\n", 1) == 1;
-  }
-  ok = ok && EVP_DigestFinal_ex(context, digest, &size) == 1;
-  EVP_MD_CTX_free(context);
-  // Without a digest a renewal takes the long way, which is always right.
-  return ok ? HexEncoded(digest, size) : std::string();
-}
-
-std::chrono::system_clock::time_point FromUnixMillis(int64_t at_ms) {
-  return std::chrono::system_clock::time_point(std::chrono::milliseconds(at_ms));
-}
-
-int64_t ToUnixMillis(std::chrono::system_clock::time_point at) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
-}
-
-etcdserverpb::RequestOp PutOp(std::string key, std::string value) {
-  etcdserverpb::RequestOp op;
-  op.mutable_request_put()->set_key(std::move(key));
-  op.mutable_request_put()->set_value(std::move(value));
-  return op;
-}
-
-etcdserverpb::RequestOp DeleteOp(std::string key) {
-  etcdserverpb::RequestOp op;
-  op.mutable_request_delete_range()->set_key(std::move(key));
-  return op;
-}
-
 // Sorts like the SQLite index (address, then port id) and keeps each (address, port) once: the
 // entry written last, as SQLite's INSERT OR REPLACE would have it.
 void SortAndKeepLatest(std::vector<std::pair<IndexedPort, int64_t>>& found) {
@@ -212,13 +49,6 @@ using Ops = std::vector<etcdserverpb::RequestOp>;
 // The transactions of one write, sent in order.
 using Transactions = std::vector<Ops>;
 
-// Whether one of `ops` puts `key`.
-bool PutsKey(const Ops& ops, const std::string& key) {
-  return std::any_of(ops.begin(), ops.end(), [&](const etcdserverpb::RequestOp& op) {
-    return op.has_request_put() && op.request_put().key() == key;
-  });
-}
-
 // Appends `ops` to `out` in order, in transactions of at most kMaxTxnOps.
 void AppendInTransactions(Ops ops, Transactions& out) {
   for (size_t from = 0; from < ops.size(); from += kMaxTxnOps) {
@@ -226,23 +56,6 @@ void AppendInTransactions(Ops ops, Transactions& out) {
     out.emplace_back(std::make_move_iterator(ops.begin() + static_cast<std::ptrdiff_t>(from)),
                      std::make_move_iterator(ops.begin() + static_cast<std::ptrdiff_t>(to)));
   }
-}
-
-// A compare that holds while `key`'s mod_revision is `revision` (0: while the key is absent).
-void RequireModRevision(etcdserverpb::TxnRequest& txn, const std::string& key, int64_t revision) {
-  auto* compare = txn.add_compare();
-  compare->set_key(key);
-  compare->set_target(etcdserverpb::Compare::MOD);
-  compare->set_result(etcdserverpb::Compare::EQUAL);
-  compare->set_mod_revision(revision);
-}
-
-// A read of `key` inside a transaction: several keys read at one revision in one round trip.
-etcdserverpb::RequestOp RangeOp(std::string key, bool keys_only) {
-  etcdserverpb::RequestOp op;
-  op.mutable_request_range()->set_key(std::move(key));
-  op.mutable_request_range()->set_keys_only(keys_only);
-  return op;
 }
 
 class EtcdPortIndex final : public PortIndex {

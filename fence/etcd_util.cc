@@ -36,4 +36,38 @@ bool TooLargeForEtcd(const Status& s) {
           s.message().find("larger than max") != std::string::npos);
 }
 
+etcdserverpb::RequestOp PutOp(std::string key, std::string value) {
+  etcdserverpb::RequestOp op;
+  op.mutable_request_put()->set_key(std::move(key));
+  op.mutable_request_put()->set_value(std::move(value));
+  return op;
+}
+
+etcdserverpb::RequestOp DeleteOp(std::string key) {
+  etcdserverpb::RequestOp op;
+  op.mutable_request_delete_range()->set_key(std::move(key));
+  return op;
+}
+
+bool PutsKey(const std::vector<etcdserverpb::RequestOp>& ops, const std::string& key) {
+  return std::any_of(ops.begin(), ops.end(), [&](const etcdserverpb::RequestOp& op) {
+    return op.has_request_put() && op.request_put().key() == key;
+  });
+}
+
+void RequireModRevision(etcdserverpb::TxnRequest& txn, const std::string& key, int64_t revision) {
+  auto* compare = txn.add_compare();
+  compare->set_key(key);
+  compare->set_target(etcdserverpb::Compare::MOD);
+  compare->set_result(etcdserverpb::Compare::EQUAL);
+  compare->set_mod_revision(revision);
+}
+
+etcdserverpb::RequestOp RangeOp(std::string key, bool keys_only) {
+  etcdserverpb::RequestOp op;
+  op.mutable_request_range()->set_key(std::move(key));
+  op.mutable_request_range()->set_keys_only(keys_only);
+  return op;
+}
+
 }  // namespace mizarmp::fence

@@ -2,8 +2,8 @@
 // Copyright The mizarmp Authors
 // What the fence's etcd users share (the fence store, fence/etcd_store.h, the port index,
 // fence/etcd_port_index.h, and the audit, fence/etcd_audit.h): connecting to a location, prefix
-// ranges, the transaction size limit, and which errors mean that etcd could not answer or that a
-// write was refused before it was applied.
+// ranges, the transaction size limit, the operations a transaction is built of, and which errors
+// mean that etcd could not answer or that a write was refused before it was applied.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "etcd/client.h"
@@ -77,5 +78,15 @@ auto RetryingUntil(std::chrono::steady_clock::time_point deadline, Call&& call)
     std::this_thread::sleep_for(kUnavailableRetryPause);
   }
 }
+
+// A transaction's operations: a put, a delete and a read of one key (several keys read at one
+// revision in one round trip).
+etcdserverpb::RequestOp PutOp(std::string key, std::string value);
+etcdserverpb::RequestOp DeleteOp(std::string key);
+etcdserverpb::RequestOp RangeOp(std::string key, bool keys_only);
+// Whether one of `ops` puts `key`.
+bool PutsKey(const std::vector<etcdserverpb::RequestOp>& ops, const std::string& key);
+// A compare that holds while `key`'s mod_revision is `revision` (0: while the key is absent).
+void RequireModRevision(etcdserverpb::TxnRequest& txn, const std::string& key, int64_t revision);
 
 }  // namespace mizarmp::fence
