@@ -7,14 +7,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/error.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -22,7 +19,6 @@
 #include <boost/system/system_error.hpp>
 #include <condition_variable>
 #include <cstring>
-#include <limits>
 #include <list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +32,8 @@
 #include "common/mutex.h"
 #include "common/strings.h"
 #include "common/unix_socket.h"
+#include "relay/client_stream.h"
+#include "relay/request.h"
 
 namespace mizarmp::relay {
 
@@ -57,232 +55,7 @@ const char* OutcomeName(RelayOutcome outcome) {
   return "unknown";
 }
 
-namespace {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using beast::error_code;
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-using Request = http::request<http::string_body>;
-
-// Beast's string_view (Boost's in 1.74) as the standard one.
-std::string_view Std(beast::string_view s) { return {s.data(), s.size()}; }
-
-// Milliseconds from now until `deadline`, for poll(2): 0 once it has passed.
-int MsUntil(Clock::time_point deadline) {
-  const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, std::numeric_limits<int>::max()));
-}
-
-// A client connection as Beast's SyncReadStream and SyncWriteStream, every read and write
-// bounded by a deadline. Asio's own synchronous socket operations cannot be: after a recv(2)
-// that SO_RCVTIMEO ends with EAGAIN they poll(2) the socket without a timeout, so a silent
-// client would hold its thread forever. shutdown(2) of the socket (Stop) ends a wait at once.
-class ClientStream {
- public:
-  explicit ClientStream(int fd) : fd_(fd) {}
-
-  // Every read and write until the next call must be done by `deadline`.
-  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
-
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers, error_code& ec) {
-    const asio::mutable_buffer b = FirstNonEmpty<asio::mutable_buffer>(buffers);
-    ec = {};
-    if (b.size() == 0) return 0;
-    for (;;) {
-      if (!Wait(POLLIN, ec)) return 0;
-      const ssize_t n = ::recv(fd_, b.data(), b.size(), 0);
-      if (n > 0) return static_cast<size_t>(n);
-      if (n == 0) {
-        ec = asio::error::eof;
-        return 0;
-      }
-      if (errno != EINTR && errno != EAGAIN) return Failed(ec);
-    }
-  }
-
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers, error_code& ec) {
-    iovec iov[16];
-    size_t count = 0;
-    for (auto it = asio::buffer_sequence_begin(buffers);
-         it != asio::buffer_sequence_end(buffers) && count < std::size(iov); ++it) {
-      const asio::const_buffer b(*it);
-      if (b.size() == 0) continue;
-      iov[count++] = iovec{const_cast<void*>(b.data()), b.size()};
-    }
-    ec = {};
-    if (count == 0) return 0;
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = count;
-    for (;;) {
-      if (!Wait(POLLOUT, ec)) return 0;
-      // MSG_NOSIGNAL: a client gone away is an error here, not a SIGPIPE for the process.
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-      if (n >= 0) return static_cast<size_t>(n);
-      if (errno != EINTR && errno != EAGAIN) return Failed(ec);
-    }
-  }
-
-  // The throwing forms the stream concepts ask for as well (Beast's calls use the above).
-  template <class MutableBufferSequence>
-  size_t read_some(const MutableBufferSequence& buffers) {
-    error_code ec;
-    const size_t n = read_some(buffers, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
-  }
-  template <class ConstBufferSequence>
-  size_t write_some(const ConstBufferSequence& buffers) {
-    error_code ec;
-    const size_t n = write_some(buffers, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
-  }
-
- private:
-  template <class Buffer, class Sequence>
-  static Buffer FirstNonEmpty(const Sequence& buffers) {
-    for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers);
-         ++it) {
-      Buffer b(*it);
-      if (b.size() != 0) return b;
-    }
-    return Buffer();
-  }
-
-  // Waits until the socket is ready for `events`; false (ec set) when the deadline passed first.
-  bool Wait(short events, error_code& ec) {
-    for (;;) {
-      pollfd p{fd_, events, 0};
-      const int rc = ::poll(&p, 1, MsUntil(deadline_));
-      if (rc > 0) return true;  // ready, or an error or hang-up the next call reports
-      if (rc == 0) {
-        ec = beast::error::timeout;
-        return false;
-      }
-      if (errno != EINTR) {
-        Failed(ec);
-        return false;
-      }
-    }
-  }
-
-  static size_t Failed(error_code& ec) {
-    ec = error_code(errno, boost::system::system_category());
-    return 0;
-  }
-
-  int fd_;
-  Clock::time_point deadline_ = Clock::now();
-};
-
-// How reading one request from a client ended.
-enum class ReadOutcome {
-  kRequest,    // a whole request
-  kClosed,     // the client went away or stayed silent too long: nothing to answer
-  kMalformed,  // not HTTP: answer 400 and close
-  kTooLarge,   // over max_request_bytes: answer 413 and close
-};
-
-ReadOutcome ReadRequest(ClientStream& stream, beast::flat_buffer& buffer, size_t max_bytes,
-                        http::request_parser<http::string_body>& parser, std::string* error) {
-  parser.header_limit(
-      static_cast<uint32_t>(std::min<size_t>(max_bytes, std::numeric_limits<uint32_t>::max())));
-  parser.body_limit(max_bytes);
-  error_code ec;
-  const size_t header_bytes = http::read_header(stream, buffer, parser, ec);
-  if (!ec && !parser.is_done()) {
-    // The limit is the header and the body together: what the header left for the body.
-    const size_t left = max_bytes > header_bytes ? max_bytes - header_bytes : 0;
-    if (parser.content_length() && *parser.content_length() > left) return ReadOutcome::kTooLarge;
-    parser.body_limit(left);  // a chunked body counts against it as it arrives
-    http::read(stream, buffer, parser, ec);
-  }
-  if (!ec) return ReadOutcome::kRequest;
-  if (ec == http::error::header_limit || ec == http::error::body_limit ||
-      ec == http::error::buffer_overflow) {
-    return ReadOutcome::kTooLarge;
-  }
-  // The connection ended between requests or within one, the deadline passed, or Stop() shut
-  // the socket down: there is nobody to answer.
-  if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-      ec.category() != http::make_error_code(http::error::bad_method).category()) {
-    return ReadOutcome::kClosed;
-  }
-  *error = ec.message();
-  return ReadOutcome::kMalformed;
-}
-
-// The methods the Mizar-MP client sends. Others are refused: the transport could not forward
-// them (an extension method) or read their answers right (HEAD's has no body).
-bool Relayable(http::verb method) {
-  return method == http::verb::get || method == http::verb::post || method == http::verb::put ||
-         method == http::verb::delete_ || method == http::verb::patch;
-}
-
-// The headers of one hop only (RFC 9110 section 7.6.1), which the relay's own connection to the
-// controller has its own of; Content-Length the transport sets from the body; and Expect: the
-// relay holds the whole body already, and the transport would take a 100 Continue for the
-// answer.
-bool HopByHop(beast::string_view name) {
-  static constexpr const char* kNames[] = {
-      "Connection", "Keep-Alive",        "Proxy-Connection", "TE",    "Trailer",
-      "Upgrade",    "Transfer-Encoding", "Content-Length",   "Expect"};
-  return std::any_of(std::begin(kNames), std::end(kNames),
-                     [&](const char* hop) { return beast::iequals(name, hop); });
-}
-
-// The header names the client's Connection header lists: hop-by-hop too.
-std::vector<std::string> NamedByConnection(const Request& req) {
-  std::vector<std::string> names;
-  const auto [first, last] = req.equal_range(http::field::connection);
-  for (auto field = first; field != last; ++field) {
-    for (const std::string& token : Split(Std(field->value()), ',')) {
-      std::string name = Trim(token);
-      if (!name.empty()) names.push_back(std::move(name));
-    }
-  }
-  return names;
-}
-
-// A reason as a header value: on one line, and short.
-std::string HeaderValue(std::string_view reason) {
-  std::string value(reason.substr(0, 300));
-  for (char& c : value) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) c = ' ';
-  }
-  return value;
-}
-
-// Whether a response with `status` may carry a body (RFC 9110 section 6.4.1).
-bool MayHaveBody(unsigned status) { return status >= 200 && status != 204 && status != 304; }
-
-// The status of the relay's own answer for `outcome`.
-http::status StatusOf(RelayOutcome outcome) {
-  switch (outcome) {
-    case RelayOutcome::kRelayed:
-      break;
-    case RelayOutcome::kOtherController:
-      return http::status::misdirected_request;
-    case RelayOutcome::kMethod:
-      return http::status::method_not_allowed;
-    case RelayOutcome::kMalformed:
-      return http::status::bad_request;
-    case RelayOutcome::kTooLarge:
-      return http::status::payload_too_large;
-    case RelayOutcome::kUpstreamFailed:
-      return http::status::bad_gateway;
-  }
-  return http::status::internal_server_error;
-}
-
-}  // namespace
 
 struct Relay::Impl {
   // A client connection, served by its own thread. `fd` stays open until the thread is joined,
