@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 #include "addons/driver.h"
+#include "cmd/mizarmp-addons/config_keys.h"
 #include "common/file_check.h"
 #include "common/fileutil.h"
 #include "common/flags.h"
@@ -25,169 +25,6 @@ namespace mizarmp::cmd {
 namespace {
 
 using nlohmann::json;
-
-// How a key takes a value. `where` names the source for errors: `config key "mode"` or
-// `flag --mode`.
-using JsonApply =
-    std::function<Status(const json& value, const std::string& where, ServerConfig& c)>;
-using FlagApply =
-    std::function<Status(std::string_view text, const std::string& where, ServerConfig& c)>;
-
-// One configuration key: the entry of the table everything else is generated from.
-struct Key {
-  std::string json_key;    // camelCase
-  std::string flag;        // kebab-case; empty: config file only
-  std::string value_name;  // empty: a switch
-  std::string help;
-  JsonApply from_json;
-  FlagApply from_flag;
-};
-
-// Where a key's value lives in the composed configuration.
-using StringField = std::string& (*)(ServerConfig&);
-using BoolField = bool& (*)(ServerConfig&);
-using MillisField = std::chrono::milliseconds& (*)(ServerConfig&);
-using TextSetter =
-    std::function<Status(const std::string& value, const std::string& where, ServerConfig& c)>;
-
-// "tlsClientCaFile" -> "tls-client-ca-file".
-std::string Kebab(std::string_view camel) {
-  std::string out;
-  for (char ch : camel) {
-    if (ch >= 'A' && ch <= 'Z') {
-      out += '-';
-      out += static_cast<char>(ch - 'A' + 'a');
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-std::string Default(std::string_view value) { return " (default " + std::string(value) + ")"; }
-
-// A key's value as the reader sees it. `where` already names the key as its source does, so the
-// errors use it as it is: `config key "mode" is not a string (got number)`.
-JsonField KeyValue(const json& value, const std::string& where) {
-  static constexpr FieldErrors kKeys{Code::kInvalidArgument, nullptr};
-  return JsonField(value, kKeys, where);
-}
-
-// A key whose value is a string, in the file and on the command line alike.
-Key TextKey(std::string json_key, std::string value_name, std::string help, TextSetter set) {
-  JsonApply from_json = [set](const json& v, const std::string& where, ServerConfig& c) -> Status {
-    MZ_ASSIGN_OR_RETURN(const std::string text, KeyValue(v, where).String());
-    return set(text, where, c);
-  };
-  FlagApply from_flag = [set](std::string_view text, const std::string& where, ServerConfig& c) {
-    return set(std::string(text), where, c);
-  };
-  std::string flag = Kebab(json_key);
-  return Key{std::move(json_key), std::move(flag),      std::move(value_name),
-             std::move(help),     std::move(from_json), std::move(from_flag)};
-}
-
-// A string stored as given; --help shows the default when there is one.
-Key StringKey(std::string json_key, std::string value_name, std::string help, StringField field) {
-  ServerConfig defaults;
-  if (!field(defaults).empty()) help += Default(field(defaults));
-  return TextKey(std::move(json_key), std::move(value_name), std::move(help),
-                 [field](const std::string& s, const std::string&, ServerConfig& c) {
-                   field(c) = s;
-                   return Status::Ok();
-                 });
-}
-
-// true/false in the file; a switch on the command line (no value, or =true/=false/=1/=0).
-Key SwitchKey(std::string json_key, std::string help, BoolField field) {
-  JsonApply from_json = [field](const json& v, const std::string& where,
-                                ServerConfig& c) -> Status {
-    MZ_ASSIGN_OR_RETURN(field(c), KeyValue(v, where).Bool());
-    return Status::Ok();
-  };
-  FlagApply from_flag = [field](std::string_view text, const std::string& where,
-                                ServerConfig& c) -> Status {
-    if (text == "true" || text == "1") {
-      field(c) = true;
-    } else if (text == "false" || text == "0") {
-      field(c) = false;
-    } else {
-      return InvalidArgumentError(where + ": want true or false, got " + Quoted(text));
-    }
-    return Status::Ok();
-  };
-  std::string flag = Kebab(json_key);
-  return Key{std::move(json_key), std::move(flag),      "",
-             std::move(help),     std::move(from_json), std::move(from_flag)};
-}
-
-// The unit a duration key is given in: its name in messages and its flag's value name.
-template <typename Duration>
-struct UnitOf;
-template <>
-struct UnitOf<std::chrono::milliseconds> {
-  static constexpr const char* kName = "ms";
-  static constexpr const char* kValue = "MS";
-};
-template <>
-struct UnitOf<std::chrono::seconds> {
-  static constexpr const char* kName = "s";
-  static constexpr const char* kValue = "SECONDS";
-};
-
-// A flag's text as an integer, then applied as the same number in the file would be.
-FlagApply IntegerFlag(JsonApply from_json) {
-  return [from_json = std::move(from_json)](std::string_view text, const std::string& where,
-                                            ServerConfig& c) -> Status {
-    int64_t n = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-      return InvalidArgumentError(where + ": " + Quoted(text) + " is not an integer");
-    }
-    return from_json(json(n), where, c);
-  };
-}
-
-// A duration in whole units (milliseconds or seconds) in 1..max; --help shows the default.
-template <typename Duration>
-Key DurationKey(std::string json_key, std::string help, int64_t max,
-                Duration& (*field)(ServerConfig&)) {
-  using Unit = UnitOf<Duration>;
-  ServerConfig defaults;
-  help += Default(std::to_string(field(defaults).count()));
-  JsonApply from_json = [field, max](const json& v, const std::string& where,
-                                     ServerConfig& c) -> Status {
-    MZ_ASSIGN_OR_RETURN(const int64_t n, KeyValue(v, where).Int(1, max, Unit::kName));
-    field(c) = Duration(n);
-    return Status::Ok();
-  };
-  FlagApply from_flag = IntegerFlag(from_json);
-  std::string flag = Kebab(json_key);
-  return Key{std::move(json_key), std::move(flag),      Unit::kValue,
-             std::move(help),     std::move(from_json), std::move(from_flag)};
-}
-
-Key MillisKey(std::string json_key, std::string help, int64_t max, MillisField field) {
-  return DurationKey(std::move(json_key), std::move(help), max, field);
-}
-
-// A whole number in min..max; --help shows the default and the range.
-Key CountKey(std::string json_key, std::string value_name, std::string help, int min, int max,
-             int& (*field)(ServerConfig&)) {
-  ServerConfig defaults;
-  help += " (" + std::to_string(min) + ".." + std::to_string(max) + "; default " +
-          std::to_string(field(defaults)) + ")";
-  JsonApply from_json = [field, min, max](const json& v, const std::string& where,
-                                          ServerConfig& c) -> Status {
-    MZ_ASSIGN_OR_RETURN(const int64_t n, KeyValue(v, where).Int(min, max));
-    field(c) = static_cast<int>(n);
-    return Status::Ok();
-  };
-  FlagApply from_flag = IntegerFlag(from_json);
-  std::string flag = Kebab(json_key);
-  return Key{std::move(json_key), std::move(flag),      std::move(value_name),
-             std::move(help),     std::move(from_json), std::move(from_flag)};
-}
 
 // One host's addresses/CIDRs, replacing what it had.
 Status ApplyAddresses(const std::string& host, const json& list, const std::string& where,
