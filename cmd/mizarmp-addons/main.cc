@@ -75,17 +75,44 @@ std::vector<mz::addons::AddonsService*> Pointers(const Services& services) {
   return out;
 }
 
-int CannotStart(const char* what, const mz::Status& status) {
-  MZ_LOG(kError) << what << ": " << status.ToString();
-  std::fprintf(stderr, "mizarmp-addons: %s\n", status.message().c_str());
-  return 1;
+// The parts of a node's server that serve no RPC of their own: the plugin's relay, the
+// publication to the controller's port index (and the fence set it enforces), the plugin's
+// outcome log. Each is there when the configuration asks for it.
+struct NodeComponents {
+  std::unique_ptr<mz::relay::RelayComponent> relay;
+  std::unique_ptr<mz::fence::Publisher> publisher;
+  std::unique_ptr<mz::addons::CniOutcomesComponent> cni_outcomes;
+
+  std::vector<mz::addons::AddonsComponent*> All() const {
+    std::vector<mz::addons::AddonsComponent*> all;
+    if (relay != nullptr) all.push_back(relay.get());
+    if (publisher != nullptr) all.push_back(publisher.get());
+    if (cni_outcomes != nullptr) all.push_back(cni_outcomes.get());
+    return all;
+  }
+};
+
+// The node's components; the error names the one that could not start.
+mz::Result<NodeComponents> StartNodeComponents(const mz::cmd::ServerConfig& config) {
+  NodeComponents made;
+  if (!config.relay.socket_path.empty()) {
+    auto started = mz::relay::RelayComponent::Start(config.relay, config.mizarmp_check);
+    if (!started.ok()) return started.status().WithContext("cannot start the relay");
+    made.relay = std::move(*started);
+  }
+  // The plugin on this node appends its outcomes in the state dir both read.
+  made.cni_outcomes = std::make_unique<mz::addons::CniOutcomesComponent>(
+      mz::CniOutcomeLogPath(config.fence.state_dir));
+  if (!config.publisher.target.empty()) {
+    auto publisher = mz::fence::Publisher::Create(config.publisher);
+    if (!publisher.ok()) return publisher.status().WithContext("cannot publish to the port index");
+    made.publisher = std::move(*publisher);
+  }
+  return made;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before any thread exists, so every gRPC thread inherits the blocked mask.
-  mz::TerminationSignals signals;
+// What the process sets before any thread exists.
+void TuneProcess() {
   // glibc gives each new thread under contention an arena of its own, up to 8 per core, and
   // keeps what each arena once held: gRPC's sync server starts and retires request threads as
   // load moves, so under steady traffic RSS climbed in steps by tens of MB while the live heap
@@ -98,6 +125,20 @@ int main(int argc, char** argv) {
   // suspects. abseil's release builds ignore cycles; the server does the same. (CI's TSan pass
   // still reports lock-order inversions among our own locks.)
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+int CannotStart(const char* what, const mz::Status& status) {
+  MZ_LOG(kError) << what << ": " << status.ToString();
+  std::fprintf(stderr, "mizarmp-addons: %s\n", status.message().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any thread exists, so every gRPC thread inherits the blocked mask.
+  mz::TerminationSignals signals;
+  TuneProcess();
 
   auto parsed = mz::cmd::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) {
@@ -126,35 +167,18 @@ int main(int argc, char** argv) {
                 << " mpurl=" << mz::RedactUrl(config.mizarmp.base_url);
 
   Services services;
-  std::unique_ptr<mz::relay::RelayComponent> relay;
-  std::unique_ptr<mz::fence::Publisher> publisher;
-  std::unique_ptr<mz::addons::CniOutcomesComponent> cni_outcomes;
+  NodeComponents node;
   if (config.identity.mode == mz::addons::Mode::kController) {
     services = ControllerServices(config);
   } else {
     auto made = NodeServices(config);
     if (!made.ok()) return CannotStart("cannot start key rotation", made.status());
     services = std::move(made).value();
-    if (!config.relay.socket_path.empty()) {
-      auto started = mz::relay::RelayComponent::Start(config.relay, config.mizarmp_check);
-      if (!started.ok()) return CannotStart("cannot start the relay", started.status());
-      relay = std::move(*started);
-    }
-    // The plugin on this node appends its outcomes in the state dir both read.
-    cni_outcomes = std::make_unique<mz::addons::CniOutcomesComponent>(
-        mz::CniOutcomeLogPath(config.fence.state_dir));
-    if (!config.publisher.target.empty()) {
-      auto made_publisher = mz::fence::Publisher::Create(config.publisher);
-      if (!made_publisher.ok()) {
-        return CannotStart("cannot publish to the port index", made_publisher.status());
-      }
-      publisher = std::move(*made_publisher);
-    }
+    auto started = StartNodeComponents(config);
+    if (!started.ok()) return CannotStart("node components", started.status());
+    node = std::move(*started);
   }
-  std::vector<mz::addons::AddonsComponent*> components;
-  if (relay != nullptr) components.push_back(relay.get());
-  if (publisher != nullptr) components.push_back(publisher.get());
-  if (cni_outcomes != nullptr) components.push_back(cni_outcomes.get());
+  const std::vector<mz::addons::AddonsComponent*> components = node.All();
   mz::addons::IdentityService identity(config.identity, Pointers(services), components);
 
   mz::addons::Server server(config.server);
