@@ -111,6 +111,73 @@ Status ReadPlug(const JsonFields& conf, NetConf* c) {
   return Status::Ok();
 }
 
+// Where the plugin keeps its state and logs on this node, and the pod interface's MTU.
+Status ReadNodeSettings(const JsonFields& conf, NetConf* c) {
+  MZ_RETURN_IF_ERROR(conf.String("stateDir", &c->state_dir));
+  if (c->state_dir.empty() || c->state_dir[0] != '/') {
+    return InvalidArgumentError("config key \"stateDir\": " + Quoted(c->state_dir) +
+                                " is not an absolute path");
+  }
+  MZ_RETURN_IF_ERROR(conf.String("logFile", &c->log_file));
+  MZ_RETURN_IF_ERROR(conf.String("logLevel", &c->log_level));
+  if (auto lvl = log::ParseLevel(c->log_level); !lvl.ok()) {
+    return InvalidArgumentError("config key \"logLevel\": " + lvl.status().message());
+  }
+  int64_t log_max_bytes = 0;
+  MZ_RETURN_IF_ERROR(conf.Int("logMaxBytes", kMinLogMaxBytes, kMaxLogMaxBytes, &log_max_bytes));
+  c->log_max_bytes = static_cast<uint64_t>(log_max_bytes);
+  MZ_RETURN_IF_ERROR(conf.Int("mtu", 68, 65535, &c->mtu));
+  return Status::Ok();
+}
+
+// How the plugin reaches Mizar-MP: TLS, the token, the node's relay; and the pod's DNS.
+Status ReadConnection(const JsonFields& conf, NetConf* c) {
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> dns, conf.Object("dns"));
+  if (dns) {
+    MZ_RETURN_IF_ERROR(dns->Strings("nameservers", &c->dns.nameservers));
+    MZ_RETURN_IF_ERROR(dns->String("domain", &c->dns.domain));
+    MZ_RETURN_IF_ERROR(dns->Strings("search", &c->dns.search));
+    MZ_RETURN_IF_ERROR(dns->Strings("options", &c->dns.options));
+  }
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> tls, conf.Object("tls"));
+  if (tls) {
+    MZ_RETURN_IF_ERROR(tls->String("caFile", &c->tls.ca_file));
+    MZ_RETURN_IF_ERROR(tls->String("certFile", &c->tls.cert_file));
+    MZ_RETURN_IF_ERROR(tls->String("keyFile", &c->tls.key_file));
+    MZ_RETURN_IF_ERROR(tls->Bool("insecureSkipVerify", &c->tls.insecure_skip_verify));
+  }
+  MZ_RETURN_IF_ERROR(conf.String("tokenFile", &c->token_file));
+  MZ_RETURN_IF_ERROR(conf.String("relaySocket", &c->relay_socket));
+  if (!c->relay_socket.empty() && c->relay_socket[0] != '/') {
+    return InvalidArgumentError("config key \"relaySocket\": " + Quoted(c->relay_socket) +
+                                " is not an absolute path");
+  }
+  return Status::Ok();
+}
+
+// How long the plugin waits for Mizar-MP, how it polls, how often it retries.
+Status ReadTimings(const JsonFields& conf, NetConf* c) {
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> timeouts, conf.Object("timeouts"));
+  if (timeouts) {
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "readyMs", 1, &c->ready_timeout));
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "requestMs", 1, &c->request_timeout));
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "connectMs", 1, &c->connect_timeout));
+    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "nicMs", 0, &c->nic_timeout));
+  }
+  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> poll, conf.Object("poll"));
+  if (poll) {
+    MZ_RETURN_IF_ERROR(ReadMs(*poll, "initialMs", 1, &c->poll_initial));
+    MZ_RETURN_IF_ERROR(ReadMs(*poll, "maxMs", 1, &c->poll_max));
+    if (c->poll_max < c->poll_initial) {
+      return InvalidArgumentError(
+          "config key \"poll.maxMs\" (" + std::to_string(c->poll_max.count()) +
+          ") is below poll.initialMs (" + std::to_string(c->poll_initial.count()) + ")");
+    }
+  }
+  MZ_RETURN_IF_ERROR(conf.Int("retries", 0, 10, &c->retries));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<NetConf> ParseNetConf(const json& doc) {
@@ -142,61 +209,9 @@ Result<NetConf> ParseNetConf(const json& doc) {
   if (!parsed_dialect.ok()) return parsed_dialect.status().WithContext("config key \"dialect\"");
   c.dialect = *parsed_dialect;
   MZ_RETURN_IF_ERROR(ReadPlug(conf, &c));
-
-  MZ_RETURN_IF_ERROR(conf.String("stateDir", &c.state_dir));
-  if (c.state_dir.empty() || c.state_dir[0] != '/') {
-    return InvalidArgumentError("config key \"stateDir\": " + Quoted(c.state_dir) +
-                                " is not an absolute path");
-  }
-  MZ_RETURN_IF_ERROR(conf.String("logFile", &c.log_file));
-  MZ_RETURN_IF_ERROR(conf.String("logLevel", &c.log_level));
-  if (auto lvl = log::ParseLevel(c.log_level); !lvl.ok()) {
-    return InvalidArgumentError("config key \"logLevel\": " + lvl.status().message());
-  }
-  int64_t log_max_bytes = 0;
-  MZ_RETURN_IF_ERROR(conf.Int("logMaxBytes", kMinLogMaxBytes, kMaxLogMaxBytes, &log_max_bytes));
-  c.log_max_bytes = static_cast<uint64_t>(log_max_bytes);
-  MZ_RETURN_IF_ERROR(conf.Int("mtu", 68, 65535, &c.mtu));
-
-  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> dns, conf.Object("dns"));
-  if (dns) {
-    MZ_RETURN_IF_ERROR(dns->Strings("nameservers", &c.dns.nameservers));
-    MZ_RETURN_IF_ERROR(dns->String("domain", &c.dns.domain));
-    MZ_RETURN_IF_ERROR(dns->Strings("search", &c.dns.search));
-    MZ_RETURN_IF_ERROR(dns->Strings("options", &c.dns.options));
-  }
-  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> tls, conf.Object("tls"));
-  if (tls) {
-    MZ_RETURN_IF_ERROR(tls->String("caFile", &c.tls.ca_file));
-    MZ_RETURN_IF_ERROR(tls->String("certFile", &c.tls.cert_file));
-    MZ_RETURN_IF_ERROR(tls->String("keyFile", &c.tls.key_file));
-    MZ_RETURN_IF_ERROR(tls->Bool("insecureSkipVerify", &c.tls.insecure_skip_verify));
-  }
-  MZ_RETURN_IF_ERROR(conf.String("tokenFile", &c.token_file));
-  MZ_RETURN_IF_ERROR(conf.String("relaySocket", &c.relay_socket));
-  if (!c.relay_socket.empty() && c.relay_socket[0] != '/') {
-    return InvalidArgumentError("config key \"relaySocket\": " + Quoted(c.relay_socket) +
-                                " is not an absolute path");
-  }
-
-  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> timeouts, conf.Object("timeouts"));
-  if (timeouts) {
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "readyMs", 1, &c.ready_timeout));
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "requestMs", 1, &c.request_timeout));
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "connectMs", 1, &c.connect_timeout));
-    MZ_RETURN_IF_ERROR(ReadMs(*timeouts, "nicMs", 0, &c.nic_timeout));
-  }
-  MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> poll, conf.Object("poll"));
-  if (poll) {
-    MZ_RETURN_IF_ERROR(ReadMs(*poll, "initialMs", 1, &c.poll_initial));
-    MZ_RETURN_IF_ERROR(ReadMs(*poll, "maxMs", 1, &c.poll_max));
-    if (c.poll_max < c.poll_initial) {
-      return InvalidArgumentError(
-          "config key \"poll.maxMs\" (" + std::to_string(c.poll_max.count()) +
-          ") is below poll.initialMs (" + std::to_string(c.poll_initial.count()) + ")");
-    }
-  }
-  MZ_RETURN_IF_ERROR(conf.Int("retries", 0, 10, &c.retries));
+  MZ_RETURN_IF_ERROR(ReadNodeSettings(conf, &c));
+  MZ_RETURN_IF_ERROR(ReadConnection(conf, &c));
+  MZ_RETURN_IF_ERROR(ReadTimings(conf, &c));
 
   MZ_ASSIGN_OR_RETURN(const std::optional<JsonFields> prev_result, conf.Object("prevResult"));
   if (prev_result) c.prev_result = prev_result->object();
