@@ -215,6 +215,39 @@ class EtcdLeadership final : public Leadership {
   etcd::Election election_;
 };
 
+// The transaction that writes `texts` over `read`: each shard that changed put (or deleted,
+// when empty) while it is as read, so a writer that went around the guard (an operator's
+// etcdctl) is re-read rather than overwritten, and the guard rewritten while it is as read.
+// `written` gets the shards it writes; none: nothing changes.
+etcdserverpb::TxnRequest CommitOf(const State& read, const std::array<std::string, kShards>& texts,
+                                  const std::string& prefix, std::vector<int>* written) {
+  etcdserverpb::TxnRequest txn;
+  RequireModRevision(txn, prefix + "revision", read.guard_revision);
+  for (int shard = 0; shard < kShards; ++shard) {
+    if (texts[shard] == read.text[shard]) continue;
+    written->push_back(shard);
+    const std::string key = prefix + ShardName(shard);
+    RequireModRevision(txn, key, read.shard_revision[shard]);
+    *txn.add_success() = texts[shard].empty() ? DeleteOp(key) : PutOp(key, texts[shard]);
+  }
+  *txn.add_success() = PutOp(prefix + "revision", records::NowRfc3339());
+  return txn;
+}
+
+// What etcd holds once CommitOf(read, texts) committed at `revision`: the shards as written
+// (each created or deleted one counted), the guard at that revision.
+State Committed(State next, const State& read, const std::array<std::string, kShards>& texts,
+                const std::vector<int>& written, int64_t revision) {
+  next.text = texts;
+  next.guard_revision = revision;
+  next.key_count += read.guard_revision == 0 ? 1 : 0;
+  for (int shard : written) {
+    next.shard_revision[shard] = texts[shard].empty() ? 0 : revision;
+    next.key_count += (read.text[shard].empty() ? 1 : 0) - (texts[shard].empty() ? 1 : 0);
+  }
+  return next;
+}
+
 }  // namespace
 
 EtcdFenceStore::EtcdFenceStore(std::string location, EtcdStoreOptions options,
@@ -381,53 +414,18 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
     State next = *read;
     change(next);
 
-    etcdserverpb::TxnRequest txn;
-    auto* guard = txn.add_compare();
-    guard->set_key(Key("revision"));
-    guard->set_target(etcdserverpb::Compare::MOD);
-    guard->set_result(etcdserverpb::Compare::EQUAL);
-    guard->set_mod_revision(read->guard_revision);
     const std::array<std::string, kShards> texts = ShardTexts(next);
     std::vector<int> written;
-    for (int shard = 0; shard < kShards; ++shard) {
-      const std::string& text = texts[shard];
-      if (text == read->text[shard]) continue;
-      written.push_back(shard);
-      // Each shard written must also be as read: a writer that went around the guard (an
-      // operator's etcdctl) is then re-read rather than overwritten.
-      auto* unchanged = txn.add_compare();
-      unchanged->set_key(Key(ShardName(shard)));
-      unchanged->set_target(etcdserverpb::Compare::MOD);
-      unchanged->set_result(etcdserverpb::Compare::EQUAL);
-      unchanged->set_mod_revision(read->shard_revision[shard]);
-      if (text.empty()) {
-        txn.add_success()->mutable_request_delete_range()->set_key(Key(ShardName(shard)));
-      } else {
-        auto* put = txn.add_success()->mutable_request_put();
-        put->set_key(Key(ShardName(shard)));
-        put->set_value(text);
-      }
-    }
-    if (txn.success().empty()) {  // nothing changes
+    const etcdserverpb::TxnRequest txn = CommitOf(*read, texts, options_.prefix, &written);
+    if (written.empty()) {  // nothing changes
       Remember(std::move(read));
       return Status::Ok();
     }
-    auto* put_guard = txn.add_success()->mutable_request_put();
-    put_guard->set_key(Key("revision"));
-    put_guard->set_value(records::NowRfc3339());
 
     auto answer = client_->Txn(txn);
     if (answer.ok() && answer->succeeded()) {
-      // What etcd now holds: the shards as written (each created or deleted one counted), the
-      // guard at the transaction's revision.
       const int64_t revision = answer->header().revision();
-      next.text = texts;
-      next.guard_revision = revision;
-      next.key_count += read->guard_revision == 0 ? 1 : 0;
-      for (int shard : written) {
-        next.shard_revision[shard] = texts[shard].empty() ? 0 : revision;
-        next.key_count += (read->text[shard].empty() ? 1 : 0) - (texts[shard].empty() ? 1 : 0);
-      }
+      next = Committed(std::move(next), *read, texts, written, revision);
       NoteOwnCommit(read->guard_revision, revision);
       Remember(std::make_shared<const State>(std::move(next)));
       return Status::Ok();
