@@ -166,6 +166,7 @@ Status HostFilter::Change(const FenceSet& set, bool whole) {
   }
   MZ_RETURN_IF_ERROR(applied);
   enforced_ = set;
+  if (state_file_.empty()) return Status::Ok();
   std::string text;
   for (const Cidr& c : set.cidrs) text += c.ToString() + "\n";
   return WriteFileAtomic(state_file_, text, 0600).WithContext("keeping the fence set");

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright The mizarmp Authors
 // A node's own enforcement of the standing fence set (fence/fence_set.h), on every node,
-// whatever that node's Mizar-MP agent does: the nftables table `inet mizarmp_fence` in the node
-// agent's network namespace drops every packet from or to a fenced CIDR on the input, output
-// and forward hooks. So a node neither talks to a fenced address nor routes its pods' traffic to
-// or from one, and a dead node's pods are cut off by the nodes that survive it.
+// whatever that node's Mizar-MP agent does: the nftables table `inet mizarmp_fence` in the
+// calling thread's network namespace drops every packet from or to a fenced CIDR on the input,
+// output and forward hooks. In the node agent's namespace, the node neither talks to a fenced
+// address nor routes traffic to or from one; in each pod's (fence/pod_filters.h), the pod does
+// neither. So a dead node's pods are cut off by the nodes that survive it.
 //
 // Each change is one nftables transaction, so it never opens a gap: the elements that changed,
 // or the whole table when this agent does not know what the kernel holds (its first set, or a
@@ -43,7 +44,8 @@ std::string HostFilterDelta(const FenceSet& from, const FenceSet& to);
 
 class HostFilter {
  public:
-  // `state_file`: where the enforced set is kept (absolute).
+  // `state_file`: where the enforced set is kept (absolute), or empty for none (a pod's table,
+  // which the agent builds whole again after a restart).
   HostFilter(std::string state_file, std::vector<KeptPeer> keep)
       : state_file_(std::move(state_file)), keep_(std::move(keep)) {}
 

@@ -21,6 +21,9 @@ namespace {
 constexpr std::chrono::seconds kPublishDeadline{10};
 // How soon a fence set stream that ended is opened again.
 constexpr std::chrono::milliseconds kWatchRetry{1000};
+// How often the records are looked at while a fence stands, at the most: a pod added meanwhile
+// gets the set (fence/pod_filters.h) within this of its record (a stat per network directory).
+constexpr std::chrono::milliseconds kFencedLook{500};
 
 // TLS towards the controller: its CA, and this node's certificate, which the publication
 // endpoint requires (it authenticates node agents by client certificate).
@@ -173,7 +176,10 @@ void Publisher::Run() {
   }
   do {
     Look();
-  } while (!StoppedWithin(options_.interval, /*wake_on_push=*/true));
+  } while (!StoppedWithin(filter_.enforced().cidrs.empty()
+                              ? options_.interval
+                              : std::min<std::chrono::milliseconds>(options_.interval, kFencedLook),
+                          /*wake_on_push=*/true));
 }
 
 void Publisher::Look() {
@@ -186,15 +192,15 @@ void Publisher::Look() {
   }
   EnforcePushed(snapshot.ok() ? &*snapshot : nullptr);
   if (!snapshot.ok()) return;
-  CutFencedPods(*snapshot);  // pods made inside a fence since the last look
+  EnforceOnPods(*snapshot);  // pods made since the last look
   std::vector<AddressedPort> ports = NodeAttachments(*snapshot, options_.node);
   const bool changed = !accepted_any_ || ports != accepted_;
   if (!changed && std::chrono::steady_clock::now() < republish_at_) return;
   Status published = Publish(ports);
-  // A new fence set is acknowledged at once, once this node's pods inside it are cut: a fence
+  // A new fence set is acknowledged at once, once this node's pods enforce it too: a fence
   // answers only once every live node enforces it (fence/fence_service.h, AwaitNodes).
   if (published.ok() && unacknowledged_) {
-    CutFencedPods(*snapshot);
+    EnforceOnPods(*snapshot);
     published = Publish(ports);
   }
   if (!published.ok()) {
@@ -205,14 +211,19 @@ void Publisher::Look() {
   accepted_any_ = true;
 }
 
-void Publisher::CutFencedPods(const std::vector<records::RecordCache::Records>& records) {
-  if (records == cut_for_records_ && filter_.digest() == cut_for_set_) return;
-  if (Status s = cutter_.Apply(FencedLinks(records, options_.node, filter_.enforced())); !s.ok()) {
-    MZ_LOG(kWarn) << "fence: " << s.ToString();
-    return;  // tried again at the next look
+void Publisher::EnforceOnPods(const std::vector<records::RecordCache::Records>& records) {
+  if (records == pods_enforced_for_records_ && filter_.digest() == pods_enforced_for_set_) return;
+  const FenceSet& set = filter_.enforced();
+  Status filtered = pod_filters_.Apply(PodNamespaces(records, options_.node), set);
+  Status cut = cutter_.Apply(FencedLinks(records, options_.node, set));
+  for (const Status* s : {&filtered, &cut}) {
+    if (!s->ok()) {
+      MZ_LOG(kWarn) << "fence: " << s->ToString();
+    }
   }
-  cut_for_records_ = records;
-  cut_for_set_ = filter_.digest();
+  if (!filtered.ok() || !cut.ok()) return;  // tried again at the next look
+  pods_enforced_for_records_ = records;
+  pods_enforced_for_set_ = filter_.digest();
 }
 
 Status Publisher::Publish(const std::vector<AddressedPort>& ports) {
@@ -289,13 +300,13 @@ void Publisher::EnforcePushed(const std::vector<records::RecordCache::Records>* 
     republish_at_ = {};
     return;
   }
-  // This node's own pods inside the set are cut before it says it enforces the set. Without
+  // This node's pods enforce the set before it says it enforces the set. Without
   // the records (unreadable now) it does not say so: the next look tries again.
   if (records == nullptr) {
     republish_at_ = {};
     return;
   }
-  CutFencedPods(*records);
+  EnforceOnPods(*records);
   if (Status acked = Acknowledge(update->fence_set_digest()); !acked.ok()) {
     MZ_LOG(kWarn) << "fence: " << acked.ToString() << "; the next publication acknowledges it";
     republish_at_ = {};

@@ -6,18 +6,21 @@
 // ports inside its CIDRs without listing every port at Mizar-MP.
 //
 // Each look at the records costs a stat per network directory when nothing changed
-// (records/cache.h). A change is published at the next look; an unchanged set is published
+// (records/cache.h); looks come every publishIntervalMs, and at least twice a second while a
+// fence stands, so a new pod gets the set within that. A change is published at the next look;
+// an unchanged set is published
 // again once a third of the lease the controller granted has passed, so a live node never lapses
 // for one lost call. A failed call is retried at the next look. The whole set goes in every
 // call: the controller replaces what the node published before, so nothing depends on an
 // earlier call having arrived.
 //
-// Each answer also carries the standing fence set, which this node enforces for itself and the
-// pods it routes (fence/host_filter.h), so a fence holds on the surviving nodes when the fenced
-// node's own agent is dead; and this node cuts its own pods inside the set (fence/link_cutter.h),
-// so it holds on a fenced node that is alive, whatever Mizar-MP's agent does. The set is also
+// Each answer also carries the standing fence set, which this node enforces for itself
+// (fence/host_filter.h) and inside each of its pods (fence/pod_filters.h), so a fence holds on
+// the surviving nodes when the fenced node's own agent is dead; and this node cuts its own pods
+// inside the set (fence/link_cutter.h), so it holds on a fenced node that is alive, whatever
+// Mizar-MP's agent does. The set is also
 // pushed: a second thread keeps a WatchFenceSet stream open to the controller and hands each
-// update to the loop, which wakes at once, enforces the set, cuts its pods and only then
+// update to the loop, which wakes at once, enforces the set on the node and its pods and only then
 // acknowledges it (Acknowledge), so a fence answers within the controller's pass rather than at
 // the next publication. The stream reconnects after kWatchRetry when it ends; meanwhile the
 // publications carry the set as before.
@@ -35,6 +38,7 @@
 #include "fence/host_filter.h"
 #include "fence/link_cutter.h"
 #include "fence/options.h"
+#include "fence/pod_filters.h"
 #include "fence/port_index.h"
 #include "records/cache.h"
 
@@ -85,15 +89,16 @@ class Publisher final : public addons::AddonsComponent {
   void Look();
   // Publishes `ports` and enforces the fence set the answer carries.
   Status Publish(const std::vector<AddressedPort>& ports);
-  // Cuts this node's pods inside the enforced set and restores those no longer inside
-  // (fence/link_cutter.h), when the records or the set changed since it last succeeded.
-  void CutFencedPods(const std::vector<records::RecordCache::Records>& records);
+  // Enforces the set on this node's pods, when the records or the set changed since it last
+  // succeeded: the set inside each pod (fence/pod_filters.h), and the pods inside the set cut,
+  // those no longer inside restored (fence/link_cutter.h).
+  void EnforceOnPods(const std::vector<records::RecordCache::Records>& records);
   // Enforces the set of `digest` and `cidrs` (what `source` sent), when it is another than the
   // one enforced; true when it applied one (the controller has yet to hear of it).
   bool Enforce(const std::string& digest, const std::vector<std::string>& cidrs,
                const std::string& source) MZ_EXCLUDES(mu_);
-  // Enforces the update the stream brought, if any, cuts this node's pods inside it (from
-  // `records`; none: unreadable) and then acknowledges the set.
+  // Enforces the update the stream brought, if any, on the node and its pods (from `records`;
+  // none: unreadable) and then acknowledges the set.
   void EnforcePushed(const std::vector<records::RecordCache::Records>* records) MZ_EXCLUDES(mu_);
   Status Acknowledge(const std::string& digest);
   // The stream's thread: keeps a WatchFenceSet call open and hands each update to the loop.
@@ -106,6 +111,7 @@ class Publisher final : public addons::AddonsComponent {
   std::shared_ptr<grpc::Channel> channel_;
   records::RecordCache records_{options_.state_dir};
   LinkCutter cutter_{options_.state_dir + "/.fenced-links"};
+  PodFilters pod_filters_;  // the loop's own
   HostFilter filter_;  // the loop's own
   // The loop's own (its thread only): what the controller last accepted, and when to publish an
   // unchanged set again.
@@ -113,9 +119,9 @@ class Publisher final : public addons::AddonsComponent {
   bool accepted_any_ = false;
   std::chrono::steady_clock::time_point republish_at_;
   bool unacknowledged_ = false;  // a set was applied since the last publication
-  // What the cutter last applied successfully: for these records and this set's digest.
-  std::vector<records::RecordCache::Records> cut_for_records_;
-  std::string cut_for_set_;
+  // What EnforceOnPods last enforced in full: for these records and this set's digest.
+  std::vector<records::RecordCache::Records> pods_enforced_for_records_;
+  std::string pods_enforced_for_set_;
 
   mutable Mutex mu_;
   std::condition_variable cv_;

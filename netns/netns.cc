@@ -53,6 +53,10 @@ Result<Netns> Netns::Open(const std::string& path) {
 
 Result<Netns> Netns::Current() { return Open(kThreadNetns); }
 
+Status Netns::Run(const std::function<Status()>& fn) const {
+  return internal::RunInNetns(fd(), fn).WithContext("in network namespace " + path_);
+}
+
 namespace internal {
 
 Result<UniqueFd> DupFd(int fd) {

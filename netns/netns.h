@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,10 @@ class Netns {
   static Result<Netns> Current();
   int fd() const { return fd_.get(); }
   const std::string& path() const { return path_; }
+  // Runs `fn` with the calling thread inside this namespace; the thread is back in its own on
+  // return (the process aborts rather than go on in the wrong one). For libraries that open
+  // their own sockets where the thread is, as libnftables does.
+  Status Run(const std::function<Status()>& fn) const;
 
  private:
   UniqueFd fd_;

@@ -956,6 +956,37 @@ class SurvivingNodeTest : public PublicationTest {
     return n;
   }
 
+  // A pod of node-b at `ip` whose data plane reaches node-a without crossing node-b's IP
+  // hooks, as Open vSwitch's userspace datapath or an XDP data plane carries it: its link goes
+  // straight to node-a. The plugin's record of it is in node-b's agent's state dir.
+  void AddNodeBPod(const testing::ScopedNetns& pod, const std::string& ip) {
+    const std::string tag = ip.substr(ip.rfind('.') + 1) + std::to_string(::getpid() % 10000);
+    const std::string pod_end = "mzpb" + tag, node_a_end = "mzap" + tag;
+    for (const std::string& step : std::vector<std::string>{
+             "ip link add " + pod_end + " netns " + pod.name() + " type veth peer " +
+                 node_a_end + " netns " + node_a_.name(),
+             "ip -n " + pod.name() + " addr add " + ip + "/24 dev " + pod_end,
+             "ip -n " + pod.name() + " link set " + pod_end + " up",
+             "ip -n " + node_a_.name() + " link set " + node_a_end + " up",
+             "ip -n " + node_a_.name() + " route add " + ip + "/32 dev " + node_a_end}) {
+      std::string out;
+      ASSERT_EQ(testing::Shell(step, &out), 0) << step << ": " << out;
+    }
+    const std::string state_dir = dir_.path() + "/node-b-agent/cni";
+    ASSERT_TRUE(MakeDirs(state_dir, 0700).ok());
+    records::Record record = testing::CompleteRecord("mizarmp", pod.name(), "node-b", {ip + "/24"});
+    record.netns = pod.path();
+    record.ifname = pod_end;
+    const Status written = records::RecordStore(state_dir).Write(record);
+    ASSERT_TRUE(written.ok()) << written.ToString();
+  }
+  static bool PodReaches(const testing::ScopedNetns& pod, const std::string& ip) {
+    return pod.Exec("ping -c1 -W1 " + ip + " >/dev/null 2>&1") == 0;
+  }
+  bool AReaches(const std::string& ip) {
+    return node_a_.Exec("ping -c1 -W1 " + ip + " >/dev/null 2>&1") == 0;
+  }
+
   bool BReaches(const std::string& ip) {
     return node_b_.Exec("ping -c1 -W1 " + ip + " >/dev/null 2>&1") == 0;
   }
@@ -997,6 +1028,41 @@ TEST_F(SurvivingNodeTest, ASurvivingNodeCutsOffAFencedPodOfADeadNode) {
   std::string ruleset;
   node_b_.Exec("nft list ruleset", &ruleset);
   EXPECT_EQ(ruleset.find("mizarmp_fence"), std::string::npos) << "the unfence left " << ruleset;
+}
+
+// node-b's pod is cut off from the dead node's fenced pod in its own namespace, although its
+// traffic never crosses node-b's netfilter; the unfence restores it and leaves nothing there.
+TEST_F(SurvivingNodeTest, ASurvivingNodesPodIsCutOffWhateverItsDataPlane) {
+  MZ_REQUIRE_NETNS();
+  ASSERT_NO_FATAL_FAILURE(StartController(3s, 1h));
+  ASSERT_NO_FATAL_FAILURE(AddPort("a1", "node-a", "10.236.0.10", false));
+  ASSERT_NO_FATAL_FAILURE(LinkNodes({"10.236.0.10/24"}));
+  const testing::ScopedNetns b1(testing::UniqueName("mzpb")), b2(testing::UniqueName("mzpb"));
+  ASSERT_NO_FATAL_FAILURE(AddNodeBPod(b1, "10.236.0.30"));
+  ASSERT_TRUE(PodReaches(b1, "10.236.0.10") && AReaches("10.236.0.30"));
+  ASSERT_NO_FATAL_FAILURE(StartNodeBAgent());
+
+  ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.10/32"));
+  EXPECT_FALSE(PodReaches(b1, "10.236.0.10")) << "node-b's pod still reaches the fenced pod\n"
+                                              << AgentLog();
+  EXPECT_FALSE(AReaches("10.236.0.30")) << "the fenced pod still reaches node-b's pod";
+  EXPECT_EQ(b1.Exec("sh -c 'ip link show up | grep -q mzpb'"), 0)
+      << "an unfenced pod's link was touched";
+  // A pod added to node-b while the fence stands is cut off from it once its record is there.
+  ASSERT_NO_FATAL_FAILURE(AddNodeBPod(b2, "10.236.0.31"));
+  EXPECT_TRUE(WaitUntil([&] { return b2.Exec("nft list table inet mizarmp_fence") == 0; }))
+      << AgentLog();
+  EXPECT_FALSE(PodReaches(b2, "10.236.0.10")) << "a new pod of node-b reaches the fenced pod";
+  EXPECT_FALSE(AReaches("10.236.0.31")) << "the fenced pod reaches a new pod of node-b";
+
+  ASSERT_NO_FATAL_FAILURE(Unfence("10.236.0.10/32"));
+  for (const testing::ScopedNetns* pod : {&b1, &b2}) {
+    EXPECT_TRUE(PodReaches(*pod, "10.236.0.10")) << pod->name();
+    std::string ruleset;
+    pod->Exec("nft list ruleset", &ruleset);
+    EXPECT_EQ(ruleset.find("mizarmp_fence"), std::string::npos) << "the unfence left " << ruleset;
+  }
+  EXPECT_TRUE(AReaches("10.236.0.30") && AReaches("10.236.0.31"));
 }
 
 // rook fences a failed node's own address (its host-network storage clients): the fence covers

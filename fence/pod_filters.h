@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright The mizarmp Authors
+// The fence set inside each pod of this node: the host filter's table (fence/host_filter.h) in
+// the pod's own network namespace. The node's table alone misses a pod whose traffic never
+// crosses the node's IP hooks: Open vSwitch's userspace datapath takes a packet off the pod
+// veth's host end through an AF_PACKET socket, which the kernel serves before any ingress hook
+// (`__netif_receive_skb_core` delivers to packet taps first), and XDP data planes such as
+// Mizar-MP v0.1's redirect it past them. Every packet a pod sends or receives crosses the pod's
+// own stack, whatever the data plane: there it is dropped.
+//
+// A pod's table is built whole the first time this agent sees the pod (after a restart too: the
+// kernel's table may hold a set lifted meanwhile), then changed by delta. A pod that leaves the
+// records (DEL) loses the table if its namespace is still there (a container that left this
+// network goes on running); a namespace that is gone took the table with it.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "fence/fence_set.h"
+#include "fence/host_filter.h"
+#include "records/cache.h"
+
+namespace mizarmp::fence {
+
+// The network namespaces of `node`'s pods in `records` (a record without a host id is the
+// node's), as the runtime gave them to the plugin.
+std::set<std::string> PodNamespaces(const std::vector<records::RecordCache::Records>& records,
+                                    const std::string& node);
+
+class PodFilters {
+ public:
+  // Makes the table in each namespace of `pods` hold `set`, and removes it from namespaces no
+  // longer listed. Each pod is done whatever another's outcome; the first error names its
+  // namespace, and that pod is tried again at the next Apply.
+  Status Apply(const std::set<std::string>& pods, const FenceSet& set);
+
+ private:
+  // Makes the table in the namespace at `netns` hold `set` through `filter`. A namespace that is
+  // gone is OK (its table went with it); `gone` says so.
+  static Status ApplyIn(const std::string& netns, HostFilter& filter, const FenceSet& set,
+                        bool* gone);
+
+  std::map<std::string, HostFilter> filters_;  // by namespace path: what each pod enforces
+};
+
+}  // namespace mizarmp::fence
