@@ -23,12 +23,15 @@ Status CheckName(const std::string& value, const std::string& field) {
   return Status::Ok();
 }
 
-// "namespace/name" of the attachment's pod; "" when it names none. Both or neither: a runtime
-// gives the two K8S_POD_* arguments together, and a namespace holds no '/'.
+// "namespace/name" of the attachment's pod; "" when it names none. A name may come alone
+// (podman's CNI backend passes K8S_POD_NAME without K8S_POD_NAMESPACE: Debian 12's podman 4.3,
+// seen in the Alcor demo), a namespace never does, and a namespace holds no '/'.
 Result<std::string> PublishedPod(const ::mizarmp::v1::Attachment& attachment,
                                  const std::string& field) {
   if (attachment.pod_namespace().empty() && attachment.pod_name().empty()) return std::string();
-  MZ_RETURN_IF_ERROR(CheckName(attachment.pod_namespace(), field + ".pod_namespace"));
+  if (!attachment.pod_namespace().empty()) {
+    MZ_RETURN_IF_ERROR(CheckName(attachment.pod_namespace(), field + ".pod_namespace"));
+  }
   MZ_RETURN_IF_ERROR(CheckName(attachment.pod_name(), field + ".pod_name"));
   if (attachment.pod_namespace().find('/') != std::string::npos) {
     return InvalidArgumentError(field + ".pod_namespace holds a '/'");

@@ -692,7 +692,7 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
     EXPECT_NE(s.error_message().find("fence_set_digest"), std::string::npos) << s.error_message();
   }
   request.clear_fence_set_digest();
-  // A pod is named by both K8S_POD_* values, and its namespace cannot hide a '/'.
+  // A pod's namespace comes with a name and cannot hide a '/'.
   request.set_node("node-a");
   attachment->clear_ips();
   attachment->add_ips("10.236.0.5");
@@ -706,6 +706,12 @@ TEST_F(PublicationTest, RefusesUnauthenticatedAndMalformedPublications) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find(field), std::string::npos) << s.error_message();
   }
+  // podman's CNI backend names a container's pod without a namespace: accepted as it is.
+  attachment->set_pod_namespace("");
+  attachment->set_pod_name("demo-b");
+  grpc::ClientContext named_alone;
+  const grpc::Status podman = Stub(node_a)->Publish(&named_alone, request, &response);
+  EXPECT_TRUE(podman.ok()) << podman.error_message();
 }
 
 // A fence reaches a node over its WatchFenceSet stream, and the node's acknowledgement is what
