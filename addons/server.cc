@@ -303,7 +303,11 @@ Status Server::Start() {
     serving_reported_ = true;
     for (HealthService* health : Healths()) health->SetServingStatus(serving_);
   }
-  MZ_LOG(kInfo) << "serving gRPC on " << address_;
+  MZ_LOG(kInfo) << "serving gRPC on " << address_
+                << (options_.additional_endpoint.empty()
+                        ? std::string()
+                        : " and on " + options_.additional_endpoint + " (bound port " +
+                              std::to_string(additional_port_) + ")");
   for (AddonsComponent* component : components_) component->Start();
   return Status::Ok();
 }

@@ -155,6 +155,7 @@ class FenceE2eTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    agent_b_.Kill(SIGTERM);  // lifts nothing: its table goes with the pods' namespaces
     addons_.Kill(SIGTERM);
     mock_.Kill(SIGTERM);  // the mock tears its veths and bridge down
     pods_.clear();
@@ -175,11 +176,10 @@ class FenceE2eTest : public ::testing::Test {
                                         "--log-level",
                                         "debug"};
     if (alcor_) {
-      // Alcor's agent on OVS, asked to act on admin_state_up, which the real one does not
-      // (DESIGN.md, plug mode): the fence's effect on the data plane is what is shown.
-      command.insert(command.end(),
-                     {"--dialect", "alcor", "--strict", "--agent-ovsdb", ovs_->socket_path(),
-                      "--agent-enforces-admin-state", "--bridge", ovs_->bridge()});
+      // Alcor's agent on OVS, which does not act on admin_state_up (DESIGN.md, plug mode): what
+      // cuts the data plane is node-b's agent (StartNodeBAgent).
+      command.insert(command.end(), {"--dialect", "alcor", "--strict", "--agent-ovsdb",
+                                     ovs_->socket_path(), "--bridge", ovs_->bridge()});
     } else {
       command.insert(command.end(),
                      {"--agent", "--bridge", UniqueName("mzbr"), "--agent-netns", host_->path()});
@@ -249,6 +249,17 @@ class FenceE2eTest : public ::testing::Test {
         {"logLevel", "debug"},
         {"logFile", dir_.path() + "/addons.log"},
     };
+    if (alcor_) {
+      // The port index, and its publication endpoint for node-b's agent (TLS, client
+      // certificates).
+      pki_ = std::make_unique<testing::Pki>();
+      ASSERT_EQ(pki_->error, "");
+      config.update({{"portIndex", true},
+                     {"publicationEndpoint", "tcp://127.0.0.1:0"},
+                     {"tlsCertFile", pki_->server_cert},
+                     {"tlsKeyFile", pki_->server_key},
+                     {"tlsClientCaFile", pki_->ca}});
+    }
     const std::string path = dir_.path() + "/addons.json";
     ASSERT_TRUE(WriteFileAtomic(path, config.dump(2)).ok());
     pid_t pid = testing::SpawnProcess({testing::BinDir() + "/mizarmp-addons", "--config", path},
@@ -273,6 +284,42 @@ class FenceE2eTest : public ::testing::Test {
         std::chrono::seconds(30));
     ASSERT_TRUE(ready) << "mizarmp-addons never became ready: " << StatusText(last) << "\nlog:\n"
                        << Log("addons.log") << Log("addons.out");
+    if (alcor_) StartNodeBAgent();
+  }
+
+  // The port the controller bound for publications, from its log; 0 when it has not said.
+  int PublicationPort() const {
+    static const std::regex kBound(R"(and on tcp://127\.0\.0\.1:0 \(bound port (\d+)\))");
+    const std::string log = Log("addons.log");
+    std::smatch m;
+    return std::regex_search(log, m, kBound) ? std::stoi(m[1].str()) : 0;
+  }
+
+  // node-b's agent: mizarmp-addons in node mode on this node's namespace, publishing node-b's
+  // pods (its records) to the controller and enforcing the fence set on them. node-a has none:
+  // it is the dead node, and what a fence of it does to the data plane is node-b's doing.
+  void StartNodeBAgent() {
+    const int port = PublicationPort();
+    ASSERT_GT(port, 0) << Log("addons.log");
+    const testing::Pki::KeyPair own = pki_->NodeClient("node-b");
+    ASSERT_EQ(pki_->error, "");
+    ASSERT_TRUE(MakeDirs(dir_.path() + "/agent-b", 0700).ok());
+    pid_t pid = testing::SpawnProcess(
+        {testing::BinDir() + "/mizarmp-addons", "--mode=node",
+         "--endpoint=unix://" + dir_.path() + "/agent-b/run/addons.sock",
+         "--key-store-dir=" + dir_.path() + "/agent-b/keys", "--state-dir=" + StateDir('b'),
+         "--host-id=node-b", "--publish-to=tcp://127.0.0.1:" + std::to_string(port),
+         "--publish-ca-file=" + pki_->ca, "--publish-cert-file=" + own.cert,
+         "--publish-key-file=" + own.key, "--publish-interval-ms=200",
+         "--log-file=" + dir_.path() + "/agent-b.log"},
+        {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}}, "", dir_.path() + "/agent-b.out");
+    ASSERT_GT(pid, 0);
+    agent_b_ = Child(pid);
+    ASSERT_TRUE(WaitFor([&] { return Log("agent-b.log").find("this node enforces") !=
+                                     std::string::npos; },
+                        std::chrono::seconds(30)))
+        << "node-b's agent never enforced a fence set:\n"
+        << Log("agent-b.log") << Log("agent-b.out");
   }
 
   json PluginConfig(char node) const {
@@ -557,7 +604,7 @@ class FenceE2eTest : public ::testing::Test {
   }
 
   // The mock plays the real Alcor controller (--strict) and its agent on OVS, into which the
-  // plugin plugs the pods (plug mode); the agent is asked to take a fenced port down.
+  // plugin plugs the pods (plug mode); node-b runs its own agent (StartNodeBAgent).
   bool alcor_ = false;
   testing::TempDir dir_;
   std::string network_ = "mzt-" + UniqueName("f");
@@ -567,6 +614,8 @@ class FenceE2eTest : public ::testing::Test {
   std::vector<std::unique_ptr<ScopedNetns>> pods_;
   Child mock_;
   Child addons_;
+  Child agent_b_;                         // node-b's agent, on Alcor
+  std::unique_ptr<testing::Pki> pki_;     // the controller's and node-b's certificates, on Alcor
   std::string mpurl_;
   std::unique_ptr<client::Client> mp_;
   std::unique_ptr<identity::Identity::Stub> identity_;
@@ -580,7 +629,8 @@ TEST_F(FenceE2eTest, FenceIsolatesNodeAReconcileCatchesNewPodsUnfenceRestores) {
 
 // The same against the real Alcor controller's behaviour (mock-server/strict.h): its list holds
 // every project's ports and its update merges, so what a fence changes must still be exactly
-// the ports' admin state.
+// the ports' admin state. Its agent ignores admin_state_up and node-a runs no agent of ours (it
+// died): the cut is node-b's agent's, in node-b's pods, through the port index's channel.
 class FenceE2eOnAlcorTest : public FenceE2eTest {
  protected:
   FenceE2eOnAlcorTest() { alcor_ = true; }
