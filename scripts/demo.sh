@@ -22,8 +22,9 @@
 #   9. stops the servers. Everything it created is removed on any exit.
 #
 # MIZARMP_DEMO_DIALECT=alcor plays it on Alcor instead (scripts/demo_alcor.sh): Open vSwitch
-# started and stopped by the demo, the plugin plugs the pods into br-int itself, and a fence cuts
-# container A off and an unfence restores it.
+# started and stopped by the demo, the plugin plugs the pods into br-int itself, container A is
+# on a dead node, and a fence of it holds through the surviving node's agent; an unfence
+# restores it.
 #
 # Needs root. Takes well under a minute once build/ is up to date (the HA part adds ~15 s).
 set -euo pipefail
@@ -81,6 +82,7 @@ cleanup() {
   fi
   mz_podman_cleanup
   ha_cleanup
+  alcor_stop_node_agent
   stop_pid "$ADDONS_PID"
   if [[ -n "$MOCK_PID" ]] && kill -0 "$MOCK_PID" 2>/dev/null; then
     kill -TERM "$MOCK_PID"
@@ -125,10 +127,13 @@ list_leftovers() {
     '["port %s (%s) at the controller" % (p["id"], ",".join(i["ip_address"]
       for i in p.get("fixed_ips", []))) for p in d["ports"]]' \
     mz_http GET "$URL/project/$PROJECT/ports"
-  each_named "the attachment records (mizarmpctl attachments)" \
-    '["attachment record %s/%s:%s (port %s)" % (r["network"], r["containerId"], r["ifname"],
-      r["portId"]) for r in d]' \
-    "$BIN/mizarmpctl" attachments -o json --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
+  local conflist
+  for conflist in "$MZ_CNI_CONF_DIR"/*.conflist; do
+    each_named "the attachment records (mizarmpctl attachments)" \
+      '["attachment record %s/%s:%s (port %s)" % (r["network"], r["containerId"], r["ifname"],
+        r["portId"]) for r in d]' \
+      "$BIN/mizarmpctl" attachments -o json --conflist "$conflist"
+  done
   if [[ $DIALECT == alcor ]]; then
     alcor_leftovers
   else
@@ -191,9 +196,11 @@ mz_write_conflist "$ROOT/conf/mizarmp.conflist" "$MZ_CNI_CONF_DIR/$NETWORK.confl
 cat "$MZ_CNI_CONF_DIR/$NETWORK.conflist"
 echo "podman: $MZ_PODMAN (runc, cgroupfs, CNI backend, storage under $MZ_PODMAN_DIR)"
 
+# The network container $1 joins: on Alcor, A's is the dead node's.
+network_of() { if [[ $DIALECT == alcor ]]; then alcor_network_of "$1"; else echo "$NETWORK"; fi; }
 for c in a b; do
-  section "container ${c^^}: podman run -d on the network $NETWORK"
-  run mz_podman run -d --name "demo-$c" --network "$NETWORK" "$MZ_IMAGE" sleep 600
+  section "container ${c^^}: podman run -d on the network $(network_of $c)"
+  run mz_podman run -d --name "demo-$c" --network "$(network_of $c)" "$MZ_IMAGE" sleep 600
   run mz_podman exec "demo-$c" ip -o -4 addr show dev eth0
 done
 IP_A=$(mz_podman exec demo-a ip -o -4 addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
@@ -229,10 +236,15 @@ run "$BIN/mizarmpctl" gc --dry-run --conflist "$MZ_CNI_CONF_DIR/$NETWORK.conflis
 
 section "CSI-Addons server (mizarmp-addons)"
 ADDONS_SOCK="$WORK/addons/csi-addons.sock"
-echo "\$ mizarmp-addons --endpoint unix://$ADDONS_SOCK --mpurl $URL --state-dir $STATE ..."
+ADDONS_FLAGS=()
+if [[ $DIALECT == alcor ]]; then
+  alcor_make_pki
+  read -ra ADDONS_FLAGS <<<"$(alcor_addons_flags)"
+fi
+echo "\$ mizarmp-addons --endpoint unix://$ADDONS_SOCK --mpurl $URL --state-dir $STATE ${ADDONS_FLAGS[*]} ..."
 "$BIN/mizarmp-addons" --endpoint "unix://$ADDONS_SOCK" --mpurl "$URL" --project "$PROJECT" \
   --state-dir "$STATE" --fence-store "$WORK/addons/fence.db" --host-id demo-node \
-  --log-file "$WORK/addons.log" </dev/null &
+  "${ADDONS_FLAGS[@]}" --log-file "$WORK/addons.log" </dev/null &
 ADDONS_PID=$!
 for _ in $(seq 300); do
   [[ -S "$ADDONS_SOCK" ]] && break

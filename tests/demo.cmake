@@ -13,4 +13,7 @@ if(TARGET mizarmp AND TARGET mizarmp-mock AND TARGET mizarmp-addons AND TARGET m
     set_tests_properties(${name} PROPERTIES LABELS "demo;e2e;root" TIMEOUT 300
                          SKIP_RETURN_CODE 77 RESOURCE_LOCK mizarmp_demo COST 20)
   endforeach()
+  # The Alcor demo's node agent enforces its fence set in this host's own nftables table, which
+  # the publication tests' in-process agents use and remove too.
+  set_tests_properties(demo_alcor PROPERTIES RESOURCE_LOCK "mizarmp_demo;host_nftables")
 endif()

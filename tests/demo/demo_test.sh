@@ -103,6 +103,8 @@ for link in mzdemo0 br-int ovs-netdev; do
 done
 taps=$(ip -o link show type veth | awk -F': ' '$2 ~ /^tap/ {print $2}')
 [[ -z "$taps" ]] || fail "tap veths left: $taps"
+# The Alcor demo's node agent enforces its fence set in this host's namespace too.
+! nft list table inet mizarmp_fence >/dev/null 2>&1 || fail "nftables table inet mizarmp_fence left"
 
 if [[ $FAILURES -ne 0 ]]; then
   exit 1
