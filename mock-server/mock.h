@@ -127,14 +127,9 @@ struct Options {
   // (no status) until an OVS port named "tap" + the port id's first 11 characters appears on
   // `bridge` (made by nova, a test or the CNI plugin); the agent then sets the access VLAN of
   // the port's VPC on it (one per VPC, counted from 1) and the port becomes ACTIVE. Deleting
-  // the port leaves the OVS port alone, as the agent does. `agent_netns`: where the ports'
-  // devices live (where ovs-vswitchd runs).
+  // the port leaves the OVS port alone, as the agent does, and admin_state_up is only recorded
+  // (aca_dataplane_ovs.cpp: "TODO: handle admin_state_up = false").
   std::string agent_ovsdb;
-  // With agent_ovsdb: admin_state_up=false sets the OVS port's device (the veth host end named
-  // as the port) administratively down via netlink in agent_netns, true up again. Beyond what
-  // the real agent does (aca_dataplane_ovs.cpp: "TODO: handle admin_state_up = false"), which
-  // only records the change, as the default (false) does: it lets fencing show end to end.
-  bool agent_enforces_admin_state = false;
   // TLS: serve HTTPS when cert and key are set; require client certs signed by client_ca if set.
   std::string tls_cert_file;
   std::string tls_key_file;

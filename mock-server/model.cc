@@ -32,10 +32,6 @@ Result<std::unique_ptr<Model>> Model::Create(const Options& o) {
       return InvalidArgumentError(
           "mock: agent_ovsdb (--agent-ovsdb) and agent (--agent) are two host agents; choose one");
     }
-  } else if (o.agent_enforces_admin_state) {
-    return InvalidArgumentError(
-        "mock: agent_enforces_admin_state (--agent-enforces-admin-state) needs agent_ovsdb "
-        "(--agent-ovsdb)");
   }
   std::unique_ptr<Model> m(new Model(o));
   // Nobody else has the model yet; mu_ is held so the pools are set up as every later use does.
@@ -52,8 +48,7 @@ Result<std::unique_ptr<Model>> Model::Create(const Options& o) {
     m->agent_ = std::move(agent).value();
   }
   if (!o.agent_ovsdb.empty()) {
-    auto ovs =
-        OvsAgent::Create(o.agent_ovsdb, BridgeOf(o), o.agent_netns, o.agent_enforces_admin_state);
+    auto ovs = OvsAgent::Create(o.agent_ovsdb, BridgeOf(o));
     if (!ovs.ok()) return ovs.status().WithContext("mock");
     m->ovs_ = std::move(ovs).value();
   }

@@ -33,22 +33,12 @@ std::string OvsAgent::PortName(const std::string& port_id) {
 }
 
 Result<std::unique_ptr<OvsAgent>> OvsAgent::Create(const std::string& ovsdb_socket,
-                                                   const std::string& bridge,
-                                                   const std::string& netns_path,
-                                                   bool enforce_admin_state) {
+                                                   const std::string& bridge) {
   if (ovsdb_socket.empty()) return InvalidArgumentError("agent: the ovsdb socket path is empty");
   if (bridge.empty()) return InvalidArgumentError("agent: the OVS bridge name is empty");
   std::unique_ptr<OvsAgent> a(new OvsAgent());
   a->socket_ = ovsdb_socket;
   a->bridge_ = bridge;
-  a->enforce_admin_state_ = enforce_admin_state;
-  auto ns = netns_path.empty() ? netns::Netns::Current() : netns::Netns::Open(netns_path);
-  if (!ns.ok()) {
-    return ns.status().WithContext("agent: opening agent netns " +
-                                   (netns_path.empty() ? "(current)" : netns_path));
-  }
-  a->ns_.emplace(std::move(ns).value());
-  a->ns_label_ = netns_path.empty() ? "the mock's own network namespace" : "netns " + netns_path;
   return a;
 }
 
@@ -60,8 +50,7 @@ Status OvsAgent::Start() {
   auto ports = ovsdb::ListPorts(*db, bridge_);
   if (!ports.ok()) return ports.status().WithContext("agent");
   MZ_LOG(kInfo) << "agent: OVS bridge " << bridge_ << " at " << socket_ << " (" << ports->size()
-                << " ports), admin state "
-                << (enforce_admin_state_ ? "enforced (beyond the real agent)" : "recorded only");
+                << " ports), admin state recorded only";
   MutexLock lk(mu_);
   stopping_ = false;
   return Status::Ok();
@@ -185,20 +174,9 @@ void OvsAgent::Run(Worker* w, std::string port_id, std::string vpc_id, Done done
 }
 
 Status OvsAgent::SetAdmin(const std::string& port_name, bool up) {
-  if (!enforce_admin_state_) {
-    // aca_dataplane_ovs.cpp: "TODO: handle admin_state_up = false".
-    MZ_LOG(kInfo) << "agent: " << port_name << " admin_state_up=" << (up ? "true" : "false")
-                  << " recorded, not enforced (as the real agent)";
-    return Status::Ok();
-  }
-  auto nl = netns::Netlink::OpenIn(*ns_);
-  if (!nl.ok()) return nl.status().WithContext("agent: netlink in " + ns_label_);
-  Status st = nl->SetUp(port_name, up);
-  if (!st.ok()) {
-    return st.WithContext("agent: setting " + port_name + (up ? " up" : " down") + " in " +
-                          ns_label_);
-  }
-  MZ_LOG(kInfo) << "agent: " << port_name << (up ? " up" : " down") << " in " << ns_label_;
+  // aca_dataplane_ovs.cpp: "TODO: handle admin_state_up = false".
+  MZ_LOG(kInfo) << "agent: " << port_name << " admin_state_up=" << (up ? "true" : "false")
+                << " recorded, not enforced (as the real agent)";
   return Status::Ok();
 }
 

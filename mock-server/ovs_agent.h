@@ -55,12 +55,9 @@ class OvsAgent {
   // The OVS port name of an Alcor port (aca_get_port_name).
   static std::string PortName(const std::string& port_id);
 
-  // `netns_path`: where the OVS ports' devices live (empty: the mock's own namespace), for
-  // enforcing admin state only. INVALID_ARGUMENT for an empty socket or bridge name.
+  // INVALID_ARGUMENT for an empty socket or bridge name.
   static Result<std::unique_ptr<OvsAgent>> Create(const std::string& ovsdb_socket,
-                                                  const std::string& bridge,
-                                                  const std::string& netns_path,
-                                                  bool enforce_admin_state);
+                                                  const std::string& bridge);
   ~OvsAgent();  // Stop()
 
   // Checks that ovsdb-server answers and has the bridge (UNAVAILABLE, NOT_FOUND otherwise).
@@ -80,9 +77,8 @@ class OvsAgent {
   void CancelAll() MZ_EXCLUDES(mu_);
   size_t waiting() const;  // workers not finished yet
 
-  // admin_state_up of a ready port: with enforce_admin_state the port's device is set
-  // administratively up or down (netlink, in the agent namespace), which the real agent does
-  // not do; otherwise nothing (the change is only recorded, as the real agent does).
+  // admin_state_up of a ready port: only recorded, as the real agent does (the node agent's
+  // cut, fence/link_cutter.h, is what acts on a fence).
   Status SetAdmin(const std::string& port_name, bool up);
 
  private:
@@ -102,9 +98,6 @@ class OvsAgent {
 
   std::string socket_;
   std::string bridge_;
-  std::optional<netns::Netns> ns_;
-  std::string ns_label_;
-  bool enforce_admin_state_ = false;
   VlanAllocator vlans_;
 
   mutable Mutex mu_;

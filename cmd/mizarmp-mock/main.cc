@@ -115,10 +115,6 @@ FlagTable Flags(Config* c) {
            "PATH: no NIC placed; a port goes ACTIVE once OVS port tap<id[:11]> is on the "
            "bridge, tagged with its VPC's VLAN",
            &o.agent_ovsdb);
-  t.Switch("agent-enforces-admin-state",
-           "with --agent-ovsdb: admin_state_up=false sets the OVS port's device down (in "
-           "--agent-netns), true up; beyond the real agent, which only records it",
-           &o.agent_enforces_admin_state);
   t.String("tls-cert", "FILE", "serve HTTPS with this certificate (and --tls-key)",
            &o.tls_cert_file);
   t.String("tls-key", "FILE", "the certificate's private key", &o.tls_key_file);

@@ -960,7 +960,6 @@ TEST(MockBinaryTest, HelpListsEveryFlagAndValuesAreChecked) {
                            "--bridge NAME",
                            "--agent-netns PATH",
                            "--agent-ovsdb PATH",
-                           "--agent-enforces-admin-state",
                            "--mtu N",
                            "--tls-cert FILE",
                            "--tls-key FILE",

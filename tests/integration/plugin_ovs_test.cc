@@ -56,13 +56,12 @@ class PluginOvsTest : public ::testing::Test {
     ovs_.reset();
   }
 
-  void StartMock(const mock::Faults& faults, bool enforce_admin_state = false) {
+  void StartMock(const mock::Faults& faults) {
     mock_.reset();
     mock::Options o;
     o.strict = true;
     o.dialect = mock::Dialect::kAlcor;
     o.agent_ovsdb = ovs_->socket_path();
-    o.agent_enforces_admin_state = enforce_admin_state;
     o.bridge = ovs_->bridge();
     o.cidr = kCidr;
     o.faults = faults;
@@ -337,33 +336,6 @@ TEST_F(PluginOvsTest, GcAfterANodeRestartLeavesNothing) {
   ProcessResult gc = Gc(json::array());
   EXPECT_EQ(gc.exit_code, 0) << Describe(gc);
   ExpectNothingLeft("after GC");
-}
-
-// With an agent that acts on admin_state_up (beyond what Alcor's does: DESIGN.md, plug mode), a
-// port set down at the controller cuts the pod off, and set up again restores it.
-TEST_F(PluginOvsTest, AdminStateDownCutsThePodOffAndUpRestoresIt) {
-  ASSERT_NO_FATAL_FAILURE(StartMock(mock::Faults{}, /*enforce_admin_state=*/true));
-  auto& pod_a = NewPod();
-  auto& pod_b = NewPod();
-  ProcessResult a = Add("fa", pod_a);
-  ProcessResult b = Add("fb", pod_b);
-  ASSERT_EQ(a.exit_code, 0) << Describe(a);
-  ASSERT_EQ(b.exit_code, 0) << Describe(b);
-  const std::string ip_a = AddressOf(json::parse(a.out));
-  ASSERT_TRUE(Pings(pod_b, ip_a));
-
-  client::ClientConfig cc;
-  cc.base_url = mock_->base_url();
-  auto controller = client::Client::Create(cc);
-  ASSERT_TRUE(controller.ok());
-  ASSERT_TRUE((*controller)->UpdatePort(PortId("fa"), {{"admin_state_up", false}}).ok());
-  EXPECT_FALSE(Pings(pod_b, ip_a));
-  ASSERT_TRUE((*controller)->UpdatePort(PortId("fa"), {{"admin_state_up", true}}).ok());
-  EXPECT_TRUE(Pings(pod_b, ip_a));
-
-  EXPECT_EQ(Del("fa", pod_a).exit_code, 0);
-  EXPECT_EQ(Del("fb", pod_b).exit_code, 0);
-  ExpectNothingLeft("after DEL");
 }
 
 }  // namespace
