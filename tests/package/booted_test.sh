@@ -9,7 +9,8 @@
 #      and answer Probe; a fence is stored;
 #   2. the upgrade to this build restarts both (their main PIDs change), and the fence is still
 #      listed;
-#   3. the node unit's capability bounding set lets it drive nftables (the fence set) and links;
+#   3. the node unit's privileges (capabilities, namespaces, address families, system calls) let
+#      it put the fence set into a pod's network namespace;
 #   4. `systemctl stop` ends both cleanly (result "success");
 #   5. `apt-get purge` removes the programs, the units and the configuration.
 # The previous release is this build packaged again with a lower version, as in package_test.sh.
@@ -196,12 +197,20 @@ listed=$(inside mizarmpctl fences --endpoint "$CONTROLLER" 2>&1)
 pass "the fence survived the upgrade"
 
 # --- 3. the node unit's privileges are enough for the fence set -----------------------------------
-caps=$(inside systemctl show -p CapabilityBoundingSet --value mizarmp-addons@node)
+# As the agent does for each pod (fence/pod_filters.h): enter a network namespace and put a table
+# there, under the node unit's own restrictions.
+unit_property() { inside systemctl show -p "$1" --value mizarmp-addons@node; }
+caps=$(unit_property CapabilityBoundingSet)
+inside ip netns add mzunitprobe || fail "ip netns add"
 inside systemd-run --quiet --wait --pipe -p CapabilityBoundingSet="$caps" -p NoNewPrivileges=yes \
-  nft -f - <<<'add table inet mizarmp_unit_probe
+  -p RestrictNamespaces="$(unit_property RestrictNamespaces)" \
+  -p RestrictAddressFamilies="$(unit_property RestrictAddressFamilies)" \
+  -p SystemCallFilter=@system-service -p SystemCallErrorNumber=EPERM \
+  nsenter --net=/run/netns/mzunitprobe nft -f - <<<'add table inet mizarmp_unit_probe
 delete table inet mizarmp_unit_probe' >"$WORK/nft.log" 2>&1 ||
-  fail "nftables under the node unit's capabilities ($caps)"
-pass "the node unit's capabilities ($caps) drive nftables"
+  fail "a pod's nftables under the node unit's privileges ($caps): $(cat "$WORK/nft.log")"
+inside ip netns delete mzunitprobe
+pass "the node unit's privileges ($caps) put a table into a pod's namespace"
 
 # --- 4. stop ---------------------------------------------------------------------------------------
 inside systemctl stop "${UNITS[@]}" || fail "systemctl stop"
