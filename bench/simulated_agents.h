@@ -2,7 +2,7 @@
 // Copyright The mizarmp Authors
 // Node agents as the fencing benchmark simulates them, thousands in one process: each node keeps
 // a WatchFenceSet stream open to its controller replica and acknowledges every set it is sent
-// (fence/publisher.h does the same, and enforces the set in between), and opens it again
+// (fence/service/publisher.h does the same, and enforces the set in between), and opens it again
 // kReopenDelay after it ended, as a real agent does when its controller restarts. One
 // completion queue and one thread drive every stream, so 4,000 agents cost the benchmark no
 // thread each; the controller's side is the product's own.

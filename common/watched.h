@@ -3,7 +3,7 @@
 // A value that threads wait on for its next change: each Set() makes a new version and wakes
 // every waiter at once. Waiters hold the value through a shared pointer, so one value serves
 // any number of them without a copy each (the fence set a controller pushes to every node
-// agent's stream, fence/publication_service.h). Close() wakes every waiter for good.
+// agent's stream, fence/service/publication_service.h). Close() wakes every waiter for good.
 #pragma once
 
 #include <chrono>

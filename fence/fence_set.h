@@ -31,7 +31,7 @@ struct FenceSet {
 // The set of `cidrs`, put in order.
 FenceSet MakeFenceSet(std::vector<Cidr> cidrs);
 
-// The nodes of `node_addresses` (host id -> addresses, as configured: fence/clients.h) with an
+// The nodes of `node_addresses` (host id -> addresses, as configured: fence/service/clients.h) with an
 // address, or a whole block, inside one of `fences`. A fence of a node's address covers the
 // node's pods too, as GetFenceClients reports them together for the node.
 std::vector<std::string> CoveredNodes(

@@ -11,7 +11,7 @@
 // leases as they are now is lapsed by any earlier read of them. An old read can name a node that
 // renewed since (one list more), never leave out one that lapsed. A node that published first
 // after the read is missing from it and so counts as never published, and is listed too.
-// Why a third of the lease: a live node renews every third of it (fence/publisher.h), so a read
+// Why a third of the lease: a live node renews every third of it (fence/service/publisher.h), so a read
 // that old names no live node lapsed; older reads would list live nodes in every fence.
 #pragma once
 

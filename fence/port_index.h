@@ -40,7 +40,7 @@ struct IndexedPort {
 
 // When a node last published, how many entries it has, and the fence set it said it enforces
 // then: the node's lease is live while `at` is recent (the controller's publication lease,
-// fence/publication_service.h), and its `enforced` digest (fence/fence_set.h; "" for none) is its
+// fence/service/publication_service.h), and its `enforced` digest (fence/fence_set.h; "" for none) is its
 // acknowledgement of the fence set it was given.
 struct Publication {
   std::string node;

@@ -16,9 +16,9 @@
 // A write that returned is durable: a crash at any later point loses no acknowledged fence, and
 // a crash in the middle of a write leaves the state before it. Implementations are thread-safe.
 //
-// Backends: OpenFenceStore() (fence/backends.h) picks one from the configured location: a file
+// Backends: OpenFenceStore() (fence/etcd/backends.h) picks one from the configured location: a file
 // path is kept in SQLite (fence/sqlite_store.h), "etcd://host:port,..." in an etcd cluster shared
-// by several replicas (fence/etcd_store.h). The backend also chooses which replica enforces
+// by several replicas (fence/etcd/store.h). The backend also chooses which replica enforces
 // (JoinElection).
 #pragma once
 

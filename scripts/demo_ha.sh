@@ -53,7 +53,7 @@ ha_start_replica() {
   return 1
 }
 
-# ha_wait_until_leads NAME: until replica NAME's log says it leads (fence/fence_service.cc).
+# ha_wait_until_leads NAME: until replica NAME's log says it leads (fence/service/fence_service.cc).
 ha_wait_until_leads() {
   local name=$1
   for _ in $(seq 300); do

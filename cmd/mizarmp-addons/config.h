@@ -20,7 +20,7 @@
 #include "addons/server.h"
 #include "common/log.h"
 #include "common/status.h"
-#include "fence/options.h"
+#include "fence/service/options.h"
 #include "keyrotation/options.h"
 #include "mizarmp-client/client.h"
 #include "mizarmp-client/mizarmp_check.h"

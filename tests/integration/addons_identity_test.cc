@@ -105,7 +105,7 @@ client::MizarMpCheckOptions CheckOptionsFor(const std::string& url) {
   return o;
 }
 
-// How the services that call Mizar-MP report their check (fence/fence_service.cc).
+// How the services that call Mizar-MP report their check (fence/service/fence_service.cc).
 ReadinessCheck MizarMpReadiness(client::MizarMpCheck& check) {
   return {client::kMizarMpDependency, [&check] { return Readiness::Of(check.Check()); },
           /*message_names_dependency=*/true};

@@ -3,7 +3,7 @@
 // The FenceController against the in-process mizarmp-mock (no agent: loopback HTTP only):
 // what each RPC answers and what it does to the ports at Mizar-MP, the store across a restart,
 // faults, the reconcile, secrets, readiness and the Identity wiring.
-#include "fence/fence_service.h"
+#include "fence/service/fence_service.h"
 
 #include <grpcpp/server_context.h>
 #include <gtest/gtest.h>

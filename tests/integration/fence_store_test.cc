@@ -20,7 +20,7 @@
 #include "common/fileutil.h"
 #include "common/strings.h"
 #include "etcd/client.h"
-#include "fence/backends.h"
+#include "fence/etcd/backends.h"
 #include "fence/cidrset.h"
 #include "fence/store.h"
 #include "tests/support/etcd_cluster.h"

@@ -24,7 +24,7 @@
 #include "keyrotation/hooks.h"
 #include "keyrotation/keystore.h"
 #include "keyrotation/kubelet.h"
-#include "keyrotation/service.h"
+#include "keyrotation/service/rotation_service.h"
 #include "keyrotation/step.h"
 #include "tests/support/support.h"
 #include "tests/integration/keyrot_support.h"

@@ -23,7 +23,7 @@
 #include "keyrotation/locate.h"
 #include "keyrotation/resolve.h"
 #include "keyrotation/rotator.h"
-#include "keyrotation/service.h"
+#include "keyrotation/service/rotation_service.h"
 #include "tests/support/support.h"
 #include "tests/integration/keyrot_support.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright The mizarmp Authors
-// Node mode's GetFenceClients (fence/node_clients.h): this node's records and configured
+// Node mode's GetFenceClients (fence/service/node_clients.h): this node's records and configured
 // addresses under this node's id, nothing for another node, the fence RPCs left to the controller.
 #include <grpcpp/server_context.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fence/node_clients.h"
+#include "fence/service/node_clients.h"
 #include "records/records.h"
 #include "tests/support/records.h"
 #include "tests/support/support.h"

@@ -18,7 +18,7 @@
 
 #include "fence/enforcer.h"
 #include "fence/fence_set.h"
-#include "fence/fence_service.h"
+#include "fence/service/fence_service.h"
 #include "fence/plan.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "etcd/client.h"
-#include "fence/etcd_port_index.h"
+#include "fence/etcd/port_index.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/support.h"
 

@@ -20,7 +20,7 @@
 
 #include "common/fileutil.h"
 #include "common/strings.h"
-#include "fence/fence_service.h"
+#include "fence/service/fence_service.h"
 #include "fence/plan.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"

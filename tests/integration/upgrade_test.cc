@@ -37,7 +37,7 @@
 #include "common/fileutil.h"
 #include "common/ipaddr.h"
 #include "etcd/client.h"
-#include "fence/fence_service.h"
+#include "fence/service/fence_service.h"
 #include "mock-server/mock.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/started_mock.h"

@@ -23,9 +23,9 @@ import re
 import sys
 import tempfile
 
-# layer -> the layers its files may include from. A layer is a folder, or some files of a folder
-# (SPLIT_LAYERS), which splits a folder's thin service and transports from its core. "proto"
-# stands for the generated gRPC headers (included by their .proto's path under proto/, e.g.
+# layer -> the layers its files may include from. A layer is a folder; a subfolder named here
+# (fence/etcd, fence/service, keyrotation/service) is a layer of its own, which splits a
+# folder's thin service and transports from its core. "proto" stands for the generated gRPC headers (included by their .proto's path under proto/, e.g.
 # "health.pb.h" or "fence/fence.grpc.pb.h": a generated header is proto's, whatever folder name
 # it starts with).
 ALLOWED = {
@@ -57,18 +57,6 @@ ALLOWED = {
     "cmd/mizarmp-addons": {"common", "addons", "endpoint", "etcd", "fence/service", "keyrotation",
                            "keyrotation/service", "mizarmp-client", "proto", "relay"},
 }
-# The layers that are some files of a folder, each file named without .h/.cc; the folder's other
-# files are its core. A new file of such a folder is core until it is listed here.
-SPLIT_LAYERS = {
-    "keyrotation/service": {"keyrotation/service"},
-    "fence/etcd": {"fence/backends", "fence/etcd_audit", "fence/etcd_index_records",
-                   "fence/etcd_port_index", "fence/etcd_store", "fence/etcd_util"},
-    "fence/service": {"fence/admin_service", "fence/clients", "fence/fence_nodes",
-                      "fence/fence_passes", "fence/fence_queries", "fence/fence_service",
-                      "fence/metrics", "fence/node_clients", "fence/options",
-                      "fence/publication_service", "fence/publisher"},
-}
-LAYER_OF_FILE = {name: layer for layer, names in SPLIT_LAYERS.items() for name in names}
 # Tests and benchmarks may include any product folder, but of cmd/ only the addons server's
 # composed config (its unit test); nothing else includes a program's main folder.
 TEST_ALLOWED_CMD = {"cmd/mizarmp-addons/config.h"}
@@ -99,9 +87,8 @@ def folder_of(rel_path):
     parts = rel_path.split("/")
     if parts[0] == "cmd" and len(parts) > 2:
         return "cmd/" + parts[1]
-    same_name = os.path.splitext(rel_path)[0]
-    if same_name in LAYER_OF_FILE:
-        return LAYER_OF_FILE[same_name]
+    if len(parts) > 2 and "/".join(parts[:2]) in ALLOWED:
+        return "/".join(parts[:2])
     if parts[0] in ALLOWED:
         return parts[0]
     if parts[0] in ("tests", "bench"):
@@ -369,16 +356,18 @@ def self_test_includes():
         "keyrotation/bad.cc": "#include <sqlite3.h>\n#include <libcryptsetup.h>\n",
         # The core must not reach its service, nor the service's transport; the service may
         # include the core.
-        "keyrotation/core_bad.cc": '#include "keyrotation/service.h"\n#include <grpcpp/grpcpp.h>\n',
-        "keyrotation/service.cc": '#include "keyrotation/rotator.h"\n#include <grpcpp/grpcpp.h>\n',
+        "keyrotation/core_bad.cc": '#include "keyrotation/service/rotation_service.h"\n'
+                                   '#include <grpcpp/grpcpp.h>\n',
+        "keyrotation/service/rotation_service.cc": '#include "keyrotation/rotator.h"\n'
+                                                   '#include <grpcpp/grpcpp.h>\n',
         # The fence core reaches neither its service, nor gRPC, protobuf or Prometheus; its
         # etcd backends do not reach the service; the service may include all of them.
-        "fence/plan.cc": '#include "fence/fence_service.h"\n#include <grpcpp/grpcpp.h>\n'
+        "fence/plan.cc": '#include "fence/service/fence_service.h"\n#include <grpcpp/grpcpp.h>\n'
                          '#include "fence/fence.pb.h"\n#include <prometheus/counter.h>\n'
                          '#include "fence/cidrset.h"\n',
-        "fence/etcd_store.cc": '#include "fence/publisher.h"\n#include "etcd/client.h"\n'
+        "fence/etcd/store.cc": '#include "fence/service/publisher.h"\n#include "etcd/client.h"\n'
                                '#include "fence/store.h"\n',
-        "fence/publisher.cc": '#include "fence/plan.h"\n#include "fence/backends.h"\n'
+        "fence/service/publisher.cc": '#include "fence/plan.h"\n#include "fence/etcd/backends.h"\n'
                               '#include <grpcpp/grpcpp.h>\n#include <prometheus/counter.h>\n',
         "common/bad.h": '#include "records/records.h"\n',
         # A generated header under a folder named like a layer is proto's, not that layer's.
@@ -393,7 +382,7 @@ def self_test_includes():
             with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
                 f.write(text)
         found = [p for rel in sorted(source_files(root)) for p in check_file(root, rel)]
-    expected = ["common/bad.h:1:", "fence/bad.cc:1:", "fence/bad.cc:2:", "fence/etcd_store.cc:1:",
+    expected = ["common/bad.h:1:", "fence/bad.cc:1:", "fence/bad.cc:2:", "fence/etcd/store.cc:1:",
                 "fence/plan.cc:1:", "fence/plan.cc:2:", "fence/plan.cc:3:", "fence/plan.cc:4:",
                 "keyrotation/bad.cc:1:",
                 "keyrotation/core_bad.cc:1:", "keyrotation/core_bad.cc:2:",

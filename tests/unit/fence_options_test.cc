@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright The mizarmp Authors
-// FenceOptions::Validate and PublisherOptions::Validate (fence/options.h): what mizarmp-addons'
+// FenceOptions::Validate and PublisherOptions::Validate (fence/service/options.h): what mizarmp-addons'
 // configuration, FenceService and Publisher refuse, each refusal naming the configuration key a
 // user sets.
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <string>
 
 #include "common/status.h"
-#include "fence/fence_service.h"
-#include "fence/options.h"
-#include "fence/publisher.h"
+#include "fence/service/fence_service.h"
+#include "fence/service/options.h"
+#include "fence/service/publisher.h"
 #include "tests/support/refusals.h"
 
 namespace mizarmp::fence {
