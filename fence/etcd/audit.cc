@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "common/log.h"
+#include "common/retry.h"
 #include "common/strings.h"
 #include "fence/etcd/util.h"
 #include "records/records.h"
@@ -37,17 +37,8 @@ class EtcdAuditLog final : public AuditLog {
     put->set_value(AuditEntryToJson(entry).dump());
     // As long as the store's own writes would wait out an election: the put of one key with one
     // value may safely go again, also after an answer was lost.
-    const auto deadline = RetryDeadline(options_);
-    for (;;) {
-      auto answer = client_->Txn(txn);
-      if (answer.ok()) break;
-      const bool again =
-          Unavailable(answer.status()) || answer.status().code() == Code::kDeadlineExceeded;
-      if (!again || std::chrono::steady_clock::now() + kUnavailableRetryPause >= deadline) {
-        return Named(answer.status().WithContext("appending"));
-      }
-      std::this_thread::sleep_for(kUnavailableRetryPause);
-    }
+    auto answer = RetryWhileTransient(RetryDeadline(options_), [&] { return client_->Txn(txn); });
+    if (!answer.ok()) return Named(answer.status().WithContext("appending"));
     // The entry is in: dropping old ones is housekeeping, which the next append tries again.
     if (const Status dropped = DropOldest(); !dropped.ok()) {
       MZ_LOG(kWarn) << dropped.ToString();

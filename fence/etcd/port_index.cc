@@ -14,6 +14,7 @@
 
 #include "common/hex.h"
 #include "common/log.h"
+#include "common/retry.h"
 #include "common/strings.h"
 #include "etcd/client.h"
 #include "fence/address_key.h"
@@ -75,7 +76,7 @@ class EtcdPortIndex final : public PortIndex {
     const Clock::time_point deadline = RetryDeadline(options_);
     etcdserverpb::RangeRequest range;
     range.set_key(Key(kLayoutKey));
-    auto layout = RetryingUntil(deadline, [&] { return client_->Range(range); });
+    auto layout = RetryWhileTransient(deadline, [&] { return client_->Range(range); });
     if (!layout.ok()) return Named(layout.status().WithContext("reading the layout"));
     if (!layout->kvs().empty() && layout->kvs(0).value() == kLayout) return Status::Ok();
     const std::string nodes = Key(kNodesDir);
@@ -99,7 +100,7 @@ class EtcdPortIndex final : public PortIndex {
     if (!written.ok()) return Named(written.WithContext("upgrading the layout"));
     etcdserverpb::TxnRequest mark;
     *mark.add_success() = PutOp(Key(kLayoutKey), std::string(kLayout));
-    auto marked = RetryingUntil(deadline, [&] { return client_->Txn(mark); });
+    auto marked = RetryWhileTransient(deadline, [&] { return client_->Txn(mark); });
     if (!marked.ok()) return Named(marked.status().WithContext("writing the layout"));
     MZ_LOG(kInfo) << "port index " << location_ << ": layout " << kLayout << ": " << leased
                   << " node keys of the first layout got their lease keys";
@@ -186,7 +187,7 @@ class EtcdPortIndex final : public PortIndex {
     const std::string what = "recording the acknowledgement of node " + node;
     const Clock::time_point deadline = RetryDeadline(options_);
     for (int races = 0; races < kMaxRaces; ++races) {
-      auto state = RetryingUntil(deadline, [&] { return ReadLease(node); });
+      auto state = RetryWhileTransient(deadline, [&] { return ReadLease(node); });
       if (!state.ok()) return Named(state.status().WithContext(what));
       const LeaseRecord& lease = state->lease;
       if (lease.revision == 0) return NotFoundError("port index: node " + node + " has not published");
@@ -199,7 +200,7 @@ class EtcdPortIndex final : public PortIndex {
           PutOp(LeaseKey(node), LeaseText(lease.at_ms, static_cast<size_t>(lease.entries),
                                           vouches ? lease.digest : "",
                                           vouches ? state->node_revision : 0, enforced));
-      auto answer = RetryingUntil(deadline, [&] { return client_->Txn(txn); });
+      auto answer = RetryWhileTransient(deadline, [&] { return client_->Txn(txn); });
       if (!answer.ok()) return Named(answer.status().WithContext(what));
       if (answer->succeeded()) return Status::Ok();
     }
@@ -261,7 +262,7 @@ class EtcdPortIndex final : public PortIndex {
   // The node key alone: its entries' names hold their addresses.
   Result<std::vector<IpAddress>> AddressesOn(const std::string& node) const override {
     MZ_ASSIGN_OR_RETURN(const NodeRecord record,
-                        RetryingUntil(RetryDeadline(options_), [&] { return ReadRecord(node); }));
+                        RetryWhileTransient(RetryDeadline(options_), [&] { return ReadRecord(node); }));
     std::vector<IpAddress> found;
     for (const std::string& name : record.entries) {
       auto entry = EntryFromKeyName(name + "/" + node);
@@ -307,7 +308,7 @@ class EtcdPortIndex final : public PortIndex {
         PutOp(LeaseKey(node), LeaseText(record.at_ms, names.size(),
                                         record.partial ? "" : SetDigest(names), node_revision,
                                         ""));
-    return RetryingUntil(deadline, [&] { return client_->Txn(txn); }).status();
+    return RetryWhileTransient(deadline, [&] { return client_->Txn(txn); }).status();
   }
 
   // The lease key's record and the node key's mod_revision (not its value, which lists every
@@ -347,7 +348,7 @@ class EtcdPortIndex final : public PortIndex {
     if (digest.empty()) return false;
     const Clock::time_point deadline = RetryDeadline(options_);
     MZ_ASSIGN_OR_RETURN(const LeaseState state,
-                        RetryingUntil(deadline, [&] { return ReadLease(node); }));
+                        RetryWhileTransient(deadline, [&] { return ReadLease(node); }));
     if (!DescribesNodeKey(state.lease, state.node_revision) || state.lease.digest != digest) {
       return false;
     }
@@ -358,7 +359,7 @@ class EtcdPortIndex final : public PortIndex {
         PutOp(LeaseKey(node), LeaseText(at_ms, entries, digest, state.node_revision, enforced));
     // A lost answer re-sent: had it committed, its compare now fails, and the long way follows.
     MZ_ASSIGN_OR_RETURN(const auto answer,
-                        RetryingUntil(deadline, [&] { return client_->Txn(txn); }));
+                        RetryWhileTransient(deadline, [&] { return client_->Txn(txn); }));
     return answer.succeeded();
   }
 
@@ -403,7 +404,7 @@ class EtcdPortIndex final : public PortIndex {
   Status Rewrite(const std::string& node, const std::string& what, BuildTransactions build) {
     const Clock::time_point deadline = RetryDeadline(options_);
     for (int races = 0; races < kMaxRaces; ++races) {
-      auto record = RetryingUntil(deadline, [&] { return ReadRecord(node); });
+      auto record = RetryWhileTransient(deadline, [&] { return ReadRecord(node); });
       if (!record.ok()) return Named(record.status().WithContext(what));
       auto committed =
           WriteWhileUnchanged(NodeKey(node), record->revision, build(*record), deadline);
@@ -429,7 +430,7 @@ class EtcdPortIndex final : public PortIndex {
       // Re-sent after a lost answer, unlike the client's own rule: each transaction is guarded
       // and its puts and deletes repeat to the same keys; one that did commit and moved the node
       // key fails its compare when re-sent, and the whole write starts over from a fresh read.
-      auto answer = RetryingUntil(deadline, [&] { return client_->Txn(txn); });
+      auto answer = RetryWhileTransient(deadline, [&] { return client_->Txn(txn); });
       if (!answer.ok()) return WriteError(answer.status(), written, total);
       if (!answer->succeeded()) return false;
       if (PutsKey(ops, guard_key)) revision = answer->header().revision();
@@ -460,7 +461,7 @@ class EtcdPortIndex final : public PortIndex {
       range.set_range_end(end);
       range.set_limit(kPageKeys);
       range.set_keys_only(keys_only);
-      auto page = RetryingUntil(deadline, [&] { return client_->Range(range); });
+      auto page = RetryWhileTransient(deadline, [&] { return client_->Range(range); });
       if (!page.ok()) return Named(page.status().WithContext(what));
       for (const auto& kv : page->kvs()) visit(kv);
       if (!page->more() || page->kvs().empty()) return Status::Ok();

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/log.h"
+#include "common/retry.h"
 #include "common/strings.h"
 #include "etcd/election.h"
 #include "fence/cidrset.h"
@@ -292,7 +292,7 @@ Status EtcdFenceStore::EnsureMeta() {
   put->set_value(meta.dump());
   txn.add_failure()->mutable_request_range()->set_key(Key("meta"));
   // Creating meta is idempotent, so a lost answer may be re-sent.
-  auto answer = RetryingUntil(RetryDeadline(options_.client), [&] { return client_->Txn(txn); });
+  auto answer = RetryWhileTransient(RetryDeadline(options_.client), [&] { return client_->Txn(txn); });
   if (!answer.ok()) return Named(answer.status().WithContext("writing " + Key("meta")));
   if (answer->succeeded()) return Status::Ok();
   const auto& kvs = answer->responses(0).response_range().kvs();
@@ -386,12 +386,7 @@ EtcdFenceStore::StatePtr EtcdFenceStore::TakeLast() const {
 
 template <typename Change>
 Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
-  const auto deadline = RetryDeadline(options_.client);
-  auto retry_while_unavailable = [&](const Status& s) {
-    if (!Unavailable(s) || Clock::now() + kUnavailableRetryPause >= deadline) return false;
-    std::this_thread::sleep_for(kUnavailableRetryPause);
-    return true;
-  };
+  const TransientRetry retry(RetryDeadline(options_.client));
   bool maybe_stored = false;  // a transaction of this change went out and its answer was lost
   auto outcome = [&] {
     return what +
@@ -406,7 +401,7 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
     if (!from_last) {
       auto loaded = Load();
       if (!loaded.ok()) {
-        if (retry_while_unavailable(loaded.status())) continue;
+        if (retry.Again(loaded.status())) continue;
         return Named(loaded.status().WithContext(outcome()));
       }
       read = std::move(loaded).value();
@@ -446,7 +441,7 @@ Status EtcdFenceStore::Mutate(const std::string& what, Change&& change) {
                               answer.status().message()));
     }
     // A lost answer: re-run from a fresh read, on which a committed one changes nothing more.
-    if (retry_while_unavailable(answer.status())) continue;
+    if (retry.Again(answer.status())) continue;
     return Named(answer.status().WithContext(outcome()));
   }
   return Named(AbortedError(outcome() + ": lost the race against other writers " +
@@ -525,7 +520,7 @@ Status EtcdFenceStore::RecordCompleted(const Completed& done) {
 }
 
 Result<StoreSnapshot> EtcdFenceStore::Snapshot() const {
-  auto state = RetryingUntil(RetryDeadline(options_.client), [&] { return Current(); });
+  auto state = RetryWhileTransient(RetryDeadline(options_.client), [&] { return Current(); });
   if (!state.ok()) return Named(state.status().WithContext("reading"));
   return ToSnapshot(**state);
 }

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -37,9 +36,6 @@ inline constexpr int kMaxRaces = 50;
 // The key just past every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string PrefixEnd(std::string prefix);
 
-// Whether no member could answer (no quorum, every member down): worth trying again.
-inline bool Unavailable(const Status& s) { return s.code() == Code::kUnavailable; }
-
 // Whether a Txn failed with an error etcd raises before applying anything (a bad, oversized or
 // forbidden request); any other failure may have lost the answer to a committed transaction.
 bool RefusedUnapplied(const Status& s);
@@ -48,35 +44,11 @@ bool RefusedUnapplied(const Status& s);
 // etcd's side of one over that limit plus 512 KiB ("received message larger than max").
 bool TooLargeForEtcd(const Status& s);
 
-// When a call that keeps failing UNAVAILABLE gives up: each member may take the call timeout to
+// When a call that keeps failing transiently gives up (common/retry.h): each member may take the call timeout to
 // fail, and at least two rounds ride out an election.
 inline std::chrono::steady_clock::time_point RetryDeadline(const etcd::Options& options) {
   return std::chrono::steady_clock::now() +
          options.call_timeout * std::max<size_t>(2, options.endpoints.size());
-}
-
-// The Status of a call's outcome, whichever of the two it returns.
-inline const Status& StatusOf(const Status& s) { return s; }
-template <typename T>
-const Status& StatusOf(const Result<T>& r) {
-  return r.status();
-}
-
-inline constexpr auto kUnavailableRetryPause = std::chrono::milliseconds(100);
-
-// Runs `call` (returning a Status or a Result) again while it fails UNAVAILABLE, until
-// `deadline`; only for calls that are safe to repeat.
-template <typename Call>
-auto RetryingUntil(std::chrono::steady_clock::time_point deadline, Call&& call)
-    -> decltype(call()) {
-  for (;;) {
-    auto r = call();
-    if (r.ok() || !Unavailable(StatusOf(r)) ||
-        std::chrono::steady_clock::now() + kUnavailableRetryPause >= deadline) {
-      return r;
-    }
-    std::this_thread::sleep_for(kUnavailableRetryPause);
-  }
 }
 
 // A transaction's operations: a put, a delete and a read of one key (several keys read at one

@@ -14,6 +14,7 @@
 #include "common/flags.h"
 #include "common/ipaddr.h"
 #include "common/random.h"
+#include "common/retry.h"
 #include "common/status.h"
 #include "common/strings.h"
 #include "common/uuid.h"
@@ -363,6 +364,41 @@ TEST(FileUtil, LockSerializesAndSurvivesRemoval) {
   ASSERT_TRUE(first->ReleaseAndRemove().ok());
   t.join();
   EXPECT_TRUE(second_got.load());
+}
+
+// Only a transient failure is tried again, and only while a pause fits before the deadline.
+TEST(RetryWhileTransient, RepeatsOnlyTransientFailuresWithinTheDeadline) {
+  const auto far = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  int calls = 0;
+  Status outcome = RetryWhileTransient(far, [&] {
+    return ++calls < 3 ? UnavailableError("no member answered") : Status::Ok();
+  });
+  EXPECT_TRUE(outcome.ok());
+  EXPECT_EQ(calls, 3);
+
+  calls = 0;
+  Result<int> timed_out = RetryWhileTransient(far, [&]() -> Result<int> {
+    if (++calls == 1) return Status(Code::kDeadlineExceeded, "slow member");
+    return 7;
+  });
+  ASSERT_TRUE(timed_out.ok());
+  EXPECT_EQ(*timed_out, 7);
+
+  calls = 0;
+  outcome = RetryWhileTransient(far, [&] {
+    ++calls;
+    return InvalidArgumentError("request is too large");
+  });
+  EXPECT_EQ(outcome.code(), Code::kInvalidArgument);
+  EXPECT_EQ(calls, 1) << "a failure that is not transient went again";
+
+  calls = 0;
+  outcome = RetryWhileTransient(std::chrono::steady_clock::now(), [&] {
+    ++calls;
+    return UnavailableError("no member answered");
+  });
+  EXPECT_EQ(outcome.code(), Code::kUnavailable);
+  EXPECT_EQ(calls, 1) << "a retry went past the deadline";
 }
 
 }  // namespace
