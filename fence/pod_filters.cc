@@ -2,6 +2,10 @@
 // Copyright The mizarmp Authors
 #include "fence/pod_filters.h"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include "netns/netns.h"
 
 namespace mizarmp::fence {
@@ -43,14 +47,30 @@ Status PodFilters::Apply(const std::set<std::string>& pods, const FenceSet& set)
     if (!s.ok() && first.ok()) first = s;
     it = s.ok() ? filters_.erase(it) : std::next(it);
   }
+  std::vector<Due> due;
   for (const std::string& netns : pods) {
     HostFilter& filter = filters_.try_emplace(netns, "", std::vector<KeptPeer>{}).first->second;
-    if (!filter.digest().empty() && filter.digest() == set.digest) continue;
-    Status s = ApplyIn(netns, filter, set, &gone);
-    if (!s.ok() && first.ok()) first = s;
-    if (gone) filters_.erase(netns);
+    if (filter.digest().empty() || filter.digest() != set.digest) due.push_back({&netns, &filter});
+  }
+  ApplyAll(due, set);
+  for (const Due& d : due) {
+    if (!d.outcome.ok() && first.ok()) first = d.outcome;
+    if (d.gone) filters_.erase(*d.netns);
   }
   return first;
+}
+
+void PodFilters::ApplyAll(std::vector<Due>& due, const FenceSet& set) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < due.size(); i = next++) {
+      due[i].outcome = ApplyIn(*due[i].netns, *due[i].filter, set, &due[i].gone);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i < std::min(due.size(), kParallelPods); ++i) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
 }
 
 }  // namespace mizarmp::fence

@@ -39,6 +39,21 @@ class PodFilters {
   Status Apply(const std::set<std::string>& pods, const FenceSet& set);
 
  private:
+  // Pods are changed on up to this many threads at once: a change that removes elements waits
+  // out the kernel's RCU grace period (some 10 ms each, bench/RESULTS.md), and those waits
+  // overlap across namespaces.
+  static constexpr size_t kParallelPods = 8;
+
+  // A pod whose table must change, and how that went.
+  struct Due {
+    const std::string* netns;
+    HostFilter* filter;
+    Status outcome;
+    bool gone = false;
+  };
+  // ApplyIn for each of `due`, on up to kParallelPods threads (each pod's filter on one).
+  static void ApplyAll(std::vector<Due>& due, const FenceSet& set);
+
   // Makes the table in the namespace at `netns` hold `set` through `filter`. A namespace that is
   // gone is OK (its table went with it); `gone` says so.
   static Status ApplyIn(const std::string& netns, HostFilter& filter, const FenceSet& set,
