@@ -152,20 +152,28 @@ std::string HostFilterDelta(const FenceSet& from, const FenceSet& to) {
   return deletes + adds;
 }
 
-Status HostFilter::Apply(const FenceSet& set) { return Change(set, enforced_.cidrs.empty()); }
+Status HostFilter::Apply(const FenceSet& set) {
+  return Apply(std::make_shared<const FenceSet>(set));
+}
 
-Status HostFilter::Change(const FenceSet& set, bool whole) {
+Status HostFilter::Apply(std::shared_ptr<const FenceSet> set) {
+  const bool whole = enforced_->cidrs.empty();
+  return Change(std::move(set), whole);
+}
+
+Status HostFilter::Change(std::shared_ptr<const FenceSet> wanted, bool whole) {
+  const FenceSet& set = *wanted;
   Status applied = Status::Ok();
   if (whole || set.cidrs.empty()) {
     applied = RunNft(HostFilterScript(set, keep_));
-  } else if (const std::string delta = HostFilterDelta(enforced_, set); !delta.empty()) {
+  } else if (const std::string delta = HostFilterDelta(*enforced_, set); !delta.empty()) {
     // The table as this agent left it takes the change alone; one changed behind its back (a
     // flush, an element removed by hand) is built whole again.
     applied = RunNft(delta);
     if (!applied.ok()) applied = RunNft(HostFilterScript(set, keep_));
   }
   MZ_RETURN_IF_ERROR(applied);
-  enforced_ = set;
+  enforced_ = std::move(wanted);
   if (state_file_.empty()) return Status::Ok();
   std::string text;
   for (const Cidr& c : set.cidrs) text += c.ToString() + "\n";
@@ -182,16 +190,16 @@ Status HostFilter::Restore() {
   for (std::string& line : Split(*text, '\n')) {
     if (!line.empty()) lines.push_back(std::move(line));
   }
-  MZ_ASSIGN_OR_RETURN(const FenceSet set, ParseFenceSet(lines, state_file_));
-  return Change(set, /*whole=*/true);  // whatever the kernel holds now
+  MZ_ASSIGN_OR_RETURN(FenceSet set, ParseFenceSet(lines, state_file_));
+  // Whatever the kernel holds now.
+  return Change(std::make_shared<const FenceSet>(std::move(set)), /*whole=*/true);
 }
 
 Status HostFilter::Repair() {
-  if (enforced_.cidrs.empty()) return Status::Ok();  // no table is wanted
+  if (enforced_->cidrs.empty()) return Status::Ok();  // no table is wanted
   const std::string table = std::string("inet ") + kHostFilterTable;
   if (RunNft("list chain " + table + " input").ok()) return Status::Ok();
-  const FenceSet wanted = enforced_;
-  MZ_RETURN_IF_ERROR(Change(wanted, /*whole=*/true));
+  MZ_RETURN_IF_ERROR(Change(enforced_, /*whole=*/true));
   // Said once it is true: whoever reads the log may rely on the cut being in place.
   MZ_LOG(kWarn) << "fence: nftables table " << table
                 << " was gone (a flush of the ruleset?); the fence set is back";

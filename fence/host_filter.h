@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,8 @@ class HostFilter {
   // Enforces `set` in this thread's network namespace and keeps it in the state file.
   // UNAVAILABLE with nftables' own message when the kernel refused it: the old set then stands.
   Status Apply(const FenceSet& set);
+  // The same, keeping `set` itself rather than a copy of it.
+  Status Apply(std::shared_ptr<const FenceSet> set);
 
   // Enforces the set the state file holds, if any (a rebooted node's last known set).
   Status Restore();
@@ -62,18 +65,20 @@ class HostFilter {
   Status Repair();
 
   // The digest of the set enforced now: empty until Apply or Restore succeeded.
-  const std::string& digest() const { return enforced_.digest; }
+  const std::string& digest() const { return enforced_->digest; }
   // The set enforced now (none until Apply or Restore succeeded).
-  const FenceSet& enforced() const { return enforced_; }
+  const FenceSet& enforced() const { return *enforced_; }
 
  private:
   // Makes the kernel hold `set`: the whole table when `whole` (the kernel's state unknown), else
   // the delta from the set enforced now (the whole table if that fails).
-  Status Change(const FenceSet& set, bool whole);
+  Status Change(std::shared_ptr<const FenceSet> wanted, bool whole);
 
   const std::string state_file_;
   const std::vector<KeptPeer> keep_;
-  FenceSet enforced_;  // digest empty until Apply or Restore succeeded
+  // Shared with other filters that enforce the same set (fence/pod_filters.h: one copy for
+  // every pod, not one each). Its digest is empty until Apply or Restore succeeded.
+  std::shared_ptr<const FenceSet> enforced_ = std::make_shared<const FenceSet>();
 };
 
 }  // namespace mizarmp::fence

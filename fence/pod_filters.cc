@@ -22,8 +22,8 @@ std::set<std::string> PodNamespaces(const std::vector<records::RecordCache::Reco
   return namespaces;
 }
 
-Status PodFilters::ApplyIn(const std::string& netns, HostFilter& filter, const FenceSet& set,
-                           bool* gone) {
+Status PodFilters::ApplyIn(const std::string& netns, HostFilter& filter,
+                           std::shared_ptr<const FenceSet> set, bool* gone) {
   *gone = false;
   auto ns = netns::Netns::Open(netns);
   if (!ns.ok() && ns.status().IsNotFound()) {
@@ -31,7 +31,7 @@ Status PodFilters::ApplyIn(const std::string& netns, HostFilter& filter, const F
     return Status::Ok();
   }
   MZ_RETURN_IF_ERROR(ns.status().WithContext("a pod's fence set"));
-  return ns->Run([&] { return filter.Apply(set); });
+  return ns->Run([&] { return filter.Apply(std::move(set)); });
 }
 
 Status PodFilters::Apply(const std::set<std::string>& pods, const FenceSet& set) {
@@ -43,24 +43,34 @@ Status PodFilters::Apply(const std::set<std::string>& pods, const FenceSet& set)
       continue;
     }
     // Left the records: nothing of the fence stays in a namespace that outlives it.
-    Status s = ApplyIn(it->first, it->second, FenceSet{}, &gone);
+    Status s = ApplyIn(it->first, it->second, std::make_shared<const FenceSet>(), &gone);
     if (!s.ok() && first.ok()) first = s;
     it = s.ok() ? filters_.erase(it) : std::next(it);
   }
-  std::vector<Due> due;
+  // A pod whose table holds nothing yet gets the whole set, which libnftables parses at tens of
+  // MiB while it lasts at 65,536 elements: one such pod at a time. The others change by delta,
+  // or lose the table. Every pod keeps the one copy of the set made here.
+  const auto shared = std::make_shared<const FenceSet>(set);
+  std::vector<Due> whole, changed;
   for (const std::string& netns : pods) {
     HostFilter& filter = filters_.try_emplace(netns, "", std::vector<KeptPeer>{}).first->second;
-    if (filter.digest().empty() || filter.digest() != set.digest) due.push_back({&netns, &filter});
+    if (!filter.digest().empty() && filter.digest() == set.digest) continue;
+    const bool builds = filter.enforced().cidrs.empty() && !set.cidrs.empty();
+    (builds ? whole : changed).push_back({&netns, &filter});
   }
-  ApplyAll(due, set);
-  for (const Due& d : due) {
-    if (!d.outcome.ok() && first.ok()) first = d.outcome;
-    if (d.gone) filters_.erase(*d.netns);
+  ApplyAll(whole, shared, 1);
+  ApplyAll(changed, shared, kParallelPods);
+  for (const std::vector<Due>* done : {&whole, &changed}) {
+    for (const Due& d : *done) {
+      if (!d.outcome.ok() && first.ok()) first = d.outcome;
+      if (d.gone) filters_.erase(*d.netns);
+    }
   }
   return first;
 }
 
-void PodFilters::ApplyAll(std::vector<Due>& due, const FenceSet& set) {
+void PodFilters::ApplyAll(std::vector<Due>& due, const std::shared_ptr<const FenceSet>& set,
+                          size_t threads) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < due.size(); i = next++) {
@@ -68,7 +78,7 @@ void PodFilters::ApplyAll(std::vector<Due>& due, const FenceSet& set) {
     }
   };
   std::vector<std::thread> helpers;
-  for (size_t i = 1; i < std::min(due.size(), kParallelPods); ++i) helpers.emplace_back(work);
+  for (size_t i = 1; i < std::min(due.size(), threads); ++i) helpers.emplace_back(work);
   work();
   for (std::thread& t : helpers) t.join();
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,10 +40,10 @@ class PodFilters {
   Status Apply(const std::set<std::string>& pods, const FenceSet& set);
 
  private:
-  // Pods are changed on up to this many threads at once: a change that removes elements waits
-  // out the kernel's RCU grace period (some 10 ms each, bench/RESULTS.md), and those waits
-  // overlap across namespaces.
-  static constexpr size_t kParallelPods = 8;
+  // Pods' tables are changed on up to this many threads at once: a change that removes elements
+  // waits out the kernel's RCU grace period (10 to 15 ms each, bench/RESULTS.md), and those
+  // waits overlap across namespaces.
+  static constexpr size_t kParallelPods = 4;
 
   // A pod whose table must change, and how that went.
   struct Due {
@@ -51,13 +52,14 @@ class PodFilters {
     Status outcome;
     bool gone = false;
   };
-  // ApplyIn for each of `due`, on up to kParallelPods threads (each pod's filter on one).
-  static void ApplyAll(std::vector<Due>& due, const FenceSet& set);
+  // ApplyIn for each of `due`, on up to `threads` threads (each pod's filter on one).
+  static void ApplyAll(std::vector<Due>& due, const std::shared_ptr<const FenceSet>& set,
+                       size_t threads);
 
   // Makes the table in the namespace at `netns` hold `set` through `filter`. A namespace that is
   // gone is OK (its table went with it); `gone` says so.
-  static Status ApplyIn(const std::string& netns, HostFilter& filter, const FenceSet& set,
-                        bool* gone);
+  static Status ApplyIn(const std::string& netns, HostFilter& filter,
+                        std::shared_ptr<const FenceSet> set, bool* gone);
 
   std::map<std::string, HostFilter> filters_;  // by namespace path: what each pod enforces
 };
