@@ -3,14 +3,16 @@
 // mizarmp-bench-fence-set: the fence set on one node at its limit (issue 48, target 8). A node
 // namespace routes for --pods pod namespaces (a veth and a /32 route each, as agent mode wires
 // them); the node agent's host filter (fence/host_filter.h, nftables) holds --cidrs fenced /32s,
-// none adjacent, so nftables merges none of them. Measured, each --rounds times:
+// none adjacent, so nftables merges none of them, and so does each pod's (fence/pod_filters.h).
+// Measured, each --rounds times:
 //   - update: HostFilter::Apply of the whole set into a node without it, of a set one CIDR
-//     apart (one fence more, one less), and of the empty set (the table's removal);
+//     apart (one fence more, one less), and of the empty set (the table's removal); then
+//     PodFilters::Apply of the same into every pod, as the agent does before it acknowledges;
 //   - unfenced traffic between two pods through the node's forward hook: TCP throughput
-//     (iperf3) and UDP round trips (sockperf ping-pong), without the set and with it,
-//     interleaved so that drift of a shared machine falls on both sides alike;
+//     (iperf3) and UDP round trips (sockperf ping-pong), without the set and with it (in the
+//     node and both pods), interleaved so that drift of a shared machine falls on both sides;
 //   - memory: this process's peak RSS growth over the first Apply, and the kernel's unreclaimable
-//     slab while the set stands.
+//     slab while the set stands in the node and in every pod.
 // Needs root, iperf3 and sockperf.
 #include <sys/resource.h>
 
@@ -20,12 +22,14 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bench/support.h"
 #include "fence/fence_set.h"
 #include "fence/host_filter.h"
+#include "fence/pod_filters.h"
 #include "tests/support/entered_netns.h"
 
 namespace {
@@ -39,6 +43,7 @@ using mizarmp::IpAddress;
 using mizarmp::fence::FenceSet;
 using mizarmp::fence::HostFilter;
 using mizarmp::fence::MakeFenceSet;
+using mizarmp::fence::PodFilters;
 
 struct Options {
   std::string work_dir = "/tmp/mizarmp-bench-fence-set";
@@ -228,20 +233,40 @@ class FenceSetBench {
     return true;
   }
 
+  // PodFilters::Apply of `set` in every pod's namespace, its time under update_ms["pods_" what].
+  bool TimedInPods(PodFilters& filters, const FenceSet& set, const std::string& what) {
+    std::set<std::string> namespaces;
+    for (const auto& pod : pods_) namespaces.insert(pod->path());
+    const auto start = mb::Clock::now();
+    const mizarmp::Status applied = filters.Apply(namespaces, set);
+    if (!applied.ok()) return Fail("pods, " + what + ": " + applied.ToString());
+    results_["update_ms"]["pods_" + what].push_back(mb::Ms(mb::Clock::now() - start));
+    return true;
+  }
+
+  // The node's and then every pod's update to `set`, under `what`.
+  bool Updated(HostFilter& node, PodFilters& pods, const FenceSet& set, const char* what) {
+    return Timed(node, set, what) && TimedInPods(pods, set, what);
+  }
+
   bool Measure() {
     const FenceSet full = Fenced(o_.cidrs);
     const FenceSet apart = Fenced(o_.cidrs, o_.cidrs / 2);
     HostFilter filter(o_.work_dir + "/fence-set", {});
+    PodFilters pod_filters;
     for (int round = 0; round < o_.rounds; ++round) {
       if (!Traffic("without")) return false;
       const long rss_before = MaxRssKib(), slab_before = UnreclaimableSlabKib();
-      if (!Timed(filter, full, "whole")) return false;
+      if (!Updated(filter, pod_filters, full, "whole")) return false;
       results_["memory"]["driver_rss_growth_kib"].push_back(MaxRssKib() - rss_before);
       results_["memory"]["kernel_slab_growth_kib"].push_back(UnreclaimableSlabKib() - slab_before);
-      if (!Timed(filter, apart, "one_apart") || !Timed(filter, full, "one_apart")) return false;
+      if (!Updated(filter, pod_filters, apart, "one_apart") ||
+          !Updated(filter, pod_filters, full, "one_apart")) {
+        return false;
+      }
       results_["kernel_elements"] = KernelElements();
       if (!Traffic("with")) return false;
-      if (!Timed(filter, MakeFenceSet({}), "removal")) return false;
+      if (!Updated(filter, pod_filters, MakeFenceSet({}), "removal")) return false;
       std::cerr << "round " << round + 1 << "/" << o_.rounds << " done\n";
     }
     return true;
