@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "addons/service.h"
-#include "fence/service/clients.h"
 #include "fence/fence.grpc.pb.h"
+#include "fence/service/clients.h"
 #include "fence/service/options.h"
 
 namespace mizarmp::fence {

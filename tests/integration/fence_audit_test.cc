@@ -16,8 +16,8 @@
 
 #include "etcd/client.h"
 #include "fence/audit.h"
-#include "fence/etcd/backends.h"
 #include "fence/etcd/audit.h"
+#include "fence/etcd/backends.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/support.h"
 

@@ -26,8 +26,8 @@
 #include "keyrotation/kubelet.h"
 #include "keyrotation/service/rotation_service.h"
 #include "keyrotation/step.h"
-#include "tests/support/support.h"
 #include "tests/integration/keyrot_support.h"
+#include "tests/support/support.h"
 
 namespace mizarmp::keyrotation {
 namespace {

@@ -24,8 +24,8 @@
 #include "keyrotation/resolve.h"
 #include "keyrotation/rotator.h"
 #include "keyrotation/service/rotation_service.h"
-#include "tests/support/support.h"
 #include "tests/integration/keyrot_support.h"
+#include "tests/support/support.h"
 
 namespace mizarmp::keyrotation {
 namespace {

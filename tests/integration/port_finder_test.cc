@@ -18,8 +18,8 @@
 
 #include "fence/enforcer.h"
 #include "fence/fence_set.h"
-#include "fence/service/fence_service.h"
 #include "fence/plan.h"
+#include "fence/service/fence_service.h"
 #include "mock-server/mock.h"
 #include "tests/support/port_spec.h"
 #include "tests/support/started_mock.h"

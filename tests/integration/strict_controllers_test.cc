@@ -20,8 +20,8 @@
 
 #include "common/fileutil.h"
 #include "common/strings.h"
-#include "fence/service/fence_service.h"
 #include "fence/plan.h"
+#include "fence/service/fence_service.h"
 #include "mizarmp-client/client.h"
 #include "mock-server/mock.h"
 #include "tests/support/pki.h"
