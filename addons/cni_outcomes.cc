@@ -71,26 +71,15 @@ void CniOutcomesComponent::RegisterMetrics(const std::shared_ptr<prometheus::Reg
 }
 
 void CniOutcomesComponent::Start() {
-  loop_ = std::thread([this] { Loop(); });
+  loop_.Start(
+      [this] {
+        ReadNow();
+        return interval_;
+      },
+      interval_);
 }
 
-void CniOutcomesComponent::Stop() {
-  {
-    MutexLock lock(stop_mu_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (loop_.joinable()) loop_.join();
-}
-
-void CniOutcomesComponent::Loop() {
-  MutexLock lock(stop_mu_);
-  while (!lock.WaitFor(stop_cv_, interval_, [this]() MZ_REQUIRES(stop_mu_) { return stopping_; })) {
-    lock.Unlock();
-    ReadNow();
-    lock.Lock();
-  }
-}
+void CniOutcomesComponent::Stop() { loop_.Stop(); }
 
 void CniOutcomesComponent::ReadNow() {
   if (series_ == nullptr) return;

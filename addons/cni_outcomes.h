@@ -10,14 +10,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "addons/service.h"
 #include "common/cni_outcome_log.h"
 #include "common/mutex.h"
+#include "common/worker.h"
 
 namespace mizarmp::addons {
 
@@ -37,16 +36,12 @@ class CniOutcomesComponent final : public AddonsComponent {
 
  private:
   struct Series;
-  void Loop();
 
   std::chrono::milliseconds interval_;
   Mutex read_mu_;  // one reader at a time: ReadNow may run beside the loop
   CniOutcomeLogReader reader_ MZ_GUARDED_BY(read_mu_);
   std::unique_ptr<Series> series_;  // set once by RegisterMetrics, before Start
-  Mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ MZ_GUARDED_BY(stop_mu_) = false;
-  std::thread loop_;
+  Worker loop_;
 };
 
 }  // namespace mizarmp::addons

@@ -238,31 +238,16 @@ void IdentityService::RegisterMetrics(const std::shared_ptr<prometheus::Registry
 
 void IdentityService::Start() {
   if (options_.readiness_interval.count() <= 0) return;
-  MutexLock lock(loop_mu_);
-  if (loop_.joinable()) return;
-  stopping_ = false;
-  loop_ = std::thread([this] { RunReadinessLoop(); });
+  loop_.Start([this] { return CheckReadiness(); });
 }
 
-void IdentityService::Stop() {
-  {
-    MutexLock lock(loop_mu_);
-    stopping_ = true;
-  }
-  loop_cv_.notify_all();
-  if (loop_.joinable()) loop_.join();
-}
+void IdentityService::Stop() { loop_.Stop(); }
 
-void IdentityService::RunReadinessLoop() {
-  MutexLock lock(loop_mu_);
-  while (!stopping_) {
-    lock.Unlock();
-    const bool ready = CheckReady().ready;
-    lock.Lock();
-    const auto wait = ready ? options_.readiness_interval
-                            : std::min(options_.readiness_interval, kNotReadyInterval);
-    lock.WaitFor(loop_cv_, wait, [this]() MZ_REQUIRES(loop_mu_) { return stopping_; });
-  }
+std::chrono::milliseconds IdentityService::CheckReadiness() {
+  const bool ready = CheckReady().ready;
+  return ready ? options_.readiness_interval
+               : std::min<std::chrono::milliseconds>(options_.readiness_interval,
+                                                     kNotReadyInterval);
 }
 
 grpc::Status IdentityService::Probe(grpc::ServerContext* context, const identity::ProbeRequest*,

@@ -27,20 +27,19 @@
 #include <grpcpp/support/status.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "addons/driver.h"
 #include "addons/service.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/worker.h"
 #include "identity/identity.grpc.pb.h"
 
 // Declared only, as in addons/metrics.h.
@@ -127,7 +126,9 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   // Hands an evaluation started as number `seq` to the log, the metrics and the listener,
   // unless a later one was handed over already.
   void Publish(uint64_t seq, const ReadinessReport& report) MZ_EXCLUDES(publish_mu_);
-  void RunReadinessLoop() MZ_EXCLUDES(loop_mu_);
+  // The background evaluation's turn: readiness checked; the pause before the next (shorter
+  // while not ready).
+  std::chrono::milliseconds CheckReadiness();
 
   IdentityOptions options_;
   // Both fixed at construction: the services are given once. advertised_ is what
@@ -146,11 +147,7 @@ class IdentityService final : public identity::Identity::Service, public AddonsS
   prometheus::Gauge* ready_gauge_ MZ_GUARDED_BY(publish_mu_) = nullptr;
   std::map<std::string, prometheus::Gauge*> dependency_gauges_ MZ_GUARDED_BY(publish_mu_);
 
-  // The background evaluation.
-  Mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ MZ_GUARDED_BY(loop_mu_) = false;
-  std::thread loop_;  // Start() and Stop() come from one thread, which owns it
+  Worker loop_;  // the background evaluation
 };
 
 }  // namespace mizarmp::addons

@@ -19,19 +19,18 @@ Election::Election(Client& client, Options options)
 Election::~Election() { Stop(); }
 
 void Election::Start() {
-  MutexLock lock(run_mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
+  // A round every third of the lease, at least 100 ms apart.
+  const auto interval = std::max<std::chrono::milliseconds>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3,
+      std::chrono::milliseconds(100));
+  rounds_.Start([this, interval] {
+    Round(interval);
+    return interval;
+  });
 }
 
 void Election::Stop() {
-  {
-    MutexLock lock(run_mu_);
-    stopping_ = true;
-  }
-  run_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  rounds_.Stop();
   StepDown("stopping");
   Resign();
 }
@@ -50,31 +49,17 @@ std::string Election::leader() const {
   return leader_;
 }
 
-void Election::Run() {
-  const auto interval = std::max<Clock::duration>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3,
-      std::chrono::milliseconds(100));
-  bool failing = false;
-  for (;;) {
-    const auto sent = Clock::now();
-    Status s = RenewLease(sent);
-    if (s.ok()) s = Campaign();
-    if (!s.ok() && !failing) {
-      MZ_LOG(kWarn) << "leader election (" << options_.key << "): " << s.message()
-                    << "; retrying every "
-                    << std::chrono::milliseconds(
-                           std::chrono::duration_cast<std::chrono::milliseconds>(interval))
-                           .count()
-                    << " ms";
-    } else if (s.ok() && failing) {
-      MZ_LOG(kInfo) << "leader election (" << options_.key << "): etcd answers again";
-    }
-    failing = !s.ok();
-    MutexLock lock(run_mu_);
-    if (lock.WaitFor(run_cv_, interval, [this]() MZ_REQUIRES(run_mu_) { return stopping_; })) {
-      return;
-    }
+void Election::Round(std::chrono::milliseconds interval) {
+  const auto sent = Clock::now();
+  Status s = RenewLease(sent);
+  if (s.ok()) s = Campaign();
+  if (!s.ok() && !failing_) {
+    MZ_LOG(kWarn) << "leader election (" << options_.key << "): " << s.message()
+                  << "; retrying every " << interval.count() << " ms";
+  } else if (s.ok() && failing_) {
+    MZ_LOG(kInfo) << "leader election (" << options_.key << "): etcd answers again";
   }
+  failing_ = !s.ok();
 }
 
 Status Election::RenewLease(Clock::time_point sent) {

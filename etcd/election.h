@@ -19,12 +19,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <string>
-#include <thread>
 
 #include "common/mutex.h"
+#include "common/worker.h"
 #include "etcd/client.h"
 
 namespace mizarmp::etcd {
@@ -61,7 +60,9 @@ class Election {
   std::string leader() const;
 
  private:
-  void Run();
+  // One round: renew the lease (or get one) and campaign; `interval` is the rounds' pace, for
+  // the log.
+  void Round(std::chrono::milliseconds interval);
   Status RenewLease(Clock::time_point sent);
   Status Campaign();
   void Resign();
@@ -79,10 +80,8 @@ class Election {
   std::string leader_ MZ_GUARDED_BY(mu_);
   std::atomic<uint64_t> terms_{0};
 
-  Mutex run_mu_;
-  std::condition_variable run_cv_;
-  bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
-  std::thread thread_;  // Start() and Stop() come from one thread, which owns it
+  bool failing_ = false;  // the rounds' own: the last round failed
+  Worker rounds_;
 };
 
 }  // namespace mizarmp::etcd

@@ -125,10 +125,7 @@ void FenceService::Start() { StartLoop(/*initial_pass=*/true); }
 Status FenceService::StartAndWait() {
   // A second opening would replace store_ while a pass holds pointers into the first one.
   const bool started = [this] {
-    {
-      MutexLock lock(run_mu_);
-      if (thread_.joinable()) return true;
-    }
+    if (loop_.running()) return true;
     MutexLock lock(store_mu_);
     return store_ != nullptr;
   }();
@@ -148,43 +145,31 @@ Status FenceService::StartAndWait() {
 }
 
 void FenceService::StartLoop(bool initial_pass) {
-  MutexLock lock(run_mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this, initial_pass] { Run(initial_pass); });
-}
-
-void FenceService::Stop() {
-  {
-    MutexLock lock(run_mu_);
-    stopping_ = true;
-  }
-  run_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void FenceService::Run(bool initial_pass) {
-  auto stopped_within = [this](Clock::duration d) {
-    MutexLock lock(run_mu_);
-    return lock.WaitFor(run_cv_, d, [this]() MZ_REQUIRES(run_mu_) { return stopping_; });
-  };
+  if (loop_.running()) return;
   // Without the initial pass, StartAndWait() already opened the store and made the first pass.
   if (initial_pass) next_reconcile_ = Clock::now();
-  do {
-    bool open;
-    {
-      MutexLock lock(store_mu_);
-      open = store_ != nullptr;
-    }
-    // A store that could not be opened is retried every interval (a full disk, a permission
-    // fixed by the operator); Probe reports it meanwhile. Once open, the first pass of the
-    // first term runs at once: it finishes what a previous leader left interrupted.
-    if (open) {
-      Tick();
-    } else if (Clock::now() >= next_reconcile_ && !OpenStore().ok()) {
-      next_reconcile_ = Clock::now() + options_.reconcile_interval;
-    }
-  } while (!stopped_within(kStorePollInterval));
+  loop_.Start([this] {
+    Turn();
+    return kStorePollInterval;
+  });
+}
+
+void FenceService::Stop() { loop_.Stop(); }
+
+void FenceService::Turn() {
+  bool open;
+  {
+    MutexLock lock(store_mu_);
+    open = store_ != nullptr;
+  }
+  // A store that could not be opened is retried every interval (a full disk, a permission
+  // fixed by the operator); Probe reports it meanwhile. Once open, the first pass of the
+  // first term runs at once: it finishes what a previous leader left interrupted.
+  if (open) {
+    Tick();
+  } else if (Clock::now() >= next_reconcile_ && !OpenStore().ok()) {
+    next_reconcile_ = Clock::now() + options_.reconcile_interval;
+  }
 }
 
 void FenceService::Tick() {

@@ -74,7 +74,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -82,26 +81,26 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "addons/service.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "common/watched.h"
+#include "common/worker.h"
 #include "fence/audit.h"
 #include "fence/cidrset.h"
-#include "fence/service/clients.h"
 #include "fence/enforcer.h"
-#include "fence/fence_set.h"
 #include "fence/fence.grpc.pb.h"
+#include "fence/fence_set.h"
 #include "fence/leadership.h"
 #include "fence/listed_nodes.h"
-#include "fence/service/metrics.h"
-#include "fence/service/options.h"
 #include "fence/plan.h"
 #include "fence/port_index.h"
 #include "fence/registered_nodes.h"
+#include "fence/service/clients.h"
+#include "fence/service/metrics.h"
+#include "fence/service/options.h"
 #include "fence/store.h"
 #include "mizarmp-client/client.h"
 #include "mizarmp-client/mizarmp_check.h"
@@ -134,15 +133,15 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // "fence store" (StoreReadiness()), then "Mizar-MP" when mizarmp_check names a URL.
   std::vector<addons::ReadinessCheck> readiness_checks() override;
   // Opens the store on a background thread, then runs the reconcile loop there. Returns at once.
-  void Start() override MZ_EXCLUDES(run_mu_);
+  void Start() override;
   // Ends the reconcile loop and waits for it.
-  void Stop() override MZ_EXCLUDES(run_mu_);
+  void Stop() override;
 
   // For tests: opens the store and reconciles once, synchronously, then starts the loop;
   // returns the open error. Start() does the same on the loop's thread, and a test that drives
   // Reconcile() itself needs the first pass over before its own, which only the service's
   // private opening and term bookkeeping can give. FAILED_PRECONDITION once started (by either).
-  Status StartAndWait() MZ_EXCLUDES(store_mu_, enforce_mu_, run_mu_);
+  Status StartAndWait() MZ_EXCLUDES(store_mu_, enforce_mu_);
 
   // The fence families (fence/service/metrics.h) on the server's registry.
   void RegisterMetrics(const std::shared_ptr<prometheus::Registry>& registry) override;
@@ -235,8 +234,9 @@ class FenceService final : public ::fence::FenceController::Service, public addo
 
   // The store's life: opening, the loop, the store as the RPCs and passes get it.
   Status OpenStore() MZ_EXCLUDES(store_mu_);
-  void StartLoop(bool initial_pass) MZ_EXCLUDES(run_mu_);
-  void Run(bool initial_pass) MZ_EXCLUDES(store_mu_, enforce_mu_, run_mu_);
+  void StartLoop(bool initial_pass);
+  // One turn of the loop: opens the store if it is not, else Tick().
+  void Turn() MZ_EXCLUDES(store_mu_, enforce_mu_);
   // One turn of the loop once the store is open: polls a shared store's revision, and makes a
   // pass when this replica leads and a new term began, the store changed or the interval passed.
   void Tick() MZ_EXCLUDES(store_mu_, enforce_mu_);
@@ -411,10 +411,7 @@ class FenceService final : public ::fence::FenceController::Service, public addo
   // The last node whose acknowledgement this replica recorded: AwaitNodes wakes on each.
   Watched<std::string> acknowledgements_;
 
-  Mutex run_mu_;
-  std::condition_variable run_cv_;
-  bool stopping_ MZ_GUARDED_BY(run_mu_) = false;
-  std::thread thread_;  // Start() and Stop() come from one thread, which owns it
+  Worker loop_;
   std::atomic<uint64_t> passes_{0};
   // Set by Publish, taken by the loop's next turn (Tick).
   std::atomic<bool> published_inside_fence_{false};

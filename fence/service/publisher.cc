@@ -125,22 +125,26 @@ Publisher::Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> ch
 Publisher::~Publisher() { Stop(); }
 
 void Publisher::Start() {
-  MutexLock lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
-  watcher_ = std::thread([this] { Watch(); });
+  if (loop_.running()) return;
+  {
+    MutexLock lock(mu_);
+    stopping_ = false;
+  }
+  loop_.Start([this] { return Turn(); });
+  watcher_.Start([this] {
+    Watch();
+    return kWatchRetry;
+  });
 }
 
 void Publisher::Stop() {
   {
     MutexLock lock(mu_);
-    stopping_ = true;
+    stopping_ = true;  // no new stream opens
     if (watch_call_ != nullptr) watch_call_->TryCancel();
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  if (watcher_.joinable()) watcher_.join();
+  loop_.Stop();
+  watcher_.Stop();
 }
 
 std::vector<addons::ReadinessCheck> Publisher::readiness_checks() {
@@ -157,29 +161,21 @@ uint64_t Publisher::published() const {
   return published_;
 }
 
-bool Publisher::StoppedWithin(std::chrono::milliseconds d, bool wake_on_push) {
-  MutexLock lock(mu_);
-  return lock.WaitFor(cv_, d, [&]() MZ_REQUIRES(mu_) {
-    return stopping_ || (wake_on_push && pushed_ != nullptr);
-  }) && stopping_;
-}
-
-void Publisher::Run() {
-  // A rebooted node enforces the last set it knew before it publishes: it never lifts a fence
-  // it has not seen lifted.
-  if (Status restored = filter_.Restore(); !restored.ok()) {
-    MZ_LOG(kWarn) << "fence: " << restored.ToString();
-  }
-  {
+std::chrono::milliseconds Publisher::Turn() {
+  if (!restored_) {
+    // A rebooted node enforces the last set it knew before it publishes: it never lifts a
+    // fence it has not seen lifted.
+    if (Status restored = filter_.Restore(); !restored.ok()) {
+      MZ_LOG(kWarn) << "fence: " << restored.ToString();
+    }
+    restored_ = true;
     MutexLock lock(mu_);
     enforced_ = filter_.digest();
   }
-  do {
-    Look();
-  } while (!StoppedWithin(filter_.enforced().cidrs.empty()
-                              ? options_.interval
-                              : std::min<std::chrono::milliseconds>(options_.interval, kFencedLook),
-                          /*wake_on_push=*/true));
+  Look();
+  return filter_.enforced().cidrs.empty()
+             ? options_.interval
+             : std::min<std::chrono::milliseconds>(options_.interval, kFencedLook);
 }
 
 void Publisher::Look() {
@@ -330,16 +326,13 @@ Status Publisher::Acknowledge(const std::string& digest) {
 }
 
 void Publisher::Watch() {
-  std::string last_failure;
-  do {
-    const Status ended = WatchOnce();
-    // One line per kind of failure, not one per retry while the controller stays away.
-    if (!ended.ok() && ended.ToString() != last_failure) {
-      MZ_LOG(kWarn) << "fence set stream from " << options_.target << ": " << ended.ToString()
-                    << "; retrying every " << kWatchRetry.count() << " ms meanwhile";
-    }
-    last_failure = ended.ok() ? "" : ended.ToString();
-  } while (!StoppedWithin(kWatchRetry, /*wake_on_push=*/false));
+  const Status ended = WatchOnce();
+  // One line per kind of failure, not one per retry while the controller stays away.
+  if (!ended.ok() && ended.ToString() != last_watch_failure_) {
+    MZ_LOG(kWarn) << "fence set stream from " << options_.target << ": " << ended.ToString()
+                  << "; retrying every " << kWatchRetry.count() << " ms meanwhile";
+  }
+  last_watch_failure_ = ended.ok() ? "" : ended.ToString();
 }
 
 Status Publisher::WatchOnce() {
@@ -360,7 +353,7 @@ Status Publisher::WatchOnce() {
       MutexLock lock(mu_);
       pushed_ = std::move(update);
     }
-    cv_.notify_all();
+    loop_.Wake();
     update = std::make_unique<::mizarmp::v1::FenceSetUpdate>();
   }
   const grpc::Status s = reader->Finish();

@@ -27,19 +27,18 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "addons/service.h"
 #include "common/mutex.h"
+#include "common/worker.h"
 #include "fence/host_filter.h"
 #include "fence/link_cutter.h"
-#include "fence/service/options.h"
 #include "fence/pod_filters.h"
 #include "fence/port_index.h"
+#include "fence/service/options.h"
 #include "records/cache.h"
 
 namespace grpc {
@@ -84,7 +83,9 @@ class Publisher final : public addons::AddonsComponent {
  private:
   Publisher(PublisherOptions options, std::shared_ptr<grpc::Channel> channel,
             std::vector<KeptPeer> controller);
-  void Run() MZ_EXCLUDES(mu_);
+  // The loop's turn: the kept set restored at the first, then Look(); the pause before the
+  // next (shorter while a fence stands). A pushed update wakes it (Worker::Wake).
+  std::chrono::milliseconds Turn() MZ_EXCLUDES(mu_);
   // One look at the records, and a publication when due.
   void Look();
   // Publishes `ports` and enforces the fence set the answer carries.
@@ -101,11 +102,11 @@ class Publisher final : public addons::AddonsComponent {
   // none: unreadable) and then acknowledges the set.
   void EnforcePushed(const std::vector<records::RecordCache::Records>* records) MZ_EXCLUDES(mu_);
   Status Acknowledge(const std::string& digest);
-  // The stream's thread: keeps a WatchFenceSet call open and hands each update to the loop.
+  // The stream's turn: one WatchFenceSet call, handing each update to the loop, and its end
+  // logged; the next after kWatchRetry.
   void Watch() MZ_EXCLUDES(mu_);
   // One WatchFenceSet call, until it ends; its final status.
   Status WatchOnce() MZ_EXCLUDES(mu_);
-  bool StoppedWithin(std::chrono::milliseconds d, bool wake_on_push) MZ_EXCLUDES(mu_);
 
   const PublisherOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -122,10 +123,11 @@ class Publisher final : public addons::AddonsComponent {
   // What EnforceOnPods last enforced in full: for these records and this set's digest.
   std::vector<records::RecordCache::Records> pods_enforced_for_records_;
   std::string pods_enforced_for_set_;
+  bool restored_ = false;  // the kept set is back (the loop's first turn)
+  std::string last_watch_failure_;  // the stream's own
 
   mutable Mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ MZ_GUARDED_BY(mu_) = false;
+  bool stopping_ MZ_GUARDED_BY(mu_) = false;  // Stop() began: no stream opens any more
   uint64_t published_ MZ_GUARDED_BY(mu_) = 0;
   // The stream's latest update, until the loop takes it.
   std::unique_ptr<::mizarmp::v1::FenceSetUpdate> pushed_ MZ_GUARDED_BY(mu_);
@@ -133,8 +135,8 @@ class Publisher final : public addons::AddonsComponent {
   std::string enforced_ MZ_GUARDED_BY(mu_);
   Status enforce_error_ MZ_GUARDED_BY(mu_);  // the newest set's failure to apply, if it failed
   grpc::ClientContext* watch_call_ MZ_GUARDED_BY(mu_) = nullptr;  // the open stream's, to cancel
-  std::thread thread_;  // Start() and Stop() come from one thread, which owns both
-  std::thread watcher_;
+  Worker loop_;
+  Worker watcher_;
 };
 
 }  // namespace mizarmp::fence

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <set>
 #include <string>
 #include <thread>
@@ -13,12 +14,14 @@
 #include "common/fileutil.h"
 #include "common/flags.h"
 #include "common/ipaddr.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "common/retry.h"
 #include "common/status.h"
 #include "common/strings.h"
 #include "common/uuid.h"
 #include "common/watched.h"
+#include "common/worker.h"
 #include "tests/support/support.h"
 
 namespace mizarmp {
@@ -399,6 +402,42 @@ TEST(RetryWhileTransient, RepeatsOnlyTransientFailuresWithinTheDeadline) {
   });
   EXPECT_EQ(outcome.code(), Code::kUnavailable);
   EXPECT_EQ(calls, 1) << "a retry went past the deadline";
+}
+
+// A worker's turns: the first at once, the next when woken, however long the pause it asked
+// for; Stop ends a pause at once and ends a wait inside a turn too.
+TEST(Worker, TakesTurnsWakesAndStopsWithoutWaitingOutItsPauses) {
+  Mutex mu;
+  std::condition_variable cv;
+  int turns = 0;
+  bool stop_seen = false;
+  Worker worker;
+  worker.Start([&] {
+    MutexLock lock(mu);
+    if (++turns == 3) {
+      lock.Unlock();
+      const bool stopped = worker.StoppedWithin(std::chrono::hours(1));
+      lock.Lock();
+      stop_seen = stopped;
+    }
+    cv.notify_all();
+    return std::chrono::milliseconds(std::chrono::hours(1));
+  });
+  EXPECT_TRUE(worker.running());
+  auto reached = [&](int n) {
+    MutexLock lock(mu);
+    return lock.WaitFor(cv, std::chrono::seconds(20), [&] { return turns >= n; });
+  };
+  ASSERT_TRUE(reached(1)) << "no first turn";
+  worker.Wake();
+  ASSERT_TRUE(reached(2)) << "a Wake did not end the pause";
+  worker.Wake();
+  ASSERT_TRUE(reached(3));
+  worker.Stop();  // ends the third turn's wait, then the loop
+  EXPECT_FALSE(worker.running());
+  MutexLock lock(mu);
+  EXPECT_TRUE(stop_seen) << "StoppedWithin did not see the Stop";
+  EXPECT_EQ(turns, 3);
 }
 
 }  // namespace
