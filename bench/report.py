@@ -941,7 +941,7 @@ def ovsdb_lines(run):
 
 def latency_section(run):
     lat = run.latency
-    lines = ["### 1-3. ADD and DEL latency (ports ready at once), http:// and https://", ""]
+    lines = ["### ADD and DEL latency (ports ready at once), http:// and https://", ""]
     if not lat:
         return block(lines + [not_measured("no latency results in cni.json") + ".", ""])
     rows = []
@@ -964,7 +964,7 @@ def latency_section(run):
 
 # -------------------------------------------------------------------------------- readiness
 def readiness_section(run):
-    lines = ["### 4. Readiness latency",
+    lines = ["### Readiness latency",
              "",
              "The mock makes each port ready d ms after its creation (`--ready-delay-ms`); its agent places the NIC",
              "in the pod, then the port reports ready. Three poll settings of the plugin, interleaved: the default (no",
@@ -1006,7 +1006,7 @@ def burst_tail_lines(run):
 
 
 def burst_section(run):
-    lines = ["### 3. Burst",
+    lines = ["### Burst",
              "",
              "All ADDs released at once (one thread each, fork/exec in parallel on 2 CPUs), then all DELs.",
              "Leaks are looked for as a user would: ports at the mock (`/mock/state`), attachment records and",
@@ -1051,7 +1051,7 @@ BINARY_LABELS = [
 
 
 def footprint_section(run):
-    lines = ["### 4. Footprint and start-up", ""]
+    lines = ["### Footprint and start-up", ""]
     if not run.footprint:
         return block(lines + [not_measured("no footprint results in cni.json") + ".", ""])
     startup_rows = [(label, ms(s["median_ms"], 2), ms(s["p99_ms"], 2), kib(s.get("maxrss_kib")))
@@ -1151,7 +1151,7 @@ def fence_lines(run):
 
 
 def addons_section(run):
-    lines = ["### 5. mizarmp-addons", ""]
+    lines = ["### mizarmp-addons", ""]
     if not run.addons:
         return block(lines + [not_measured("no addons.json in the work directory") + ".", ""])
     return block(lines + rpc_lines(run) + getclients_lines(run) + fence_lines(run))
