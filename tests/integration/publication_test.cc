@@ -334,7 +334,17 @@ TEST_F(PublicationTest, RenewalsOfPortsAFenceHoldsAskForNoPass) {
   ASSERT_NO_FATAL_FAILURE(Fence("10.236.0.0/24"));
   ASSERT_FALSE(Up("r1"));
 
-  const uint64_t passes = fences_->reconcile_passes();
+  // A publication that reached the controller while the fence's own pass ran found r1 inside
+  // the fence and not held yet, and may have asked for one more pass: the count is taken once a
+  // whole renewal went by without a pass.
+  uint64_t passes = fences_->reconcile_passes();
+  for (int settled = 0; settled < 5; ++settled) {
+    const uint64_t renewed = agent->published();
+    ASSERT_TRUE(WaitUntil([&] { return agent->published() > renewed; }))
+        << "the node did not renew its lease";
+    if (fences_->reconcile_passes() == passes) break;
+    passes = fences_->reconcile_passes();
+  }
   const uint64_t published = agent->published();
   ASSERT_TRUE(WaitUntil([&] { return agent->published() >= published + 2; }))
       << "the node did not renew its lease";
