@@ -238,7 +238,8 @@ class FenceSetBench {
     std::set<std::string> namespaces;
     for (const auto& pod : pods_) namespaces.insert(pod->path());
     const auto start = mb::Clock::now();
-    const mizarmp::Status applied = filters.Apply(namespaces, set);
+    const mizarmp::Status applied =
+        filters.Apply(namespaces, std::make_shared<const FenceSet>(set));
     if (!applied.ok()) return Fail("pods, " + what + ": " + applied.ToString());
     results_["update_ms"]["pods_" + what].push_back(mb::Ms(mb::Clock::now() - start));
     return true;

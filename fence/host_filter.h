@@ -68,6 +68,8 @@ class HostFilter {
   const std::string& digest() const { return enforced_->digest; }
   // The set enforced now (none until Apply or Restore succeeded).
   const FenceSet& enforced() const { return *enforced_; }
+  // The same set, for filters that enforce it too (fence/pod_filters.h) without a copy.
+  const std::shared_ptr<const FenceSet>& shared_enforced() const { return enforced_; }
 
  private:
   // Makes the kernel hold `set`: the whole table when `whole` (the kernel's state unknown), else

@@ -34,7 +34,9 @@ Status PodFilters::ApplyIn(const std::string& netns, HostFilter& filter,
   return ns->Run([&] { return filter.Apply(std::move(set)); });
 }
 
-Status PodFilters::Apply(const std::set<std::string>& pods, const FenceSet& set) {
+Status PodFilters::Apply(const std::set<std::string>& pods,
+                         std::shared_ptr<const FenceSet> shared) {
+  const FenceSet& set = *shared;
   Status first;
   bool gone = false;
   for (auto it = filters_.begin(); it != filters_.end();) {
@@ -49,8 +51,7 @@ Status PodFilters::Apply(const std::set<std::string>& pods, const FenceSet& set)
   }
   // A pod whose table holds nothing yet gets the whole set, which libnftables parses at tens of
   // MiB while it lasts at 65,536 elements: one such pod at a time. The others change by delta,
-  // or lose the table. Every pod keeps the one copy of the set made here.
-  const auto shared = std::make_shared<const FenceSet>(set);
+  // or lose the table.
   std::vector<Due> whole, changed;
   for (const std::string& netns : pods) {
     HostFilter& filter = filters_.try_emplace(netns, "", std::vector<KeptPeer>{}).first->second;

@@ -36,8 +36,8 @@ class PodFilters {
  public:
   // Makes the table in each namespace of `pods` hold `set`, and removes it from namespaces no
   // longer listed. Each pod is done whatever another's outcome; the first error names its
-  // namespace, and that pod is tried again at the next Apply.
-  Status Apply(const std::set<std::string>& pods, const FenceSet& set);
+  // namespace, and that pod is tried again at the next Apply. Every pod keeps `set` itself.
+  Status Apply(const std::set<std::string>& pods, std::shared_ptr<const FenceSet> set);
 
  private:
   // Pods' tables are changed on up to this many threads at once: a change that removes elements

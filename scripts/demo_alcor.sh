@@ -76,14 +76,19 @@ path, vpc, sock, bridge, dead_path, dead_network, dead_node, dead_state = sys.ar
 with open(path) as f:
     conf = json.load(f)
 plugin = next(p for p in conf["plugins"] if p.get("type") == "mizarmp")
-plugin.update({"networkId": vpc, "ovsdbSocket": sock, "ovsBridge": bridge})
-for where, doc in ((path, conf), (dead_path, None)):
-    if doc is None:
-        conf["name"] = dead_network
-        plugin.update({"hostId": dead_node, "stateDir": dead_state})
+
+
+def write(where):
     with open(where, "w") as f:
         json.dump(conf, f, indent=2)
         f.write("\n")
+
+
+plugin.update({"networkId": vpc, "ovsdbSocket": sock, "ovsBridge": bridge})
+write(path)
+conf["name"] = dead_network
+plugin.update({"hostId": dead_node, "stateDir": dead_state})
+write(dead_path)
 PYEOF
 }
 

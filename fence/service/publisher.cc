@@ -209,9 +209,9 @@ void Publisher::Look() {
 
 void Publisher::EnforceOnPods(const std::vector<records::RecordCache::Records>& records) {
   if (records == pods_enforced_for_records_ && filter_.digest() == pods_enforced_for_set_) return;
-  const FenceSet& set = filter_.enforced();
-  Status filtered = pod_filters_.Apply(PodNamespaces(records, options_.node), set);
-  Status cut = cutter_.Apply(FencedLinks(records, options_.node, set));
+  Status filtered =
+      pod_filters_.Apply(PodNamespaces(records, options_.node), filter_.shared_enforced());
+  Status cut = cutter_.Apply(FencedLinks(records, options_.node, filter_.enforced()));
   for (const Status* s : {&filtered, &cut}) {
     if (!s->ok()) {
       MZ_LOG(kWarn) << "fence: " << s->ToString();
